@@ -1,0 +1,3 @@
+from loopkit.main import main
+
+raise SystemExit(main())

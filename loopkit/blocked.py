@@ -1,0 +1,176 @@
+"""``BLOCKED.md``: rendering it from the template, creating it once, reading it back.
+
+The file is the loop's exit contract: it exists ⇒ the loop is blocked. It is created with
+:func:`loopkit.atomicfile.create_text`, so an existing one is never overwritten and two
+escalations racing cannot both write it. A workspace template override that fails to
+render never stops a block: the packaged template is used and the problem is reported.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from loopkit import atomicfile
+from loopkit.errors import BadInput, WorkspaceError
+from loopkit.message import LETTERS, fold
+from loopkit.workspace import Workspace
+
+HEAD_LINES = 30
+MAX_CONTEXT_LINES = 6
+_MARKER = re.compile(r"<!--\s*loopkit request:\s*([A-Za-z0-9][A-Za-z0-9_-]{0,63})\s*-->")
+
+BlockState = Literal["absent", "file", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    label: str
+    consequence: str = ""
+    value: str = ""
+
+
+def packaged_template() -> str:
+    return (resources.files("loopkit") / "templates" / "BLOCKED.md.j2").read_text("utf-8")
+
+
+def _safe_line(line: str) -> str:
+    """Keep user text from opening a section of its own (``## Choices:`` in a log line)."""
+    line = line.rstrip()
+    return "\\" + line if line.lstrip().startswith("#") else line
+
+
+def context_lines(context: str, extra: list[str]) -> list[str]:
+    lines = [_safe_line(x) for x in context.strip().splitlines() if x.strip()]
+    if len(lines) > MAX_CONTEXT_LINES:
+        cut = len(lines) - (MAX_CONTEXT_LINES - 1)
+        lines = [*lines[: MAX_CONTEXT_LINES - 1], f"(… {cut} more lines in the request record)"]
+    return [fold(x, 300) for x in lines] + extra
+
+
+def template_vars(
+    *,
+    request_id: str,
+    question: str,
+    context: str,
+    attempted: list[str],
+    choices: list[Choice],
+    meta: list[str],
+    answer_hint: str,
+    repo: str,
+    trigger: str,
+    at: str,
+) -> dict[str, Any]:
+    return {
+        "request_id": request_id,
+        "question": fold(question, 1000),
+        "context_lines": context_lines(context, meta),
+        "attempted": [fold(_safe_line(a), 500) for a in attempted if a.strip()],
+        "choices": [
+            {"letter": LETTERS[i], "label": fold(c.label, 200), "consequence": fold(c.consequence)}
+            for i, c in enumerate(choices)
+        ],
+        "answer_hint": answer_hint,
+        "repo": repo,
+        "trigger": trigger,
+        "at": at,
+    }
+
+
+def _render_source(source: str, variables: dict[str, Any]) -> str:
+    import jinja2  # deferred: ~30 ms, and only escalations need it
+
+    env = jinja2.Environment(
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    text = env.from_string(source).render(**variables)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def _template_problem(path: Path, exc: Exception) -> str:
+    import jinja2
+
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        return f"{path}:{exc.lineno}: template syntax error: {exc.message}"
+    if isinstance(exc, OSError):
+        return f"{path}: cannot read: {exc.strerror}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{path}: not UTF-8 text"
+    return f"{path}: template failed to render: {exc}"
+
+
+def render(workspace: Workspace, variables: dict[str, Any]) -> tuple[str, str | None]:
+    """Render BLOCKED.md; returns the text and, if the override was unusable, why."""
+    override = workspace.template_override
+    problem: str | None = None
+    if override.exists():
+        try:
+            return _render_source(override.read_text("utf-8"), variables), None
+        except Exception as exc:  # any failure of the user's template falls back
+            problem = _template_problem(override, exc) + "; used the packaged template instead"
+    return render_packaged(variables), problem
+
+
+def render_packaged(variables: dict[str, Any]) -> str:
+    return _render_source(packaged_template(), variables)
+
+
+def check_override(workspace: Workspace, variables: dict[str, Any]) -> str | None:
+    """The override template's problem, if there is one (for ``loopkit doctor``)."""
+    override = workspace.template_override
+    if not override.exists():
+        return None
+    try:
+        _render_source(override.read_text("utf-8"), variables)
+    except Exception as exc:
+        return _template_problem(override, exc)
+    return None
+
+
+def state(path: Path) -> BlockState:
+    if path.is_file():
+        return "file"
+    if path.exists() or path.is_symlink():
+        return "other"
+    return "absent"
+
+
+def not_a_file(path: Path) -> BadInput:
+    return BadInput(
+        f"{path} exists but is not a regular file; remove it (rm -r {path.name}) so loopkit "
+        "can tell blocked from unblocked"
+    )
+
+
+def create(path: Path, text: str) -> bool:
+    """Create BLOCKED.md unless it exists; False means another block holds it."""
+    try:
+        return atomicfile.create_text(path, text)
+    except OSError as exc:
+        raise WorkspaceError(
+            f"cannot write {path}: {exc.strerror}; make the workspace writable"
+        ) from None
+
+
+def read_head(path: Path, lines: int = HEAD_LINES) -> str:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        head = [line for _, line in zip(range(lines), handle, strict=False)]
+    return "".join(head)
+
+
+def request_id_of(path: Path) -> str | None:
+    """The request id in BLOCKED.md's marker comment, if the file has one."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return None
+    match = _MARKER.search(head)
+    return match.group(1) if match else None

@@ -1,0 +1,57 @@
+"""Channels: one small module each, looked up by name and imported only when used.
+
+A channel has one job: deliver the five-line message and report the outcome. It never
+raises for a delivery problem; anything but success is an :class:`Outcome` with
+``ok=False`` and a redacted, one-line ``error``. A new channel is one new module plus one
+line in :data:`CHANNELS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from loopkit.config import ChannelSettings
+from loopkit.errors import ConfigError
+from loopkit.message import Message
+
+CHANNELS: dict[str, str] = {
+    "telegram": "loopkit.channels.telegram:TelegramChannel",
+    "slack": "loopkit.channels.slack:SlackChannel",
+    "dial": "loopkit.channels.dial:DialChannel",
+    "none": "loopkit.channels.none:NoChannel",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    ok: bool | None  # None: nothing was sent (channel "none")
+    status: int | str | None = None  # HTTP status, exit code, or "timeout" / "error"
+    error: str | None = None
+    message_id: int | str | None = None
+
+
+class Channel(Protocol):
+    name: str
+
+    def send(self, message: Message) -> Outcome: ...
+
+    def problems(self) -> list[str]:
+        """What is missing from the settings, each with its fix (for doctor)."""
+        ...
+
+
+def create(name: str, settings: ChannelSettings, **options: Any) -> Channel:
+    """The channel called ``name``; ``options`` are passed to its constructor (seams)."""
+    try:
+        target = CHANNELS[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown channel {name!r} (LOOPKIT_HITL_CHANNEL or [escalation] channel); "
+            f"valid: {', '.join(CHANNELS)}"
+        ) from None
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    channel: Channel = cls(settings, **options)
+    return channel

@@ -1,0 +1,105 @@
+"""Channel ``dial``: the operator's own command (an SMS gateway, a pager, ntfy …).
+
+``LOOPKIT_HITL_DIAL_CMD`` is split like a shell would split it (``shlex``) and run as an
+argv, without a shell; the message goes to its stdin and nowhere else, so nothing in a
+question can ever be executed. It runs in its own session and the whole process group is
+killed when it overruns. The command line itself is treated as a secret (it may carry an
+API key) and never appears in a log or an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+from typing import Any
+
+from loopkit.channels import Outcome
+from loopkit.config import ChannelSettings
+from loopkit.message import Message, fold
+from loopkit.redact import Redactor
+
+DIAL_TIMEOUT = 30.0
+
+
+class DialChannel:
+    name = "dial"
+
+    def __init__(
+        self, settings: ChannelSettings, *, timeout: float = DIAL_TIMEOUT, **_: Any
+    ) -> None:
+        self.settings = settings
+        self.timeout = timeout
+        self.redactor = Redactor(settings.secrets())
+
+    def _argv(self) -> tuple[list[str] | None, str | None]:
+        if not self.settings.dial_cmd:
+            return None, "LOOPKIT_HITL_DIAL_CMD is not set"
+        try:
+            argv = shlex.split(self.settings.dial_cmd)
+        except ValueError as exc:
+            return None, f"LOOPKIT_HITL_DIAL_CMD cannot be split into words ({exc})"
+        return (argv, None) if argv else (None, "LOOPKIT_HITL_DIAL_CMD is empty")
+
+    def problems(self) -> list[str]:
+        _, problem = self._argv()
+        if problem:
+            return [f"{problem}: export the command that should get the message on stdin"]
+        return []
+
+    def send(self, message: Message) -> Outcome:
+        argv, problem = self._argv()
+        if argv is None:
+            return Outcome(ok=False, status="error", error=problem)
+        env = {
+            **os.environ,
+            "LOOPKIT_REQUEST_ID": message.request_id,
+            "LOOPKIT_REPO": message.repo,
+            "LOOPKIT_QUESTION": fold(message.question),
+        }
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return Outcome(
+                ok=False,
+                status="error",
+                error=f"dial command could not start ({exc.strerror}); check LOOPKIT_HITL_DIAL_CMD",
+            )
+        try:
+            _, stderr = proc.communicate(message.text.encode("utf-8"), timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self._kill(proc)
+            return Outcome(
+                ok=False, status="timeout", error=f"dial command killed after {self.timeout:g} s"
+            )
+        if proc.returncode == 0:
+            return Outcome(ok=True, status=0)
+        tail = stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = f": {fold(tail[-1], 200)}" if tail else ""
+        return Outcome(
+            ok=False,
+            status=proc.returncode,
+            error=self.redactor.text(f"dial command exited {proc.returncode}{detail}"),
+        )
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            proc.communicate(timeout=2)
+        except subprocess.TimeoutExpired:
+            # A process that left the group still holds our pipes; stop reading them.
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe:
+                    pipe.close()
+            proc.wait()

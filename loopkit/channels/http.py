@@ -1,0 +1,110 @@
+"""One bounded JSON POST, shared by the HTTP channels.
+
+The whole send, retry and wait included, fits in ``budget`` seconds. A 429 or a 5xx is
+retried once, after ``Retry-After`` (header, or Telegram's ``parameters.retry_after``) when
+the wait fits in what is left of the budget. Errors are built here, never taken from
+httpx's own messages verbatim, and always pass the redactor: the URL may hold a secret.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from loopkit.redact import Redactor
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+DEFAULT_RETRY_WAIT = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int | str  # HTTP status, or "timeout" / "error" when there was no answer
+    body: Any = None  # parsed JSON, when the answer was JSON
+    error: str | None = None  # why this is not a success; None for a 2xx
+
+    @property
+    def ok(self) -> bool:
+        return isinstance(self.status, int) and 200 <= self.status < 300
+
+
+def _retry_after(response: httpx.Response, body: Any) -> float | None:
+    if isinstance(body, dict):
+        params = body.get("parameters")
+        if isinstance(params, dict) and isinstance(params.get("retry_after"), int | float):
+            return float(params["retry_after"])
+    header = response.headers.get("retry-after")
+    if not header:
+        return None
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _describe(status: int, body: Any, text: str) -> str:
+    if isinstance(body, dict) and isinstance(body.get("description"), str):
+        return f"HTTP {status}: {body['description'][:200]}"
+    short = text.strip()
+    if body is None and short and len(short) <= 100 and short.isprintable():
+        return f"HTTP {status}: {short}"  # Slack answers with a short word: no_service, ...
+    return f"HTTP {status}"
+
+
+def post_json(
+    client: httpx.Client,
+    url: str,
+    payload: dict[str, Any],
+    *,
+    budget: float,
+    redactor: Redactor,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Response:
+    deadline = clock() + budget
+    last: Response | None = None
+    for attempt in (1, 2):
+        remaining = deadline - clock()
+        if remaining <= 0:
+            break
+        try:
+            answer = client.post(url, json=payload, timeout=httpx.Timeout(remaining))
+        except httpx.TimeoutException:
+            return Response("timeout", error=f"no answer within {budget:g} s")
+        except httpx.HTTPError as exc:
+            reason = redactor.text(str(exc)) or type(exc).__name__
+            return Response("error", error=f"{type(exc).__name__}: {reason}")
+        body = _json(answer)
+        if 200 <= answer.status_code < 300:
+            return Response(answer.status_code, body)
+        error = redactor.text(_describe(answer.status_code, body, answer.text))
+        last = Response(answer.status_code, body, error)
+        if attempt == 2 or answer.status_code not in RETRY_STATUSES:
+            break
+        wait = _retry_after(answer, body)
+        wait = DEFAULT_RETRY_WAIT if wait is None else wait
+        if wait >= deadline - clock():
+            return Response(
+                last.status,
+                body,
+                f"{last.error}; asked to retry after {wait:g} s, beyond the {budget:g} s budget",
+            )
+        sleep(wait)
+    return last or Response("timeout", error=f"no answer within {budget:g} s")

@@ -1,0 +1,66 @@
+"""Channel ``slack``: the five lines as ``{"text": ...}`` to an incoming webhook.
+
+Incoming webhooks are one-way: the human answers with ``loopkit unblock --reply …`` or by
+deleting BLOCKED.md (the hint closing BLOCKED.md's Choices section says so).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import httpx
+
+from loopkit.channels import Outcome
+from loopkit.channels.http import post_json
+from loopkit.config import ChannelSettings
+from loopkit.message import Message
+from loopkit.redact import Redactor
+
+
+class SlackChannel:
+    name = "slack"
+
+    def __init__(
+        self,
+        settings: ChannelSettings,
+        *,
+        budget: float = 10.0,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.budget = budget
+        self._client = client
+        self._sleep = sleep
+
+    def problems(self) -> list[str]:
+        if not self.settings.slack_webhook:
+            return [
+                "LOOPKIT_HITL_SLACK_WEBHOOK is not set: create an incoming webhook in your "
+                "Slack app and export its URL"
+            ]
+        if not self.settings.slack_webhook.startswith(("https://", "http://")):
+            return ["LOOPKIT_HITL_SLACK_WEBHOOK is not an http(s) URL: copy the whole webhook URL"]
+        return []
+
+    def send(self, message: Message) -> Outcome:
+        missing = self.problems()
+        if missing or not self.settings.slack_webhook:
+            return Outcome(ok=False, status="error", error=missing[0].split(":")[0])
+        client = self._client or httpx.Client(follow_redirects=False)
+        try:
+            answer = post_json(
+                client,
+                self.settings.slack_webhook,
+                {"text": message.text},
+                budget=self.budget,
+                redactor=Redactor(self.settings.secrets()),
+                sleep=self._sleep,
+            )
+        finally:
+            if self._client is None:
+                client.close()
+        if answer.error:
+            return Outcome(ok=False, status=answer.status, error=answer.error)
+        return Outcome(ok=True, status=answer.status)

@@ -1,0 +1,121 @@
+"""Channel ``telegram``: ``sendMessage`` with one inline button per choice.
+
+Every Bot API call is a POST with a JSON body to ``{api}/bot{token}/{method}``. The token
+sits in the URL path, so URLs are never logged by us, and the redactor masks httpx's own
+request log line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from loopkit.channels import Outcome
+from loopkit.channels.http import Response, post_json
+from loopkit.config import ChannelSettings
+from loopkit.message import LETTERS, Message, fold
+from loopkit.redact import Redactor
+
+CALLBACK_DATA_MAX = 64  # bytes, a Bot API limit
+
+
+def callback_data(request_id: str, index: int) -> str:
+    return f"{request_id}:{index}"
+
+
+def keyboard(message: Message) -> dict[str, Any] | None:
+    rows = []
+    for index, label in enumerate(message.choices):
+        data = callback_data(message.request_id, index)
+        if len(data.encode()) > CALLBACK_DATA_MAX:
+            return None  # an id this long cannot ride on a button; text replies still work
+        rows.append([{"text": f"{LETTERS[index]}) {fold(label, 60)}", "callback_data": data}])
+    return {"inline_keyboard": rows} if rows else None
+
+
+class BotApi:
+    """A thin Bot API client: ``call(method, payload)`` → the parsed answer, bounded in time."""
+
+    def __init__(
+        self,
+        settings: ChannelSettings,
+        *,
+        client: httpx.Client | None = None,
+        redactor: Redactor | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.redactor = redactor or Redactor(settings.secrets())
+        self.client = client or httpx.Client(follow_redirects=False)
+        self.sleep = sleep
+
+    def call(self, method: str, payload: dict[str, Any], *, budget: float) -> Response:
+        url = f"{self.settings.telegram_api}/bot{self.settings.telegram_token}/{method}"
+        answer = post_json(
+            self.client, url, payload, budget=budget, redactor=self.redactor, sleep=self.sleep
+        )
+        if answer.ok and not (isinstance(answer.body, dict) and answer.body.get("ok") is True):
+            error = f'HTTP {answer.status} without "ok": true'
+            return Response(answer.status, answer.body, error)
+        return answer
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class TelegramChannel:
+    name = "telegram"
+
+    def __init__(
+        self,
+        settings: ChannelSettings,
+        *,
+        budget: float = 10.0,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.budget = budget
+        self._client = client
+        self._sleep = sleep
+
+    def problems(self) -> list[str]:
+        found = []
+        if not self.settings.telegram_token:
+            found.append(
+                "LOOPKIT_HITL_TELEGRAM_TOKEN is not set: create a bot with @BotFather and "
+                "export its token"
+            )
+        if not self.settings.telegram_chat:
+            found.append(
+                "LOOPKIT_HITL_TELEGRAM_CHAT is not set: send your bot a message, then read "
+                "the chat id from getUpdates (see README, Telegram)"
+            )
+        return found
+
+    def send(self, message: Message) -> Outcome:
+        missing = self.problems()
+        if missing:
+            return Outcome(ok=False, status="error", error=missing[0].split(":")[0])
+        payload: dict[str, Any] = {
+            "chat_id": self.settings.telegram_chat,
+            "text": message.text,
+            "disable_web_page_preview": True,
+        }
+        markup = keyboard(message)
+        if markup:
+            payload["reply_markup"] = markup
+        api = BotApi(self.settings, client=self._client, sleep=self._sleep)
+        try:
+            answer = api.call("sendMessage", payload, budget=self.budget)
+        finally:
+            if self._client is None:
+                api.close()
+        if answer.error:
+            return Outcome(ok=False, status=answer.status, error=answer.error)
+        result = answer.body.get("result") if isinstance(answer.body, dict) else None
+        message_id = result.get("message_id") if isinstance(result, dict) else None
+        return Outcome(ok=True, status=answer.status, message_id=message_id)

@@ -1,0 +1,84 @@
+"""``loopkit check``: is the workspace blocked? Exit 2 (printing BLOCKED.md's head) or 0.
+
+Imports only the standard library's cheapest modules. ``loopkit.toml`` is parsed (and
+validated, exit 78 when invalid) only when it sets ``blocked_file``; otherwise the default
+name holds and the file is not read further.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+DEFAULT_BLOCKED = "BLOCKED.md"
+HEAD_LINES = 30
+EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_DATAERR, EXIT_CONFIG = 0, 2, 64, 65, 78
+
+
+def _error(message: str, code: int) -> int:
+    sys.stderr.write(f"loopkit: error: {message}\n")
+    return code
+
+
+def _blocked_name(workspace: str) -> str:
+    toml = os.path.join(workspace, "loopkit.toml")
+    try:
+        with open(toml, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return DEFAULT_BLOCKED
+    if "blocked_file" not in text:
+        return DEFAULT_BLOCKED
+    from pathlib import Path
+
+    from loopkit import config
+
+    return config.load(Path(workspace)).escalation.blocked_file
+
+
+def _head(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return "".join(line for _, line in zip(range(HEAD_LINES), handle, strict=False))
+
+
+def check(workspace: str, as_json: bool = False) -> int:
+    if not os.path.isdir(workspace):
+        return _error(f"workspace {workspace!r} is not a folder; pass -C an existing folder", 64)
+    try:
+        name = _blocked_name(workspace)
+    except Exception as exc:  # ConfigError, without importing errors eagerly
+        code = getattr(exc, "exit_code", None)
+        if code is None:
+            raise
+        return _error(str(exc), code)
+    path = os.path.join(workspace, name)
+    if os.path.isfile(path):
+        try:
+            head = _head(path)
+        except OSError as exc:
+            head = f"({name} exists but cannot be read: {exc.strerror})\n"
+        if as_json:
+            import json
+
+            marker = "<!-- loopkit request: "
+            start = head.find(marker)
+            request_id = head[start + len(marker) :].split(" ", 1)[0] if start >= 0 else None
+            print(
+                json.dumps(
+                    {"blocked": True, "blocked_file": path, "request_id": request_id, "head": head}
+                )
+            )
+        else:
+            sys.stdout.write(head if head.endswith("\n") or not head else head + "\n")
+        return EXIT_BLOCKED
+    if os.path.lexists(path):
+        return _error(
+            f"{path} exists but is not a regular file; remove it (rm -r {name}) so loopkit can "
+            "tell blocked from unblocked",
+            EXIT_DATAERR,
+        )
+    if as_json:
+        import json
+
+        print(json.dumps({"blocked": False, "blocked_file": path, "request_id": None}))
+    return EXIT_OK

@@ -1,0 +1,106 @@
+"""``escalate`` and ``check``: raising a block and asking whether there is one."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from loopkit import check as check_mod
+from loopkit.cli.app import App
+from loopkit.errors import EXIT_BLOCKED
+
+
+@click.command()
+@click.option("--question", "-q", required=True, help="The one question for the human.")
+@click.option(
+    "--context", "-c", required=True, help="What the agent was doing: feature, file, why now."
+)
+@click.option(
+    "--attempted",
+    "-a",
+    multiple=True,
+    required=True,
+    help="What was tried and why it fell short (repeatable).",
+)
+@click.option(
+    "--choice",
+    "choices",
+    multiple=True,
+    required=True,
+    metavar='"LABEL — CONSEQUENCE"',
+    help="An answer the human can pick (1 to 3, repeatable).",
+)
+@click.option(
+    "--trigger",
+    default="agent",
+    show_default=True,
+    help="What raised it (agent, verify-failures, missing-credential, dependency-down, …).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the request record as JSON.")
+@click.pass_obj
+def escalate(
+    app: App,
+    question: str,
+    context: str,
+    attempted: tuple[str, ...],
+    choices: tuple[str, ...],
+    trigger: str,
+    as_json: bool,
+) -> int:
+    """Block the loop and ask the human (exit 2).
+
+    Persists requests/<id>.json, writes BLOCKED.md (never over an existing one: a second
+    escalation joins the open block and sends nothing), sends the five-line message over
+    the configured channel and records the outcome. A failed send is a warning; the block
+    stands either way.
+    """
+    from loopkit.escalation import Escalation, Escalator, message_for, parse_choice
+
+    config = app.config()
+    escalator = Escalator(config)
+    result = escalator.escalate(
+        Escalation(
+            question=question,
+            context=context,
+            attempted=list(attempted),
+            choices=[parse_choice(c) for c in choices],
+            trigger=trigger,
+        )
+    )
+    record = result.request
+    if as_json:
+        click.echo(
+            json.dumps({"joined": result.joined, "request": record.to_dict()}, ensure_ascii=False)
+        )
+        return EXIT_BLOCKED
+    if result.joined:
+        click.echo(f"already blocked: joined request {result.joined}; nothing was sent")
+        return EXIT_BLOCKED
+    click.echo(message_for(record, escalator.workspace.repo_name()).text)
+    click.echo("")
+    where = "sent" if result.outcome and result.outcome.ok else "not sent"
+    channel = config.escalation.channel
+    if channel == "none":
+        where = "channel none: BLOCKED.md is the escalation"
+    else:
+        where = f"{channel}: {where}"
+    click.echo(
+        f"blocked: {config.escalation.blocked_file} written, "
+        f"request requests/{record.request_id}.json ({where})"
+    )
+    return EXIT_BLOCKED
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.pass_obj
+def check(app: App, as_json: bool) -> int:
+    """Exit 2 and print the head of BLOCKED.md when blocked; exit 0 otherwise.
+
+    Starts about as fast as Python itself, for use at the head of every loop iteration.
+    """
+    return check_mod.check(str(app.root), as_json)
+
+
+COMMANDS = (escalate, check)

@@ -1,0 +1,67 @@
+"""``init``, ``doctor`` and ``send-test``: setting a workspace up and checking it."""
+
+from __future__ import annotations
+
+import click
+
+from loopkit.cli.app import App
+from loopkit.config import CHANNELS
+from loopkit.errors import EXIT_FAILURE, EXIT_OK
+
+
+@click.command()
+@click.option("--agent", help="The agent command (a shell string), e.g. \"claude -p '…'\".")
+@click.option("--verify", help='The verify command, e.g. "pytest -q".')
+@click.option(
+    "--channel",
+    type=click.Choice(CHANNELS),
+    default="none",
+    show_default=True,
+    help="How the human is told (secrets stay in the environment).",
+)
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.pass_obj
+def init(app: App, agent: str | None, verify: str | None, channel: str, force: bool) -> int:
+    """Write loopkit.toml and templates/BLOCKED.md.j2; existing files are kept unless --force."""
+    from loopkit.scaffold import init as do_init
+
+    result = do_init(app.root, agent=agent, verify=verify, channel=channel, force=force)
+    for path in result.written:
+        click.echo(f"wrote {path}")
+    for path in result.kept:
+        click.echo(f"kept  {path} (exists; --force overwrites it)")
+    return EXIT_OK
+
+
+@click.command()
+@click.pass_obj
+def doctor(app: App) -> int:
+    """Check the config, the channel settings and the template; each problem with its fix."""
+    from loopkit.doctor import diagnose
+
+    findings = diagnose(app.root)
+    for finding in findings:
+        click.echo(finding.line())
+    problems = sum(1 for f in findings if f.level == "problem")
+    click.echo(f"{problems} problem(s)" if problems else "no problems found")
+    return EXIT_FAILURE if problems else EXIT_OK
+
+
+@click.command("send-test")
+@click.pass_obj
+def send_test(app: App) -> int:
+    """Send one test message over the configured channel (exit 0 sent, 1 not)."""
+    from loopkit.doctor import send_test as do_send
+
+    config = app.config()
+    outcome, message = do_send(config)
+    name = config.escalation.channel
+    if outcome.ok:
+        click.echo(message.text)
+        click.echo(f"\nsent via {name}")
+        return EXIT_OK
+    click.echo(f"loopkit: error: {name}: not sent: {outcome.error}", err=True)
+    return EXIT_FAILURE
+
+
+COMMANDS = (init, doctor, send_test)

@@ -1,0 +1,150 @@
+"""``loopkit doctor`` and ``loopkit send-test``: is this workspace ready to block well?
+
+Each finding names one thing and, when it is a problem, how to fix it. Doctor never
+changes anything and never sends a message; send-test sends exactly one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from loopkit import blocked, channels, clock
+from loopkit.blocked import Choice
+from loopkit.channels import Outcome
+from loopkit.config import Config, load
+from loopkit.errors import ChannelError, ConfigError
+from loopkit.escalation import answer_hint
+from loopkit.message import Message
+from loopkit.workspace import Workspace
+
+Level = Literal["ok", "note", "problem"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    level: Level
+    topic: str
+    text: str
+
+    def line(self) -> str:
+        return f"{self.level:<7} {self.topic}: {self.text}"
+
+
+def _sample_vars(workspace: Workspace) -> dict[str, object]:
+    return blocked.template_vars(
+        request_id="doctor",
+        question="Which of the two payment flows should the checkout use?",
+        context="Feature: checkout\nFile: app/pay.py",
+        attempted=["read PROMPT.md: it names both flows"],
+        choices=[Choice("Flow A", "keeps the old API"), Choice("Flow B", "needs a migration")],
+        meta=["Trigger: agent"],
+        answer_hint=answer_hint("none"),
+        repo=workspace.repo_name(),
+        trigger="agent",
+        at=clock.iso_seconds(),
+    )
+
+
+def _config_findings(root: Path) -> tuple[Config | None, list[Finding]]:
+    try:
+        config = load(root)
+    except ConfigError as exc:
+        return None, [Finding("problem", "config", str(exc))]
+    if config.file is None:
+        text = f"no {root / 'loopkit.toml'}; defaults in use (`loopkit init` writes one)"
+        return config, [Finding("note", "config", text)]
+    return config, [Finding("ok", "config", f"{config.file} is valid")]
+
+
+def _channel_findings(config: Config) -> list[Finding]:
+    name = config.escalation.channel
+    problem = config.channel_problem()
+    if problem:
+        fix = "set LOOPKIT_HITL_CHANNEL or [escalation] channel to one of them"
+        return [Finding("problem", "channel", f"{problem}; {fix}")]
+    if name == "none":
+        text = "none: no message is sent, BLOCKED.md is the whole escalation"
+        return [Finding("note", "channel", text)]
+    channel = channels.create(name, config.channels)
+    found = [Finding("problem", f"channel {name}", p) for p in channel.problems()]
+    return found or [Finding("ok", f"channel {name}", "settings present (send-test sends one)")]
+
+
+def _workspace_findings(config: Config) -> list[Finding]:
+    workspace = Workspace.of(config)
+    found: list[Finding] = []
+    sample = _sample_vars(workspace)
+    override = blocked.check_override(workspace, sample)
+    if override:
+        found.append(
+            Finding("problem", "template", f"{override}; fix it, or delete it to use the default")
+        )
+    elif workspace.template_override.exists():
+        found.append(Finding("ok", "template", f"{workspace.template_override} renders"))
+    try:
+        blocked.render_packaged(sample)
+        if not workspace.template_override.exists():
+            found.append(Finding("ok", "template", "the packaged BLOCKED.md template renders"))
+    except Exception as exc:  # the packaged template is part of the install
+        found.append(Finding("problem", "template", f"packaged template fails: {exc}; reinstall"))
+    if not os.access(workspace.root, os.W_OK):
+        found.append(
+            Finding(
+                "problem",
+                "workspace",
+                f"{workspace.root} is not writable; loopkit cannot "
+                "write requests/ or BLOCKED.md there",
+            )
+        )
+    state = blocked.state(workspace.blocked)
+    if state == "other":
+        found.append(Finding("problem", "blocked", str(blocked.not_a_file(workspace.blocked))))
+    elif state == "file":
+        found.append(Finding("note", "blocked", f"{workspace.blocked.name} exists: blocked now"))
+    if config.loop.agent is None:
+        found.append(Finding("note", "loop", "no [loop] agent: `loopkit run` needs one"))
+    return found
+
+
+def diagnose(root: Path) -> list[Finding]:
+    config, found = _config_findings(root)
+    if config is None:
+        return found
+    return found + _channel_findings(config) + _workspace_findings(config)
+
+
+def test_message(workspace: Workspace) -> Message:
+    return Message(
+        request_id="send-test",
+        repo=workspace.repo_name(),
+        at=clock.iso_seconds(),
+        question="Test from loopkit send-test: does this reach you?",
+        context=f"loopkit send-test on {socket.gethostname()} in {workspace.root.resolve()}",
+        attempted=("nothing: this is only a test, no answer is needed",),
+        choices=("Got it",),
+    )
+
+
+def send_test(
+    config: Config, *, factory: Callable[[str], channels.Channel] | None = None
+) -> tuple[Outcome, Message]:
+    name = config.escalation.channel
+    if name == "none":
+        raise ChannelError(
+            "the channel is none, so there is nothing to send; set LOOPKIT_HITL_CHANNEL "
+            "to telegram, slack or dial"
+        )
+    create = factory or (
+        lambda n: channels.create(n, config.channels, budget=config.escalation.send_timeout)
+    )
+    try:
+        channel = create(name)
+    except ConfigError as exc:
+        raise ChannelError(str(exc)) from None
+    message = test_message(Workspace.of(config))
+    return channel.send(message), message

@@ -1,0 +1,308 @@
+"""Escalation (SPEC section 3): persist the request, write BLOCKED.md, send, record.
+
+The order is the contract: 1. ``requests/<id>.json`` is persisted; 2. ``BLOCKED.md`` is
+created (never overwritten); 3. the message is sent; 4. the outcome is recorded in the
+request's ``delivery`` list. Whatever the channel does, 1 and 2 have happened when this
+returns. A delivery entry is written with ``ok: null`` *before* sending, so a crash mid-send
+is visible afterwards and the message is sent once more, marked as a repeat.
+
+An escalation while ``BLOCKED.md`` exists joins the open block: its question is recorded
+on the open request (never lost) and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopkit import blocked, channels, clock
+from loopkit.blocked import Choice
+from loopkit.channels import Channel, Outcome
+from loopkit.config import Config
+from loopkit.errors import BadInput, LoopkitError
+from loopkit.events import get_logger
+from loopkit.message import Message, fold
+from loopkit.redact import Redactor
+from loopkit.requests import Request, RequestStore, new_id
+from loopkit.workspace import Workspace
+
+log = get_logger(__name__)
+
+ChannelFactory = Callable[[str], Channel]
+_DASHES = re.compile(r"\s+(?:—|–|--|-)\s+")
+
+
+def parse_choice(text: str) -> Choice:
+    """``"Label — consequence"`` (em dash; ``--``, ``-`` and en dash with spaces also work)."""
+    parts = _DASHES.split(text.strip(), maxsplit=1)
+    label = parts[0].strip()
+    if not label:
+        raise BadInput(f'choice {text!r} has no label; write it as "Label — consequence"')
+    consequence = parts[1].strip() if len(parts) > 1 else ""
+    return Choice(label=label, consequence=consequence, value=slug(label))
+
+
+def slug(label: str) -> str:
+    value = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+    return value or label
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    question: str
+    context: str
+    attempted: list[str]
+    choices: list[Choice]
+    trigger: str = "agent"
+    request_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # extra record fields
+
+    def validate(self) -> None:
+        if not self.question.strip():
+            raise BadInput('the question is empty; pass --question "…?"')
+        if not 1 <= len(self.choices) <= 3:
+            raise BadInput(
+                f'{len(self.choices)} choices given; give 1 to 3 (--choice "Label — consequence")'
+            )
+        labels = [c.label.lower() for c in self.choices]
+        if len(set(labels)) != len(labels):
+            raise BadInput("two choices have the same label; give each choice its own label")
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    request: Request
+    joined: str | None = None  # the open block's request id, when this escalation joined it
+    outcome: Outcome | None = None
+    template_problem: str | None = None
+
+
+def default_factory(config: Config) -> ChannelFactory:
+    def create(name: str) -> Channel:
+        return channels.create(name, config.channels, budget=config.escalation.send_timeout)
+
+    return create
+
+
+def answer_hint(channel: str) -> str:
+    tap = "tap a button in Telegram, " if channel == "telegram" else ""
+    return (
+        f"To answer: {tap}run `loopkit unblock --reply A` (or B, C, or your own words), "
+        "or delete this file to resume."
+    )
+
+
+def message_for(record: Request, repo: str) -> Message:
+    return Message(
+        request_id=record.request_id,
+        repo=repo,
+        at=record.created_at,
+        question=record.prompt,
+        context=record.situation,
+        attempted=tuple(record.attempted),
+        choices=tuple(str(o.get("label", "")) for o in record.options),
+    )
+
+
+def _commit(workspace: Workspace) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(workspace.root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=2,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+class Escalator:
+    """Raises blocks for one workspace. ``channel_factory`` is the seam for tests."""
+
+    def __init__(self, config: Config, *, channel_factory: ChannelFactory | None = None) -> None:
+        self.config = config
+        self.workspace = Workspace.of(config)
+        self.store = RequestStore(self.workspace)
+        self.channel_factory = channel_factory or default_factory(config)
+        self.redactor = Redactor(config.channels.secrets())
+
+    def escalate(self, escalation: Escalation) -> Result:
+        escalation.validate()
+        path = self.workspace.blocked
+        if blocked.state(path) == "other":
+            raise blocked.not_a_file(path)
+        with self.store.locked():
+            if blocked.state(path) == "file":
+                return self._join(escalation)
+            record = self._new_record(escalation)
+            self.store.create(record)
+            text, problem = self._render(record, escalation)
+            if not blocked.create(path, text):
+                # Someone else's BLOCKED.md appeared between our check and our write.
+                return self._join(escalation, existing=record)
+        if problem:
+            log.warning("template_fallback", msg=problem)
+        log.info(
+            "escalated",
+            request_id=record.request_id,
+            trigger=escalation.trigger,
+            question=fold(escalation.question),
+            msg=f"blocked: {fold(escalation.question, 120)} (requests/{record.request_id}.json)",
+        )
+        outcome = self.deliver(record)
+        return Result(self.store.load(record.request_id), None, outcome, problem)
+
+    def _new_record(self, escalation: Escalation) -> Request:
+        timeout = {
+            "after_minutes": self.config.escalation.timeout_minutes,
+            "action": self.config.escalation.timeout_action,
+        }
+        record = Request(
+            request_id=escalation.request_id or new_id(),
+            prompt=fold(escalation.question, 1000),
+            situation=escalation.context.strip(),
+            options=[
+                {"label": c.label, "value": c.value or slug(c.label), "consequence": c.consequence}
+                for c in escalation.choices
+            ],
+            timeout_default=timeout,
+            trigger=escalation.trigger,
+            attempted=[a.strip() for a in escalation.attempted if a.strip()],
+        )
+        record.extra.update(escalation.extra)
+        return record
+
+    def _render(self, record: Request, escalation: Escalation) -> tuple[str, str | None]:
+        meta = [f"Trigger: {escalation.trigger} · request: requests/{record.request_id}.json"]
+        commit = _commit(self.workspace)
+        meta.append(f"Raised {record.created_at}" + (f" at commit {commit}" if commit else ""))
+        variables = blocked.template_vars(
+            request_id=record.request_id,
+            question=record.prompt,
+            context=record.situation,
+            attempted=record.attempted,
+            choices=escalation.choices,
+            meta=meta,
+            answer_hint=answer_hint(self.config.escalation.channel),
+            repo=self.workspace.repo_name(),
+            trigger=escalation.trigger,
+            at=record.created_at,
+        )
+        return blocked.render(self.workspace, variables)
+
+    def _join(self, escalation: Escalation, existing: Request | None = None) -> Result:
+        """Record this question on the open block's request; send nothing."""
+        open_id = blocked.request_id_of(self.workspace.blocked)
+        entry = {
+            "at": clock.iso_seconds(),
+            "question": fold(escalation.question, 1000),
+            "context": escalation.context.strip(),
+            "attempted": list(escalation.attempted),
+            "trigger": escalation.trigger,
+        }
+        target: Request | None = None
+        if open_id and open_id != (existing.request_id if existing else None):
+            try:
+                target = self.store.load(open_id)
+            except LoopkitError:
+                target = None
+        if target is not None:
+            target.extra.setdefault("joined", []).append(entry)
+            self.store.save(target)
+            if existing is not None:
+                existing.extra["joined_block"] = open_id
+                self.store.save(existing)
+            record = target
+        else:
+            # A BLOCKED.md loopkit did not write: keep the question as a record of its own.
+            record = existing or self._new_record(escalation)
+            record.extra["joined_block"] = open_id
+            if existing is None:
+                self.store.create(record)
+            else:
+                self.store.save(record)
+        log.info(
+            "escalation_joined",
+            request_id=record.request_id,
+            joined=open_id,
+            question=fold(escalation.question),
+            msg=f"already blocked ({self.workspace.blocked.name}); the question was added to "
+            f"request {record.request_id}, nothing sent",
+        )
+        return Result(record, joined=open_id or record.request_id)
+
+    def deliver(self, record: Request, *, repeat: bool = False) -> Outcome | None:
+        """Steps 3 and 4: send the message and record the outcome. Never raises for a send."""
+        name = self.config.escalation.channel
+        if name == "none":
+            return None
+        index = self._start_delivery(record.request_id, name, repeat)
+        message = message_for(record, self.workspace.repo_name())
+        try:
+            outcome = self.channel_factory(name).send(message)
+        except LoopkitError as exc:
+            outcome = Outcome(ok=False, status="error", error=str(exc))
+        except Exception as exc:  # a channel bug must not lose the block
+            outcome = Outcome(ok=False, status="error", error=f"{type(exc).__name__}: {exc}")
+        outcome = Outcome(
+            outcome.ok,
+            outcome.status,
+            self.redactor.text(outcome.error) if outcome.error else None,
+            outcome.message_id,
+        )
+        self._finish_delivery(record.request_id, index, outcome)
+        if outcome.ok:
+            log.info("delivered", request_id=record.request_id, channel=name, msg=f"sent: {name}")
+        else:
+            log.warning(
+                "delivery_failed",
+                request_id=record.request_id,
+                channel=name,
+                status=outcome.status,
+                error=outcome.error,
+                msg=f"{name} delivery failed: {outcome.error}; BLOCKED.md is in place",
+            )
+        return outcome
+
+    def _start_delivery(self, request_id: str, channel: str, repeat: bool) -> int:
+        with self.store.locked():
+            record = self.store.load(request_id)
+            for entry in record.delivery:
+                if entry.get("ok") is None and entry.get("status") is None:
+                    entry["status"] = "interrupted"
+                    entry["error"] = "loopkit stopped mid-send; outcome unknown"
+            attempt: dict[str, Any] = {
+                "channel": channel,
+                "at": clock.iso_seconds(),
+                "ok": None,
+                "status": None,
+                "error": None,
+                "message_id": None,
+            }
+            if repeat:
+                attempt["repeat"] = True
+            record.delivery.append(attempt)
+            self.store.save(record)
+            return len(record.delivery) - 1
+
+    def _finish_delivery(self, request_id: str, index: int, outcome: Outcome) -> None:
+        with self.store.locked():
+            record = self.store.load(request_id)
+            record.delivery[index].update(
+                ok=bool(outcome.ok),
+                status=outcome.status,
+                error=outcome.error,
+                message_id=outcome.message_id,
+            )
+            self.store.save(record)
+
+    def resume_delivery(self, record: Request) -> Outcome | None:
+        """After a restart: resend only an attempt left in flight (outcome unknown)."""
+        if any(e.get("ok") is None and e.get("status") is None for e in record.delivery):
+            return self.deliver(record, repeat=True)
+        return None

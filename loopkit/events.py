@@ -1,0 +1,168 @@
+"""Structured events: JSON lines in ``.loopkit/events.jsonl``, concise lines on the console.
+
+Our own events go through structlog; stdlib logging (httpx logs each request, with the full
+URL and so the bot token, at INFO) is bridged through the same processors, and every line
+passes the redaction processor before it is rendered anywhere.
+
+Call :func:`setup` once per process, from the command line layer. Library code only does
+``structlog.get_logger(__name__)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+from loopkit.redact import Redactor
+
+_HANDLER_MARK = "_loopkit_handler"
+
+
+class _RedactProcessor:
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+
+    def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
+        return {k: self.redactor.value(v) for k, v in event_dict.items()}
+
+
+class _JsonlHandler(logging.Handler):
+    """Appends one line per record; the file (0600) and its folder are created on first use.
+
+    Each line is written with a single ``write`` on an ``O_APPEND`` descriptor, so lines from
+    concurrent loopkit processes never interleave. If the file cannot be written (a read-only
+    workspace), events are dropped after one warning on stderr: logging never stops a block.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(logging.INFO)
+        self.path = path
+        self._fd: int | None = None
+        self._broken = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._broken:
+            return
+        try:
+            line = self.format(record).replace("\n", "\\n") + "\n"
+            if self._fd is None:
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.write(self._fd, line.encode("utf-8", "replace"))
+        except OSError as exc:
+            self._broken = True
+            sys.stderr.write(
+                f"loopkit: warning: cannot write {self.path}: {exc.strerror}; "
+                "events are not being recorded\n"
+            )
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        super().close()
+
+
+class _ConsoleFilter(logging.Filter):
+    """loopkit's own events from ``level`` up; other libraries' only from WARNING up."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("loopkit"):
+            return record.levelno >= self.level
+        return record.levelno >= max(self.level, logging.WARNING)
+
+
+def _console_renderer(logger: WrappedLogger, name: str, event_dict: EventDict) -> str:
+    level = str(event_dict.get("level", "info"))
+    text = str(event_dict.get("msg") or event_dict.get("event", ""))
+    prefix = "loopkit: " if level == "info" else f"loopkit: {level}: "
+    return prefix + text
+
+
+def _drop_console_only(logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
+    event_dict.pop("_record", None)
+    event_dict.pop("_from_structlog", None)
+    return event_dict
+
+
+def setup(
+    events_file: Path | None,
+    redactor: Redactor,
+    *,
+    stream: TextIO | None = None,
+    console_level: str = "info",
+    console: bool = True,
+) -> None:
+    """Route structlog and stdlib logging to ``events_file`` (JSON) and the console.
+
+    The file gets INFO and above from everyone; the console gets loopkit's events from
+    ``console_level`` up (``debug``, ``info``, ``warning``) and other libraries' warnings.
+    """
+    level = logging.getLevelNamesMapping()[console_level.upper()]
+    redact = _RedactProcessor(redactor)
+    shared: list[Processor] = [
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,
+        redact,
+    ]
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, _HANDLER_MARK, False):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(min(level, logging.INFO))
+    # httpcore's DEBUG traces carry headers; never useful here.
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
+
+    if events_file is not None:
+        file_handler = _JsonlHandler(events_file)
+        file_handler.setFormatter(
+            structlog.stdlib.ProcessorFormatter(
+                processors=[
+                    structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.JSONRenderer(sort_keys=False, default=str),
+                ],
+                foreign_pre_chain=shared,
+            )
+        )
+        setattr(file_handler, _HANDLER_MARK, True)
+        root.addHandler(file_handler)
+    if console:
+        console_handler = logging.StreamHandler(stream or sys.stderr)
+        console_handler.addFilter(_ConsoleFilter(level))
+        console_handler.setFormatter(
+            structlog.stdlib.ProcessorFormatter(
+                processors=[_drop_console_only, _console_renderer],
+                foreign_pre_chain=shared,
+            )
+        )
+        setattr(console_handler, _HANDLER_MARK, True)
+        root.addHandler(console_handler)
+
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(name: str) -> Any:
+    """A structlog logger; events carry ``msg`` for the console line when one is wanted."""
+    return structlog.get_logger(name)

@@ -1,0 +1,34 @@
+"""The console entry point.
+
+``loopkit check`` is called at the head of every loop iteration, so it must start about as
+fast as Python itself: its plain forms (``check``, ``check --json``, each optionally after
+``-C DIR``) are answered here without importing click or anything else heavy. Every other
+command line goes to :mod:`loopkit.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def _fast_check(args: list[str]) -> tuple[str, bool] | None:
+    workspace = "."
+    if len(args) >= 2 and args[0] in ("-C", "--workspace"):
+        workspace, args = args[1], args[2:]
+    if args == ["check"]:
+        return workspace, False
+    if args == ["check", "--json"]:
+        return workspace, True
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    fast = _fast_check(args)
+    if fast is not None:
+        from loopkit.check import check
+
+        return check(*fast)
+    from loopkit.cli import run
+
+    return run(args)

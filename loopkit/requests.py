@@ -1,0 +1,230 @@
+"""Request records (``requests/<id>.json``) and the store that reads and writes them.
+
+A record is versioned (``schema_version``); records written before versioning are upgraded
+on read. Fields this code does not know are kept in ``extra`` and written back unchanged.
+Records are never deleted. Every read-modify-write happens under the store lock
+(``.loopkit/locks/requests.lock``, an ``flock``), so concurrent writers serialise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from loopkit import atomicfile, clock
+from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
+from loopkit.workspace import Workspace
+
+SCHEMA_VERSION = 1
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+KINDS = ("question", "approval", "review")
+STATUSES = ("open", "deferred", "resolved", "expired")
+
+
+_ORDER = (
+    "schema_version",
+    "request_id",
+    "request_key",
+    "created_at",
+    "updated_at",
+    "kind",
+    "situation",
+    "policy",
+    "prompt",
+    "options",
+    "recommendation",
+    "timeout_default",
+    "context_refs",
+    "status",
+    "delivery",
+    "resolution",
+)
+
+
+def validate_id(request_id: str) -> str:
+    if not ID_RE.match(request_id):
+        raise BadInput(
+            f"request id {request_id!r} is not allowed: use 1-64 letters, digits, '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return request_id
+
+
+def new_id() -> str:
+    return secrets.token_hex(6)
+
+
+@dataclass(slots=True)
+class Request:
+    request_id: str
+    prompt: str
+    created_at: str = field(default_factory=clock.iso_seconds)
+    updated_at: str = field(default_factory=clock.iso_millis)
+    request_key: str | None = None
+    kind: str = "question"
+    situation: str = ""
+    policy: str = ""
+    options: list[dict[str, Any]] = field(default_factory=list)
+    recommendation: str | None = None
+    timeout_default: dict[str, Any] = field(
+        default_factory=lambda: {"after_minutes": 30, "action": "abort"}
+    )
+    context_refs: list[str] = field(default_factory=list)
+    status: str = "open"
+    delivery: list[dict[str, Any]] = field(default_factory=list)
+    resolution: dict[str, Any] | None = None
+    trigger: str | None = None  # what raised it: agent, verify-failures, missing-env, ...
+    attempted: list[str] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in ("open", "deferred")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Known fields in SPEC order, then the fields this code does not know, unchanged."""
+        names = [f.name for f in fields(self) if f.name != "extra"]
+        names.sort(key=lambda n: _ORDER.index(n) if n in _ORDER else len(_ORDER))
+        data = {name: getattr(self, name) for name in names}
+        data.update(self.extra)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = "record") -> Request:
+        known = {f.name for f in fields(cls)} - {"extra"}
+        if not isinstance(data.get("request_id"), str) or not isinstance(data.get("prompt"), str):
+            raise BadInput(f"{source}: missing request_id or prompt; restore it from a backup")
+        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
+        values.setdefault("updated_at", data.get("created_at") or clock.iso_millis())
+        values.setdefault("created_at", values["updated_at"])
+        values["schema_version"] = max(int(data.get("schema_version") or 0), SCHEMA_VERSION)
+        for name, kind in (
+            ("options", list),
+            ("delivery", list),
+            ("context_refs", list),
+            ("attempted", list),
+        ):
+            if values.get(name) is None:
+                values.pop(name, None)
+            elif not isinstance(values[name], kind):
+                raise BadInput(f"{source}: {name!r} must be a list; fix or restore the file")
+        if values.get("timeout_default") is None:
+            values.pop("timeout_default", None)
+        if values.get("status") not in STATUSES:
+            raise BadInput(f"{source}: unknown status {values.get('status')!r}; fix the file")
+        record = cls(**values)
+        record.extra = {k: v for k, v in data.items() if k not in known}
+        return record
+
+
+class RequestStore:
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.folder = workspace.requests_dir
+
+    def path(self, request_id: str) -> Path:
+        return self.folder / f"{validate_id(request_id)}.json"
+
+    def relative(self, request_id: str) -> str:
+        return f"requests/{request_id}.json"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's lock: one read-modify-write at a time, across processes."""
+        lock_dir = self.workspace.locks_dir
+        try:
+            lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(lock_dir / "requests.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot create the lock in {lock_dir}: {exc.strerror}; make the workspace writable"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def load(self, request_id: str) -> Request:
+        path = self.path(request_id)
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise RequestNotFound(
+                f"no request {request_id!r} in {self.folder}; `loopkit requests` lists them"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+            raise BadInput(f"{path}: cannot read: {reason}") from None
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise BadInput(
+                f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); the file was left as it was, "
+                "fix or restore it"
+            ) from None
+        if not isinstance(data, dict):
+            raise BadInput(f"{path}: not a JSON object; the file was left as it was")
+        return Request.from_dict(data, source=str(path))
+
+    def _write(self, record: Request) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomicfile.write_json(self.path(record.request_id), record.to_dict(), mode=0o600)
+        except OSError as exc:
+            raise WorkspaceError(self._cannot_write(exc)) from None
+
+    def _cannot_write(self, exc: OSError) -> str:
+        hint = "make the workspace writable"
+        if exc.errno == errno.ENOSPC:
+            hint = "free some disk space"
+        return f"cannot write in {self.folder}: {exc.strerror}; {hint}"
+
+    def create(self, record: Request) -> None:
+        """Write a new record; an existing one with the same id is a conflict (exit 4)."""
+        if self.path(record.request_id).exists():
+            raise RequestConflict(
+                f"request {record.request_id!r} already exists; choose another id"
+            )
+        self._write(record)
+
+    def save(self, record: Request) -> None:
+        """Rewrite a record, moving ``updated_at`` on (always strictly later)."""
+        record.updated_at = clock.later_than(record.updated_at)
+        self._write(record)
+
+    def ids(self) -> list[str]:
+        try:
+            names = sorted(p.stem for p in self.folder.glob("*.json") if ID_RE.match(p.stem))
+        except OSError:
+            return []
+        return names
+
+    def all(self) -> Iterator[tuple[str, Request | BadInput]]:
+        """Every record, oldest first; a corrupt one yields its error instead of stopping."""
+        loaded: list[tuple[str, Request | BadInput]] = []
+        for request_id in self.ids():
+            try:
+                loaded.append((request_id, self.load(request_id)))
+            except BadInput as exc:
+                loaded.append((request_id, exc))
+            except RequestNotFound:
+                continue
+        loaded.sort(key=lambda item: item[1].created_at if isinstance(item[1], Request) else "")
+        yield from loaded
+
+    def find_open_by_key(self, key: str) -> Request | None:
+        for _, record in self.all():
+            if isinstance(record, Request) and record.request_key == key and record.is_open:
+                return record
+        return None

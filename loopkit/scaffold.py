@@ -1,0 +1,73 @@
+"""``loopkit init``: a starting ``loopkit.toml`` and a copy of the BLOCKED.md template."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from loopkit import atomicfile, blocked
+from loopkit.config import CONFIG_NAME
+from loopkit.errors import WorkspaceError
+
+HEADER = """\
+# loopkit configuration. Every key is optional; the README lists them all.
+# Environment variables (LOOPKIT_HITL_*) override this file; secrets live only there.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    written: list[Path]
+    kept: list[Path]
+
+
+def config_data(agent: str | None, verify: str | None, channel: str) -> dict[str, Any]:
+    loop: dict[str, Any] = {}
+    if agent:
+        loop["agent"] = agent
+    if verify:
+        loop["verify"] = verify
+    loop.update(
+        {
+            "pause": "5s",
+            "iteration_timeout": "60m",
+            "max_verify_failures": 3,
+            "required_env": [],
+            "preflight": [],
+        }
+    )
+    return {
+        "loop": loop,
+        "escalation": {
+            "channel": channel,
+            "blocked_file": "BLOCKED.md",
+            "timeout_minutes": 30,
+            "timeout_action": "abort",
+        },
+    }
+
+
+def init(
+    root: Path, *, agent: str | None, verify: str | None, channel: str, force: bool
+) -> InitResult:
+    files = {
+        root / CONFIG_NAME: HEADER + tomli_w.dumps(config_data(agent, verify, channel)),
+        root / "templates" / "BLOCKED.md.j2": blocked.packaged_template(),
+    }
+    written, kept = [], []
+    for path, text in files.items():
+        if path.exists() and not force:
+            kept.append(path)
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomicfile.write_text(path, text)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot write {path}: {exc.strerror}; make the folder writable"
+            ) from None
+        written.append(path)
+    return InitResult(written, kept)

@@ -1,0 +1,46 @@
+"""Where things live in a workspace (SPEC section 1), derived from the Config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopkit.config import Config
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    root: Path
+    blocked: Path
+
+    @classmethod
+    def of(cls, config: Config) -> Workspace:
+        return cls(root=config.workspace, blocked=config.blocked_path)
+
+    @property
+    def requests_dir(self) -> Path:
+        return self.root / "requests"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".loopkit"
+
+    @property
+    def events_file(self) -> Path:
+        return self.state_dir / "events.jsonl"
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.state_dir / "locks"
+
+    @property
+    def template_override(self) -> Path:
+        return self.root / "templates" / "BLOCKED.md.j2"
+
+    def repo_name(self) -> str:
+        """The basename of the git top-level holding the workspace, else of the workspace."""
+        root = self.root.resolve()
+        for folder in (root, *root.parents):
+            if (folder / ".git").exists():
+                return folder.name or str(folder)
+        return root.name or str(root)

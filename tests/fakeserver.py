@@ -1,0 +1,133 @@
+"""A real HTTP server on 127.0.0.1, in a thread, for the Telegram and Slack shapes.
+
+Tests queue replies per path suffix (``sendMessage``, ``/hook``); every request is recorded
+with its path and JSON body. A reply may hang: the handler then waits until the server is
+closed, so the client's own timeout is what ends the call.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # dict → JSON; str → text/plain; None → {"ok": true, "result": ...}
+    headers: dict[str, str] = field(default_factory=dict)
+    hang: bool = False
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw: bytes
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self.requests: list[Seen] = []
+        self._replies: dict[str, deque[Reply]] = defaultdict(deque)
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._message_id = 100
+        self.seen = threading.Condition(self._lock)
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                reply = server._record(
+                    Seen("POST", self.path, dict(self.headers.items()), body, raw)
+                )
+                if reply.hang:
+                    server._closing.wait(30)
+                    return
+                payload = reply.body
+                if payload is None:
+                    payload = server._default_body(self.path, body)
+                data = (
+                    payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                )
+                self.send_response(reply.status)
+                kind = "text/plain" if isinstance(payload, str) else "application/json"
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> FakeServer:
+        self.thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closing.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def queue(self, suffix: str, *replies: Reply) -> None:
+        with self._lock:
+            self._replies[suffix].extend(replies)
+
+    def _record(self, seen: Seen) -> Reply:
+        with self.seen:
+            self.requests.append(seen)
+            self.seen.notify_all()
+            for suffix, replies in self._replies.items():
+                if seen.path.endswith(suffix) and replies:
+                    return replies.popleft()
+            return Reply()
+
+    def _default_body(self, path: str, body: Any) -> Any:
+        if path.endswith("/sendMessage"):
+            with self._lock:
+                self._message_id += 1
+                message_id = self._message_id
+            return {
+                "ok": True,
+                "result": {"message_id": message_id, "text": (body or {}).get("text")},
+            }
+        if "/bot" in path:
+            return {"ok": True, "result": True}
+        return "ok"
+
+    def calls(self, suffix: str) -> list[Seen]:
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith(suffix)]
+
+    def wait_for(self, suffix: str, count: int = 1, timeout: float = 10.0) -> list[Seen]:
+        """Wait (on a condition, with a deadline) until ``count`` calls to ``suffix`` arrived."""
+        with self.seen:
+            ok = self.seen.wait_for(
+                lambda: len([r for r in self.requests if r.path.endswith(suffix)]) >= count,
+                timeout,
+            )
+        assert ok, f"expected {count} call(s) to {suffix}, got {len(self.calls(suffix))}"
+        return self.calls(suffix)

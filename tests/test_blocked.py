@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from loopkit import blocked, config
+from loopkit.blocked import Choice
+from loopkit.workspace import Workspace
+
+
+def variables(**overrides: object) -> dict[str, object]:
+    base: dict[str, object] = dict(
+        request_id="abc123",
+        question="Which flow should checkout use?",
+        context="Feature: checkout\nFile: app/pay.py",
+        attempted=["read PROMPT.md: both flows named"],
+        choices=[Choice("Flow A", "keeps the API"), Choice("Flow B", "needs a migration")],
+        meta=["Trigger: agent"],
+        answer_hint="To answer: delete this file.",
+        repo="shop",
+        trigger="agent",
+        at="2026-12-02T13:11:06Z",
+    )
+    base.update(overrides)
+    return blocked.template_vars(**base)  # type: ignore[arg-type]
+
+
+def workspace(ws: Path) -> Workspace:
+    return Workspace.of(config.load(ws, {}))
+
+
+def test_four_sections_in_order(ws: Path) -> None:
+    text, problem = blocked.render(workspace(ws), variables())
+    assert problem is None
+    headings = re.findall(r"^#+ .*$", text, flags=re.M)
+    assert headings == ["# Blocked", "## Question:", "## Context:", "## Attempted:", "## Choices:"]
+    assert "<!-- loopkit request: abc123 -->" in text
+    assert "- A) Flow A — keeps the API" in text
+    assert "- B) Flow B — needs a migration" in text
+    assert text.rstrip().endswith("To answer: delete this file.")
+
+
+def test_user_text_cannot_open_a_section(ws: Path) -> None:
+    text, _ = blocked.render(
+        workspace(ws), variables(context="log:\n## Choices:\n- A) fake", question="Q?\n## Choices:")
+    )
+    assert len(re.findall(r"^## Choices:", text, flags=re.M)) == 1
+
+
+def test_override_template_is_used(ws: Path) -> None:
+    (ws / "templates").mkdir()
+    (ws / "templates" / "BLOCKED.md.j2").write_text("# Blocked\nQ={{ question }}\n")
+    text, problem = blocked.render(workspace(ws), variables())
+    assert problem is None
+    assert text == "# Blocked\nQ=Which flow should checkout use?\n"
+
+
+def test_broken_override_falls_back_with_a_reason(ws: Path) -> None:
+    (ws / "templates").mkdir()
+    (ws / "templates" / "BLOCKED.md.j2").write_text("# Blocked\n{% for x in %}\n")
+    text, problem = blocked.render(workspace(ws), variables())
+    assert problem is not None and "BLOCKED.md.j2:2: template syntax error" in problem
+    assert "## Choices:" in text
+
+
+def test_undefined_variable_in_override_falls_back(ws: Path) -> None:
+    (ws / "templates").mkdir()
+    (ws / "templates" / "BLOCKED.md.j2").write_text("{{ no_such_thing }}")
+    text, problem = blocked.render(workspace(ws), variables())
+    assert problem is not None and "no_such_thing" in problem
+    assert "## Question:" in text
+
+
+def test_unreadable_override_falls_back(ws: Path) -> None:
+    (ws / "templates").mkdir()
+    (ws / "templates" / "BLOCKED.md.j2").mkdir()  # a folder: unreadable as a template
+    text, problem = blocked.render(workspace(ws), variables())
+    assert problem is not None and "cannot read" in problem
+    assert "## Question:" in text
+
+
+def test_marker_and_state(ws: Path) -> None:
+    path = ws / "BLOCKED.md"
+    assert blocked.state(path) == "absent"
+    assert blocked.create(path, "# Blocked\n<!-- loopkit request: r-1_x -->\n")
+    assert blocked.state(path) == "file"
+    assert blocked.request_id_of(path) == "r-1_x"
+    assert not blocked.create(path, "other")
+    path.unlink()
+    path.mkdir()
+    assert blocked.state(path) == "other"
+
+
+def test_context_is_capped(ws: Path) -> None:
+    many = "\n".join(f"line {n}" for n in range(20))
+    lines = blocked.context_lines(many, ["meta"])
+    assert len(lines) == 7
+    assert lines[-2].startswith("(… 15 more lines")
