@@ -203,6 +203,33 @@ class RequestStore:
         record.updated_at = clock.later_than(record.updated_at)
         self._write(record)
 
+    def resolve(
+        self,
+        request_id: str,
+        resolution: dict[str, Any],
+        *,
+        status: str = "resolved",
+        expected_updated_at: str | None = None,
+    ) -> tuple[Request, bool]:
+        """Close an open request, once. Returns the record and whether this call closed it.
+
+        A request that is no longer open is returned untouched (the first answer stands).
+        ``expected_updated_at`` makes the write conditional (exit 4 when it changed since).
+        """
+        with self.locked():
+            record = self.load(request_id)
+            if expected_updated_at is not None and record.updated_at != expected_updated_at:
+                raise RequestConflict(
+                    f"request {request_id!r} changed since {expected_updated_at} (now "
+                    f"{record.updated_at}); read it again with `loopkit requests show`"
+                )
+            if not record.is_open:
+                return record, False
+            record.status = status
+            record.resolution = resolution
+            self.save(record)
+            return record, True
+
     def ids(self) -> list[str]:
         try:
             names = sorted(p.stem for p in self.folder.glob("*.json") if ID_RE.match(p.stem))

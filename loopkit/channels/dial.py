@@ -53,12 +53,13 @@ class DialChannel:
         argv, problem = self._argv()
         if argv is None:
             return Outcome(ok=False, status="error", error=problem)
-        env = {
-            **os.environ,
+        extra = {
             "LOOPKIT_REQUEST_ID": message.request_id,
             "LOOPKIT_REPO": message.repo,
             "LOOPKIT_QUESTION": fold(message.question),
         }
+        # An environment value cannot hold a NUL byte (Popen would raise ValueError).
+        env = {**os.environ, **{key: value.replace("\0", "") for key, value in extra.items()}}
         try:
             proc = subprocess.Popen(
                 argv,

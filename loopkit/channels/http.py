@@ -37,7 +37,7 @@ def _retry_after(response: httpx.Response, body: Any) -> float | None:
     if isinstance(body, dict):
         params = body.get("parameters")
         if isinstance(params, dict) and isinstance(params.get("retry_after"), int | float):
-            return float(params["retry_after"])
+            return max(0.0, float(params["retry_after"]))
     header = response.headers.get("retry-after")
     if not header:
         return None

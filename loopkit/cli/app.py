@@ -87,9 +87,9 @@ def root(app: App, workspace: Path, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from loopkit.cli import block_cmds, setup_cmds
+    from loopkit.cli import block_cmds, run_cmds, setup_cmds
 
-    for command in (*block_cmds.COMMANDS, *setup_cmds.COMMANDS):
+    for command in (*block_cmds.COMMANDS, *run_cmds.COMMANDS, *setup_cmds.COMMANDS):
         root.add_command(command)
 
 

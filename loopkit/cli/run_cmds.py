@@ -1,0 +1,55 @@
+"""``run`` and ``status``: the supervisor and its state."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from loopkit.cli.app import App
+from loopkit.errors import EXIT_OK, ConfigError
+
+
+@click.command()
+@click.option(
+    "--exit-on-block", is_flag=True, help="Print the head of BLOCKED.md and exit 2 when blocked."
+)
+@click.option(
+    "--max-iterations",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Stop (exit 0) after N iterations.",
+)
+@click.pass_obj
+def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
+    """Supervise the loop: agent, verify, escalate when stuck, resume when answered.
+
+    \b
+    Exit: 0 done (or --max-iterations reached) · 2 blocked (--exit-on-block)
+    3 aborted · 1 another supervisor holds this workspace · 130/143 interrupted.
+    SIGHUP reloads loopkit.toml at the next iteration.
+    """
+    from loopkit.supervisor import Options, Supervisor
+
+    config = app.config(console_level="info")
+    problem = config.channel_problem()
+    if problem:  # an overnight run must not start unable to reach its human
+        raise ConfigError(f"{problem}; fix LOOPKIT_HITL_CHANNEL or [escalation] channel")
+    options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
+    return Supervisor(config, options=options).run()
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the state as JSON.")
+@click.pass_obj
+def status(app: App, as_json: bool) -> int:
+    """Show the supervisor's state: running / blocked / finished, iteration, task, request."""
+    from loopkit.status import render
+    from loopkit.status import status as read_status
+
+    info = read_status(app.config())
+    click.echo(json.dumps(info) if as_json else render(info))
+    return EXIT_OK
+
+
+COMMANDS = (run, status)

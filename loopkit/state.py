@@ -1,0 +1,160 @@
+"""The supervisor's state (``.loopkit/state.json``) and its one-per-workspace lock.
+
+State is written atomically after every change that matters (iteration start, counters,
+block, unblock), so a supervisor killed with ``kill -9`` and restarted carries on with the
+same counters and knows which block it had already announced. Fields this code does not
+know survive a rewrite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+from loopkit import atomicfile, clock
+from loopkit.errors import LoopkitError, WorkspaceError
+from loopkit.workspace import Workspace
+
+SCHEMA_VERSION = 1
+Status = Literal["idle", "running", "blocked", "finished", "aborted", "stopped"]
+
+
+@dataclass(slots=True)
+class State:
+    status: str = "idle"
+    pid: int | None = None
+    started_at: str | None = None
+    updated_at: str | None = None
+    iteration: int = 0
+    task: str | None = None
+    failures: int = 0  # consecutive failures on ``task``
+    failed_iterations: list[dict[str, Any]] = field(default_factory=list)
+    skipped_tasks: list[str] = field(default_factory=list)
+    open_request: str | None = None
+    pending_decision: dict[str, Any] | None = None  # for the next agent run, then cleared
+    last_exit: int | None = None
+    schema_version: int = SCHEMA_VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in asdict(self).items() if k != "extra"}
+        data.update(self.extra)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> State:
+        known = {f.name for f in fields(cls)} - {"extra"}
+        state = cls(**{k: v for k, v in data.items() if k in known})
+        state.extra = {k: v for k, v in data.items() if k not in known}
+        return state
+
+
+class StateFile:
+    def __init__(self, workspace: Workspace) -> None:
+        self.path = workspace.state_dir / "state.json"
+
+    def load(self) -> State:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return State()
+        except (OSError, ValueError) as exc:
+            raise WorkspaceError(
+                f"{self.path}: unreadable ({exc}); move it aside to start with fresh counters"
+            ) from None
+        if not isinstance(data, dict):
+            raise WorkspaceError(f"{self.path}: not a JSON object; move it aside")
+        try:
+            return State.from_dict(data)
+        except TypeError as exc:
+            raise WorkspaceError(
+                f"{self.path}: unexpected content ({exc}); move it aside"
+            ) from None
+
+    def save(self, state: State) -> None:
+        state.updated_at = clock.iso_millis()
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            atomicfile.write_json(self.path, state.to_dict(), mode=0o600)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot write {self.path}: {exc.strerror}; make the workspace writable"
+            ) from None
+
+
+class AlreadyRunning(LoopkitError):
+    exit_code = 1
+
+
+class SupervisorLock:
+    """``flock`` on ``.loopkit/locks/supervisor.lock``; the holder's pid is written inside.
+
+    The kernel drops the lock when the holder dies, even by ``kill -9``, so a stale lock
+    never blocks a restart.
+    """
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.path = workspace.locks_dir / "supervisor.lock"
+        self._fd: int | None = None
+
+    def holder(self) -> int | None:
+        """The pid of the supervisor holding the lock, or None when nobody holds it."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                return int(text) if text.isdigit() else -1
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+    def acquire(self) -> None:
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot create {self.path}: {exc.strerror}; make the workspace writable"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise WorkspaceError(f"cannot lock {self.path}: {exc.strerror}") from None
+            who = f"pid {text}" if text.isdigit() else "another process"
+            raise AlreadyRunning(
+                f"a supervisor is already running in {self.path.parent.parent.parent} ({who}); "
+                "stop it first, or use `loopkit status`"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()

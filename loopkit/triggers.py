@@ -1,0 +1,108 @@
+"""The questions the supervisor asks itself (SPEC section 3, triggers 1–3).
+
+Each block the supervisor raises offers, in this order: A) Retry with a hint, B) Skip the
+task, C) Abort the loop. Context is an error signature — the few lines of output that say
+what failed — never a wall of log; the full output is in ``.loopkit/logs/``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from loopkit.blocked import Choice
+from loopkit.escalation import Escalation
+from loopkit.message import fold
+
+CHOICES = (
+    Choice("Retry with a hint", "the next agent run gets your reply as LOOPKIT_DECISION", "retry"),
+    Choice("Skip the task", "loopkit moves on to the next task", "skip"),
+    Choice("Abort the loop", "loopkit run stops (exit 3)", "abort"),
+)
+SUPERVISOR_ACTIONS = ("retry", "skip", "abort")
+_ERRORISH = re.compile(
+    r"error|fail|exception|traceback|assert|panic|fatal|denied|refused|not found|timed? ?out",
+    re.IGNORECASE,
+)
+
+
+def signature(output: str, lines: int = 3) -> list[str]:
+    """The lines of ``output`` that best say what went wrong (at most ``lines``)."""
+    tail = [line.strip() for line in output.splitlines()[-60:] if line.strip()]
+    errorish = [line for line in tail if _ERRORISH.search(line)]
+    chosen = (errorish or tail)[-lines:]
+    return [fold(line, 200) for line in chosen]
+
+
+def _extra(task: str | None, iteration: int) -> dict[str, Any]:
+    return {"raised_by": "supervisor", "task": task, "iteration": iteration}
+
+
+def _task_name(task: str | None) -> str:
+    return f"task '{fold(task, 80)}'" if task else "the current task"
+
+
+def verify_failures(
+    *,
+    task: str | None,
+    failures: int,
+    command: str,
+    last_output: str,
+    failed: Sequence[dict[str, Any]],
+    iteration: int,
+) -> Escalation:
+    sig = signature(last_output) or ["(no output)"]
+    context = "\n".join(
+        [
+            f"Task: {task or '(one task: no task_file)'}",
+            f"Verify: `{fold(command, 100)}` failed {failures} times in a row",
+            *(f"> {line}" for line in sig),
+        ]
+    )
+    attempted = [
+        f"iteration {f['iteration']}: {f['reason']}"
+        + (f" — {f['signature']}" if f.get("signature") else "")
+        for f in failed
+    ]
+    return Escalation(
+        question=f"Verify failed {failures} times in a row on {_task_name(task)}: how do I go on?",
+        context=context,
+        attempted=attempted or [f"{failures} iterations of the agent"],
+        choices=list(CHOICES),
+        trigger="verify-failures",
+        extra=_extra(task, iteration),
+    )
+
+
+def missing_env(*, names: Sequence[str], task: str | None, iteration: int, pid: int) -> Escalation:
+    listed = ", ".join(names)
+    plural = "s are" if len(names) > 1 else " is"
+    return Escalation(
+        question=f"Required environment variable{plural} not set: {listed}. Can you provide it?",
+        context="\n".join(
+            [
+                f"[loop] required_env lists {listed}; unset or empty at the head of "
+                f"iteration {iteration}.",
+                "Export it where `loopkit run` starts and restart it, then delete BLOCKED.md.",
+            ]
+        ),
+        attempted=[f"read the environment of loopkit run (pid {pid})"],
+        choices=list(CHOICES),
+        trigger="missing-credential",
+        extra=_extra(task, iteration),
+    )
+
+
+def dependency_down(
+    *, command: str, tries: Sequence[str], last_output: str, task: str | None, iteration: int
+) -> Escalation:
+    sig = signature(last_output) or ["(no output)"]
+    return Escalation(
+        question=f"Preflight `{fold(command, 60)}` failed {len(tries)} times: is something down?",
+        context="\n".join([f"Preflight: `{fold(command, 100)}`", *(f"> {line}" for line in sig)]),
+        attempted=list(tries),
+        choices=list(CHOICES),
+        trigger="dependency-down",
+        extra=_extra(task, iteration),
+    )

@@ -1,0 +1,196 @@
+"""Folder watching for the supervisor, hiding watchdog.
+
+:class:`FolderWatch` sets a ``threading.Event`` (the supervisor's *wake*) whenever an entry
+of a watched folder is created, deleted or moved. It registers a raw callback with
+watchdog's inotify reader (``watchdog.observers.inotify_c.InotifyFD``) rather than using
+the stock ``Observer``: the Observer holds every ``IN_MOVED_FROM`` for 0.5 s to pair it with
+an ``IN_MOVED_TO`` (and, the queue being ordered, everything behind it too), which would
+make ``mv BLOCKED.md elsewhere/`` a half-second unblock. Events are only a wake-up here:
+callers always look at the file system itself, so pairing is never needed.
+
+The watch re-arms itself when a folder is deleted and recreated, when watchdog's reader
+thread dies, and after an exception in the callback. When inotify is not available (not
+Linux, or ``fs.inotify.max_user_watches`` / ``max_user_instances`` exhausted) it falls back
+to polling: callers wake every :data:`POLL_INTERVAL` seconds instead, and a warning says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from loopkit.events import get_logger
+
+log = get_logger(__name__)
+
+POLL_INTERVAL = 0.05  # polling fallback: how often callers re-check
+SAFETY_INTERVAL = 2.0  # with inotify: re-check this often anyway (a lost event costs ≤ 2 s)
+
+Mode = Literal["inotify", "polling"]
+
+
+def _inotify_reader() -> Any:
+    from watchdog.observers.inotify_c import InotifyFD
+
+    reader = InotifyFD()
+    reader.start()
+    return reader
+
+
+def _mask() -> int:
+    from watchdog.observers.inotify_c import InotifyConstants as C
+
+    return int(
+        C.IN_CREATE
+        | C.IN_DELETE
+        | C.IN_MOVED_FROM
+        | C.IN_MOVED_TO
+        | C.IN_DELETE_SELF
+        | C.IN_MOVE_SELF
+        | C.IN_ONLYDIR
+        | C.IN_DONT_FOLLOW
+    )
+
+
+class _Callback:
+    """watchdog's ``WatchCallback``: every event only sets the wake event."""
+
+    def __init__(self, watch: FolderWatch, folder: Path) -> None:
+        self.watch = watch
+        self.folder = folder
+
+    def on_event(self, event: object) -> None:
+        self.watch._notify(self.folder, dead=bool(getattr(event, "is_delete_self", False)))
+
+    def on_watch_deleted(self, wd: object) -> None:
+        self.watch._notify(self.folder, dead=True)
+
+    def on_queue_overflow(self) -> None:
+        self.watch._notify(self.folder, dead=False)
+
+
+class FolderWatch:
+    """Wake ``wake`` on entry changes in ``folders`` (non-recursive)."""
+
+    def __init__(
+        self,
+        folders: Sequence[Path],
+        wake: threading.Event,
+        *,
+        reader_factory: Callable[[], Any] = _inotify_reader,
+    ) -> None:
+        self.folders = [Path(f) for f in folders]
+        self.wake = wake
+        self._factory = reader_factory
+        self._reader: Any = None
+        self._armed: dict[Path, tuple[int, int, Any]] = {}  # folder → (inode, wd, callback)
+        self._dead: set[Path] = set()
+        self._lock = threading.Lock()
+        self.mode: Mode = "polling"
+        self._warned = False
+
+    @property
+    def timeout_hint(self) -> float:
+        """How long a caller may sleep on ``wake`` before it should look again anyway."""
+        if self.mode == "polling" or len(self._armed) < len(self.folders):
+            return POLL_INTERVAL
+        return SAFETY_INTERVAL
+
+    def __enter__(self) -> FolderWatch:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        try:
+            self._reader = self._factory()
+            self.mode = "inotify"
+        except (ImportError, OSError) as exc:
+            self._fall_back(exc)
+        self.ensure()
+
+    def _fall_back(self, exc: BaseException) -> None:
+        self.mode = "polling"
+        self._reader = None
+        if not self._warned:
+            self._warned = True
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            log.warning(
+                "watch_polling",
+                reason=reason,
+                msg=f"inotify unavailable ({reason}); polling every {POLL_INTERVAL * 1000:.0f} "
+                "ms instead (raise fs.inotify.max_user_watches/max_user_instances to fix)",
+            )
+
+    def _notify(self, folder: Path, *, dead: bool) -> None:
+        try:
+            if dead:
+                with self._lock:
+                    self._dead.add(folder)
+            self.wake.set()
+        except Exception:  # a failing handler must never end the watch
+            self.wake.set()
+
+    def ensure(self) -> None:
+        """Re-arm what needs it: a recreated folder, a dead watch, a dead reader thread."""
+        if self.mode != "inotify":
+            return
+        if self._reader is None or not self._reader.is_alive():
+            self._disarm_all()
+            try:
+                self._reader = self._factory()
+            except (ImportError, OSError) as exc:
+                self._fall_back(exc)
+                return
+        for folder in self.folders:
+            self._ensure_folder(folder)
+
+    def _ensure_folder(self, folder: Path) -> None:
+        try:
+            inode = os.stat(folder).st_ino
+        except OSError:
+            inode = None
+        with self._lock:
+            dead = folder in self._dead
+            self._dead.discard(folder)
+        armed = self._armed.get(folder)
+        if armed and not dead and armed[0] == inode:
+            return
+        if armed:
+            self._disarm(folder)
+        if inode is None:
+            return  # not there (yet); callers poll until it is
+        callback = _Callback(self, folder)
+        try:
+            wd = self._reader.add_callback(os.fsencode(folder), _mask(), callback, id(callback))
+        except OSError as exc:
+            self._disarm_all()
+            self._fall_back(exc)
+            return
+        self._armed[folder] = (inode, wd, callback)
+        self.wake.set()  # look again right after (re)arming: a change in between is not missed
+
+    def _disarm(self, folder: Path) -> None:
+        _, wd, callback = self._armed.pop(folder)
+        with contextlib.suppress(Exception):  # the watch may be gone with its folder
+            self._reader.remove_callbacks([(wd, id(callback))])
+
+    def _disarm_all(self) -> None:
+        for folder in list(self._armed):
+            self._disarm(folder)
+
+    def stop(self) -> None:
+        if self._reader is not None:
+            self._disarm_all()
+            try:
+                self._reader.stop()
+                self._reader.join(timeout=2)
+            except Exception:
+                pass
+            self._reader = None
