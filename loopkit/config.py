@@ -44,6 +44,7 @@ class LoopConfig:
     task_pattern: str | None = r"^- \[ \] (.+)$"
     required_env: tuple[str, ...] = ()
     preflight: tuple[Command, ...] = ()
+    preflight_backoff: float = 1.0
     stop_agent_on_block: bool = False
     block_grace: float = 30.0
     kill_grace: float = 10.0
@@ -221,6 +222,7 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
         "task_pattern": _pattern,
         "required_env": _strs,
         "preflight": _commands,
+        "preflight_backoff": parse_duration,
         "stop_agent_on_block": _bool,
         "block_grace": parse_duration,
         "kill_grace": parse_duration,

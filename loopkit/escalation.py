@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopkit import blocked, channels, clock
@@ -24,7 +24,7 @@ from loopkit.channels import Channel, Outcome
 from loopkit.config import Config
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.events import get_logger
-from loopkit.message import Message, fold
+from loopkit.message import Message, clean, fold
 from loopkit.redact import Redactor
 from loopkit.requests import Request, RequestStore, new_id
 from loopkit.workspace import Workspace
@@ -59,6 +59,19 @@ class Escalation:
     trigger: str = "agent"
     request_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # extra record fields
+
+    def cleaned(self) -> Escalation:
+        """The same escalation with every text safe to write (see :func:`message.clean`)."""
+        return replace(
+            self,
+            question=clean(self.question),
+            context=clean(self.context),
+            attempted=[clean(a) for a in self.attempted],
+            choices=[
+                Choice(clean(c.label), clean(c.consequence), clean(c.value)) for c in self.choices
+            ],
+            trigger=clean(self.trigger),
+        )
 
     def validate(self) -> None:
         if not self.question.strip():
@@ -132,6 +145,7 @@ class Escalator:
         self.redactor = Redactor(config.channels.secrets())
 
     def escalate(self, escalation: Escalation) -> Result:
+        escalation = escalation.cleaned()
         escalation.validate()
         path = self.workspace.blocked
         if blocked.state(path) == "other":

@@ -11,6 +11,12 @@ MAX_FIELD = 280  # one line on a phone screen or two; the full text lives in BLO
 _SPACE = re.compile(r"\s+")
 
 
+def clean(text: str) -> str:
+    """Text that can always be written as UTF-8: lone surrogates (non-UTF-8 bytes from a
+    command line) become U+FFFD, NUL bytes are dropped."""
+    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "")
+
+
 def fold(text: str, limit: int = MAX_FIELD) -> str:
     """One line: newlines, tabs and runs of spaces become one space; long text is cut."""
     line = _SPACE.sub(" ", text).strip()

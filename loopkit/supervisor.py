@@ -52,7 +52,6 @@ log = get_logger(__name__)
 
 PREFLIGHT_TRIES = 3
 PREFLIGHT_TIMEOUT = 60.0
-PREFLIGHT_BACKOFF = 1.0  # seconds before the 2nd try; doubled before the 3rd
 KEEP_LOGS = 500
 
 
@@ -66,7 +65,6 @@ class Options:
     exit_on_block: bool = False
     max_iterations: int | None = None
     install_signals: bool = True
-    preflight_backoff: float = PREFLIGHT_BACKOFF
 
 
 class Supervisor:
@@ -150,7 +148,7 @@ class Supervisor:
         self.state.started_at = clock.iso_seconds()
         self.state.status = "running"
         self._save()
-        log.info("started", pid=os.getpid(), msg=f"supervising {self.workspace.root}")
+        log.info("started", pid=os.getpid(), msg=f"supervising {self.workspace.root.resolve()}")
         resumed = False
         done = 0
         while True:
@@ -251,9 +249,9 @@ class Supervisor:
         folder = self.workspace.state_dir / "logs"
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            handle: BinaryIO | None = open(  # noqa: SIM115
-                folder / f"iteration-{self.state.iteration}.log", "ab"
-            )
+            path = folder / f"iteration-{self.state.iteration}.log"
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            handle: BinaryIO | None = os.fdopen(fd, "ab")
         except OSError as exc:
             log.warning("log_unwritable", msg=f"cannot write iteration logs: {exc.strerror}")
             handle = None
@@ -309,7 +307,7 @@ class Supervisor:
 
     def _preflight(self, command: Command, log_file: BinaryIO | None) -> bool:
         tries: list[str] = []
-        wait = self.options.preflight_backoff
+        wait = self.config.loop.preflight_backoff  # before the 2nd try; doubled for the 3rd
         result: Finished | None = None
         for attempt in range(1, PREFLIGHT_TRIES + 1):
             if attempt > 1:

@@ -181,3 +181,13 @@ def test_secrets_never_reach_the_record(ws: Path) -> None:
     for path in [*ws.rglob("*.json"), ws / "BLOCKED.md"]:
         assert token not in path.read_text()
     assert isinstance(cfg.channels, ChannelSettings)
+
+
+def test_non_utf8_text_still_blocks(ws: Path) -> None:
+    fake = FakeChannel(ws, Outcome(ok=True))
+    result = Escalator(make(ws), channel_factory=lambda name: fake).escalate(
+        ask(question="Which file, caf\udce9.txt?", context="nul\x00byte")
+    )
+    assert "caf\ufffd.txt" in (ws / "BLOCKED.md").read_text()
+    assert result.request.situation == "nulbyte"
+    assert fake.sent[0].question == "Which file, caf\ufffd.txt?"
