@@ -14,7 +14,11 @@ _SPACE = re.compile(r"\s+")
 def clean(text: str) -> str:
     """Text that can always be written as UTF-8: lone surrogates (non-UTF-8 bytes from a
     command line) become U+FFFD, NUL bytes are dropped."""
-    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "")
+    try:
+        raw = text.encode("utf-8", "surrogateescape")  # the bytes a command line carried
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "replace").replace("\x00", "")
 
 
 def fold(text: str, limit: int = MAX_FIELD) -> str:
