@@ -452,11 +452,12 @@ class Supervisor:
                 raise blocked.not_a_file(path)
         request_id = blocked.request_id_of(path) or state.open_request
         record = self._load(request_id)
+        if record is not None and resend and record.is_open:
+            # After a restart: a send cut short by a crash goes out once more, nothing else.
+            self.escalator.resume_delivery(record)
         if state.status != "blocked" or state.open_request != request_id:
             state.status, state.open_request = "blocked", request_id
             self._save()
-        if record is not None and resend and record.is_open:
-            self.escalator.resume_delivery(record)
         if self.options.exit_on_block:
             with contextlib.suppress(OSError):
                 self.print_head(blocked.read_head(path))

@@ -17,6 +17,7 @@ to polling: callers wake every :data:`POLL_INTERVAL` seconds instead, and a warn
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -57,20 +58,27 @@ def _mask() -> int:
 
 
 class _Callback:
-    """watchdog's ``WatchCallback``: every event only sets the wake event."""
+    """watchdog's ``WatchCallback``. Never raises: an exception would end the reader thread."""
 
     def __init__(self, watch: FolderWatch, folder: Path) -> None:
         self.watch = watch
         self.folder = folder
 
+    def _safely(self, dead: bool) -> None:
+        try:
+            self.watch._notify(self.folder, dead=dead)
+        except Exception as exc:  # a failing handler must never end the watch
+            self.watch.wake.set()
+            log.warning("watch_handler_error", msg=f"folder watch handler failed: {exc!r}")
+
     def on_event(self, event: object) -> None:
-        self.watch._notify(self.folder, dead=bool(getattr(event, "is_delete_self", False)))
+        self._safely(bool(getattr(event, "is_delete_self", False)))
 
     def on_watch_deleted(self, wd: object) -> None:
-        self.watch._notify(self.folder, dead=True)
+        self._safely(True)
 
     def on_queue_overflow(self) -> None:
-        self.watch._notify(self.folder, dead=False)
+        self._safely(False)
 
 
 class FolderWatch:
@@ -129,27 +137,33 @@ class FolderWatch:
             )
 
     def _notify(self, folder: Path, *, dead: bool) -> None:
-        try:
-            if dead:
-                with self._lock:
-                    self._dead.add(folder)
-            self.wake.set()
-        except Exception:  # a failing handler must never end the watch
-            self.wake.set()
+        if dead:
+            with self._lock:
+                self._dead.add(folder)
+        self.wake.set()
 
     def ensure(self) -> None:
         """Re-arm what needs it: a recreated folder, a dead watch, a dead reader thread."""
         if self.mode != "inotify":
             return
-        if self._reader is None or not self._reader.is_alive():
-            self._disarm_all()
+        for attempt in (1, 2):
+            if self._reader is None or not self._reader.is_alive() or attempt == 2:
+                self._disarm_all()
+                try:
+                    self._reader = self._factory()
+                except (ImportError, OSError) as exc:
+                    self._fall_back(exc)
+                    return
             try:
-                self._reader = self._factory()
-            except (ImportError, OSError) as exc:
-                self._fall_back(exc)
+                for folder in self.folders:
+                    self._ensure_folder(folder)
                 return
-        for folder in self.folders:
-            self._ensure_folder(folder)
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EMFILE, errno.ENOMEM) or attempt == 2:
+                    self._disarm_all()
+                    self._fall_back(exc)
+                    return
+                # e.g. EBADF: the reader was closing under us; try once with a fresh one
 
     def _ensure_folder(self, folder: Path) -> None:
         try:
@@ -167,12 +181,7 @@ class FolderWatch:
         if inode is None:
             return  # not there (yet); callers poll until it is
         callback = _Callback(self, folder)
-        try:
-            wd = self._reader.add_callback(os.fsencode(folder), _mask(), callback, id(callback))
-        except OSError as exc:
-            self._disarm_all()
-            self._fall_back(exc)
-            return
+        wd = self._reader.add_callback(os.fsencode(folder), _mask(), callback, id(callback))
         self._armed[folder] = (inode, wd, callback)
         self.wake.set()  # look again right after (re)arming: a change in between is not missed
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -64,3 +65,75 @@ def wait_until(condition: Callable[[], object], timeout: float = 10.0, what: str
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
         time.sleep(0.005)
+
+
+class Daemon:
+    """``loopkit run`` in the background, in its own session, output to files."""
+
+    def __init__(self, ws: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.ws = ws
+        self.out = ws.parent / f"daemon-{time.monotonic_ns()}.out"
+        self.err = self.out.with_suffix(".err")
+        with self.out.open("wb") as out, self.err.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [str(LOOPKIT), "-C", str(ws), "run", *args],
+                env=env if env is not None else clean_env(),
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+
+    def state(self) -> dict[str, object]:
+        import json
+
+        try:
+            data = json.loads((self.ws / ".loopkit" / "state.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def wait_state(self, timeout: float = 20.0, **expected: object) -> dict[str, object]:
+        def matches() -> dict[str, object] | None:
+            state = self.state()
+            ok = all(state.get(k) == v for k, v in expected.items())
+            return state if ok and state.get("pid") == self.proc.pid else None
+
+        found = wait_until(matches, timeout, f"state {expected}; stderr: {self.stderr()[-500:]}")
+        assert isinstance(found, dict)
+        return found
+
+    def stderr(self) -> str:
+        return self.err.read_text(errors="replace") if self.err.exists() else ""
+
+    def stdout(self) -> str:
+        return self.out.read_text(errors="replace") if self.out.exists() else ""
+
+    def wait(self, timeout: float = 30.0) -> int:
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def __enter__(self) -> Daemon:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def write_config(ws: Path, text: str) -> None:
+    (ws / "loopkit.toml").write_text(text)

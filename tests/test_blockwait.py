@@ -1,0 +1,244 @@
+"""Waiting out a block with a real inotify watch: editor saves, folders, fallbacks."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import wait_until
+
+from loopkit.blockwait import wait_unblock
+from loopkit.watcher import FolderWatch
+
+
+class Waiter:
+    """``wait_unblock`` in a thread; ``settle()`` proves it looked again after a change."""
+
+    def __init__(self, path: Path, **watch_options: Any) -> None:
+        self.path = path
+        self.wake = threading.Event()
+        self.stop = threading.Event()
+        self.watch = FolderWatch([path.parent], self.wake, **watch_options)
+        self.looks: list[float] = []
+        self.result: str | None = None
+        self.probes = 0
+
+    def _answered(self) -> bool:
+        self.looks.append(time.monotonic())
+        return False
+
+    def start(self) -> Waiter:
+        self.watch.start()
+
+        def run() -> None:
+            self.result = wait_unblock(
+                self.path, self.watch, self.wake, self.stop, deadline=None, answered=self._answered
+            )
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        wait_until(lambda: self.looks, what="the first look")
+        return self
+
+    def settle(self) -> None:
+        """Touch a probe file and wait until the waiter has looked after it (or returned)."""
+        self.probes += 1
+        probe_at = time.monotonic()
+        (self.path.parent / f"probe-{self.probes}").touch()
+        wait_until(
+            lambda: self.result is not None or (self.looks and self.looks[-1] > probe_at),
+            what="a look after the probe",
+        )
+
+    def outcome(self, timeout: float = 5.0) -> str | None:
+        self.thread.join(timeout)
+        return self.result
+
+    def close(self) -> None:
+        self.stop.set()
+        self.wake.set()
+        self.thread.join(5)
+        self.watch.stop()
+
+
+@pytest.fixture
+def block(ws: Path) -> Path:
+    path = ws / "BLOCKED.md"
+    path.write_text("# Blocked\noriginal\n")
+    return path
+
+
+@pytest.fixture
+def waiter(block: Path) -> Iterator[Waiter]:
+    started = Waiter(block).start()
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+def rewrite_in_place(path: Path) -> None:
+    with path.open("w") as handle:
+        handle.write("# Blocked\nedited in place\n")
+
+
+def temp_then_rename(path: Path) -> None:  # sed -i, most editors' atomic save
+    tmp = path.with_name(".BLOCKED.md.swp")
+    tmp.write_text("# Blocked\nsaved via rename\n")
+    os.rename(tmp, path)
+
+
+def rename_away_then_write(path: Path) -> None:  # vim backupcopy=no
+    os.rename(path, path.with_name("BLOCKED.md~"))
+    time.sleep(
+        0.003
+    )  # the editor's gap: the file is absent for a few ms (the scenario, not a sync)
+    path.write_text("# Blocked\nwritten anew\n")
+
+
+def jetbrains_safe_write(path: Path) -> None:
+    tmp = path.with_name("BLOCKED.md___jb_tmp___")
+    old = path.with_name("BLOCKED.md___jb_old___")
+    tmp.write_text("# Blocked\nsafe write\n")
+    os.rename(path, old)
+    time.sleep(0.002)
+    os.rename(tmp, path)
+    old.unlink()
+
+
+@pytest.mark.parametrize(
+    "save", [rewrite_in_place, temp_then_rename, rename_away_then_write, jetbrains_safe_write]
+)
+def test_an_editor_save_is_not_an_unblock(waiter: Waiter, block: Path, save: Any) -> None:
+    for _ in range(5):
+        save(block)
+        waiter.settle()
+        assert waiter.result is None, f"{save.__name__} was taken for an unblock"
+    block.unlink()
+    assert waiter.outcome() == "gone"
+
+
+def test_rm_and_mv_out_are_unblocks(ws: Path, tmp_path: Path, block: Path) -> None:
+    first = Waiter(block).start()
+    block.unlink()
+    assert first.outcome() == "gone"
+    first.close()
+    block.write_text("again\n")
+    second = Waiter(block).start()
+    os.rename(block, tmp_path / "elsewhere.md")
+    assert second.outcome() == "gone"
+    second.close()
+
+
+def test_gone_before_the_watch_starts(ws: Path) -> None:
+    waiter = Waiter(ws / "BLOCKED.md")
+    waiter.watch.start()
+    wake, stop = waiter.wake, waiter.stop
+    assert wait_unblock(waiter.path, waiter.watch, wake, stop, deadline=None) == "gone"
+    waiter.watch.stop()
+
+
+def test_a_folder_is_not_gone(waiter: Waiter, block: Path) -> None:
+    block.unlink()
+    block.mkdir()
+    waiter.settle()
+    assert waiter.result is None
+    block.rmdir()
+    assert waiter.outcome() == "gone"
+
+
+def test_survives_the_folder_being_recreated(waiter: Waiter, block: Path) -> None:
+    folder = block.parent
+    [(_, _, old_callback)] = waiter.watch._armed.values()
+    shutil.rmtree(folder)
+    folder.mkdir()
+    block.write_text("# Blocked\nrestored\n")
+    waiter.settle()
+    assert waiter.result is None
+    wait_until(
+        lambda: any(cb is not old_callback for _, _, cb in waiter.watch._armed.values()),
+        what="the watch to re-arm on the new folder",
+    )
+    assert waiter.watch.mode == "inotify"
+    block.unlink()
+    assert waiter.outcome() == "gone"
+
+
+def test_falls_back_to_polling_when_inotify_is_exhausted(
+    block: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def exhausted() -> Any:
+        raise OSError(errno.EMFILE, "inotify instance limit reached")
+
+    waiter = Waiter(block, reader_factory=exhausted).start()
+    assert waiter.watch.mode == "polling"
+    block.unlink()
+    assert waiter.outcome() == "gone"
+    waiter.close()
+
+
+def test_falls_back_when_the_watch_limit_is_reached(block: Path) -> None:
+    class NoWatches:
+        def add_callback(self, *args: Any) -> int:
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+        def is_alive(self) -> bool:
+            return True
+
+        def stop(self) -> None:
+            pass
+
+        def join(self, timeout: float) -> None:
+            pass
+
+    waiter = Waiter(block, reader_factory=NoWatches).start()
+    assert waiter.watch.mode == "polling"
+    block.unlink()
+    assert waiter.outcome() == "gone"
+    waiter.close()
+
+
+def test_an_exception_in_the_handler_does_not_end_the_watch(
+    waiter: Waiter, block: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = FolderWatch._notify
+    calls = {"n": 0}
+
+    def flaky(self: FolderWatch, folder: Path, *, dead: bool) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("handler bug")
+        real(self, folder, dead=dead)
+
+    monkeypatch.setattr(FolderWatch, "_notify", flaky)
+    waiter.settle()  # the first event hits the bug
+    assert calls["n"] >= 1
+    assert waiter.watch._reader.is_alive()
+    block.unlink()
+    assert waiter.outcome() == "gone"
+
+
+def test_a_dead_reader_thread_is_replaced(waiter: Waiter, block: Path) -> None:
+    dead = waiter.watch._reader
+    dead.stop()
+    dead.join(5)
+    waiter.wake.set()  # the next look re-arms with a fresh reader
+    wait_until(lambda: waiter.watch._reader is not dead and waiter.watch._armed)
+    block.unlink()
+    assert waiter.outcome() == "gone"
+
+
+def test_stop_and_deadline(block: Path) -> None:
+    wake, stop = threading.Event(), threading.Event()
+    with FolderWatch([block.parent], wake) as watch:
+        deadline = time.monotonic() + 0.05
+        assert wait_unblock(block, watch, wake, stop, deadline=deadline) == "timeout"
+        stop.set()
+        assert wait_unblock(block, watch, wake, stop, deadline=None) == "stopped"
