@@ -109,13 +109,17 @@ def answer_hint(channel: str) -> str:
 
 
 def message_for(record: Request, repo: str) -> Message:
+    """The five lines for ``record``; a short ``summary`` (when given) feeds lines 3 and 4."""
+    summary = record.extra.get("summary")
+    summary = summary if isinstance(summary, dict) else {}
+    attempted = summary.get("attempted")
     return Message(
         request_id=record.request_id,
         repo=repo,
         at=record.created_at,
         question=record.prompt,
-        context=record.situation,
-        attempted=tuple(record.attempted),
+        context=str(summary.get("context") or record.situation),
+        attempted=(str(attempted),) if attempted else tuple(record.attempted),
         choices=tuple(str(o.get("label", "")) for o in record.options),
     )
 

@@ -38,7 +38,7 @@ from loopkit.errors import (
     ConfigError,
     LoopkitError,
 )
-from loopkit.escalation import Escalation, Escalator
+from loopkit.escalation import Escalation, Escalator, message_for
 from loopkit.events import get_logger
 from loopkit.message import fold
 from loopkit.process import Finished, Runner, describe
@@ -169,9 +169,7 @@ class Supervisor:
             code = self._iteration()
             if code is not None:
                 return code
-            if self.options.max_iterations is not None and done >= self.options.max_iterations:
-                continue
-            if self._pause():
+            if blocked.state(self.workspace.blocked) == "absent" and self._pause():
                 return self._stopped()
 
     def _finish(self, status: str, code: int, why: str) -> int:
@@ -371,16 +369,17 @@ class Supervisor:
             self._save()
             return None
         if agent.ending == "timeout" or agent.could_not_run:
-            return self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
-        if loop.verify is None:
-            return self._passed()
-        verify = self._run("verify", loop.verify, log_file, timeout=loop.iteration_timeout)
-        if self.stop.is_set():
-            return self._stopped()
-        if verify.ok:
+            code = self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
+        elif loop.verify is None:
             code = self._passed()
         else:
-            code = self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
+            verify = self._run("verify", loop.verify, log_file, timeout=loop.iteration_timeout)
+            if self.stop.is_set():
+                return self._stopped()
+            if verify.ok:
+                code = self._passed()
+            else:
+                code = self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
         if code is not None or blocked.state(blocked_path) != "absent":
             return code
         if loop.done is not None:
@@ -438,6 +437,20 @@ class Supervisor:
         self.state.open_request = result.joined or result.request.request_id
         self.state.status = "blocked"
         self._save()
+        if not result.joined:
+            channel = self.config.escalation.channel
+            sent = {True: f"sent via {channel}", False: f"{channel}: not sent"}.get(
+                bool(result.outcome and result.outcome.ok), ""
+            )
+            if result.outcome is None:
+                sent = "channel none: BLOCKED.md is the escalation"
+            text = message_for(result.request, self.workspace.repo_name()).text
+            lines = "\n".join(f"    {line}" for line in text.splitlines())
+            log.info(
+                "message",
+                request_id=result.request.request_id,
+                msg=f"the question ({sent}):\n{lines}",
+            )
 
     # --- blocked --------------------------------------------------------------------------
 

@@ -65,13 +65,19 @@ def verify_failures(
         + (f" — {f['signature']}" if f.get("signature") else "")
         for f in failed
     ]
+    reasons = sorted({str(f["reason"]) for f in failed})
+    numbers = ", ".join(str(f["iteration"]) for f in failed)
+    summary = {
+        "context": f"{_task_name(task)}: {sig[-1]}",
+        "attempted": f"iterations {numbers}: {'; '.join(reasons)}",
+    }
     return Escalation(
         question=f"Verify failed {failures} times in a row on {_task_name(task)}: how do I go on?",
         context=context,
         attempted=attempted or [f"{failures} iterations of the agent"],
         choices=list(CHOICES),
         trigger="verify-failures",
-        extra=_extra(task, iteration),
+        extra={**_extra(task, iteration), "summary": summary},
     )
 
 
@@ -98,11 +104,12 @@ def dependency_down(
     *, command: str, tries: Sequence[str], last_output: str, task: str | None, iteration: int
 ) -> Escalation:
     sig = signature(last_output) or ["(no output)"]
+    summary = {"context": f"preflight `{fold(command, 60)}`: {sig[-1]}"}
     return Escalation(
         question=f"Preflight `{fold(command, 60)}` failed {len(tries)} times: is something down?",
         context="\n".join([f"Preflight: `{fold(command, 100)}`", *(f"> {line}" for line in sig)]),
         attempted=list(tries),
         choices=list(CHOICES),
         trigger="dependency-down",
-        extra=_extra(task, iteration),
+        extra={**_extra(task, iteration), "summary": summary},
     )
