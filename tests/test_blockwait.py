@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import wait_until
 
 from loopkit.blockwait import wait_unblock
 from loopkit.watcher import FolderWatch
+
+from helpers import wait_until
 
 
 class Waiter:

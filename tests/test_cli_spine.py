@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from fakeserver import FakeServer, Reply
 from helpers import clean_env, loopkit, read_only_prefix
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import loopkit
 
 from loopkit import config
 from loopkit.errors import ConfigError
+
+from helpers import loopkit
 
 
 def write(ws: Path, text: str) -> None:

@@ -6,8 +6,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from helpers import LOOPKIT, clean_env, loopkit
 from loopkit import config
+
+from helpers import LOOPKIT, clean_env, loopkit
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,12 +8,13 @@ import signal
 from pathlib import Path
 
 import pytest
-from fakeserver import FakeServer
-from helpers import LOOPKIT, Daemon, alive, clean_env, loopkit, wait_until, write_config
 
 from loopkit import config as config_mod
 from loopkit.requests import RequestStore
 from loopkit.workspace import Workspace
+
+from fakeserver import FakeServer
+from helpers import LOOPKIT, Daemon, alive, clean_env, loopkit, wait_until, write_config
 
 AGENT = 'echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}|${LOOPKIT_TASK-}" >> runs.txt\n'
 VERIFY_FAILS = (

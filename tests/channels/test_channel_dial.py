@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import wait_until
 
 from loopkit import channels
 from loopkit.channels import Outcome
 from loopkit.channels.dial import DIAL_TIMEOUT, DialChannel
 from loopkit.config import ChannelSettings
 from loopkit.message import Message, fold
+
+from helpers import wait_until
 
 # Copies stdin to argv[1] and the three LOOPKIT_* variables plus argv to argv[1].env.json.
 RECORDER = """

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from fakeserver import FakeServer, Reply
 
 from loopkit import channels
 from loopkit.channels import CHANNELS, Outcome
@@ -21,6 +20,8 @@ from loopkit.config import ChannelSettings
 from loopkit.errors import ConfigError
 from loopkit.message import Message
 from loopkit.redact import Redactor
+
+from fakeserver import FakeServer, Reply
 
 PAYLOAD = {"text": "hello"}
 

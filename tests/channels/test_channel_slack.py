@@ -6,12 +6,13 @@ import socket
 import time
 
 import pytest
-from fakeserver import FakeServer, Reply
 
 from loopkit.channels import Outcome
 from loopkit.channels.slack import SlackChannel
 from loopkit.config import ChannelSettings
 from loopkit.message import Message
+
+from fakeserver import FakeServer, Reply
 
 HOOK_PATH = "/services/T000/B000/XXXXSECRET"
 

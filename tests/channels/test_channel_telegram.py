@@ -6,12 +6,13 @@ import socket
 import time
 
 import pytest
-from fakeserver import FakeServer, Reply
 
 from loopkit.channels import Outcome
 from loopkit.channels.telegram import CALLBACK_DATA_MAX, TelegramChannel
 from loopkit.config import ChannelSettings
 from loopkit.message import Message
+
+from fakeserver import FakeServer, Reply
 
 TOKEN = "123456:ABCdefGHIjklMNOpqrSTUvwxYZ012345678"
 TOKEN_SECRET_PART = TOKEN.split(":", 1)[1]
