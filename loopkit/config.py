@@ -54,7 +54,7 @@ class LoopConfig:
 class EscalationConfig:
     channel: str = "none"
     blocked_file: str = "BLOCKED.md"
-    timeout_minutes: float = 30.0
+    timeout_minutes: float = 30
     timeout_action: TimeoutAction = "abort"
     send_timeout: float = 10.0
 

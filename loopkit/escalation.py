@@ -141,39 +141,64 @@ def _commit(workspace: Workspace) -> str | None:
 class Escalator:
     """Raises blocks for one workspace. ``channel_factory`` is the seam for tests."""
 
-    def __init__(self, config: Config, *, channel_factory: ChannelFactory | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        channel_factory: ChannelFactory | None = None,
+        store: RequestStore | None = None,
+    ) -> None:
         self.config = config
         self.workspace = Workspace.of(config)
-        self.store = RequestStore(self.workspace)
+        self.store = store or RequestStore(self.workspace)
         self.channel_factory = channel_factory or default_factory(config)
         self.redactor = Redactor(config.channels.secrets())
 
     def escalate(self, escalation: Escalation) -> Result:
         escalation = escalation.cleaned()
         escalation.validate()
+        return self.raise_block(self._new_record(escalation))
+
+    def raise_block(self, record: Request) -> Result:
+        """Steps 1–4 for a record not yet persisted (``escalate``, ``ask --block``, ``gate``)."""
+        placed = self.place(record)
+        if placed.joined:
+            return placed
+        outcome = self.deliver(record)
+        return Result(self.store.load(record.request_id), None, outcome, placed.template_problem)
+
+    def place(self, record: Request, *, persisted: bool = False) -> Result:
+        """Steps 1–2: persist ``record`` and create BLOCKED.md (or join the open block).
+
+        ``persisted``: the record is on disk already (a request announced late, e.g. a gate
+        whose first ask joined another block). Nothing is sent; :meth:`deliver` does that,
+        outside the store lock.
+        """
         path = self.workspace.blocked
         if blocked.state(path) == "other":
             raise blocked.not_a_file(path)
         with self.store.locked():
             if blocked.state(path) == "file":
-                return self._join(escalation)
-            record = self._new_record(escalation)
-            self.store.create(record)
-            text, problem = self._render(record, escalation)
+                return self._join(record, persisted=persisted)
+            if persisted:
+                record.extra.pop("joined_block", None)
+                self.store.save(record)
+            else:
+                self.store.create(record)
+            text, problem = self._render(record)
             if not blocked.create(path, text):
                 # Someone else's BLOCKED.md appeared between our check and our write.
-                return self._join(escalation, existing=record)
+                return self._join(record, persisted=True)
         if problem:
             log.warning("template_fallback", msg=problem)
         log.info(
             "escalated",
             request_id=record.request_id,
-            trigger=escalation.trigger,
-            question=fold(escalation.question),
-            msg=f"blocked: {fold(escalation.question, 120)} (requests/{record.request_id}.json)",
+            trigger=record.trigger,
+            question=fold(record.prompt),
+            msg=f"blocked: {fold(record.prompt, 120)} (requests/{record.request_id}.json)",
         )
-        outcome = self.deliver(record)
-        return Result(self.store.load(record.request_id), None, outcome, problem)
+        return Result(record, None, None, problem)
 
     def _new_record(self, escalation: Escalation) -> Request:
         timeout = {
@@ -195,36 +220,47 @@ class Escalator:
         record.extra.update(escalation.extra)
         return record
 
-    def _render(self, record: Request, escalation: Escalation) -> tuple[str, str | None]:
-        meta = [f"Trigger: {escalation.trigger} · request: requests/{record.request_id}.json"]
+    def _render(self, record: Request) -> tuple[str, str | None]:
+        trigger = record.trigger or record.kind
+        meta = [f"Trigger: {trigger} · request: requests/{record.request_id}.json"]
+        if record.context_refs:
+            meta.append("See: " + ", ".join(record.context_refs))
         commit = _commit(self.workspace)
         meta.append(f"Raised {record.created_at}" + (f" at commit {commit}" if commit else ""))
+        choices = [
+            Choice(str(o.get("label", "")), str(o.get("consequence") or ""), str(o.get("value")))
+            for o in record.options
+        ]
         variables = blocked.template_vars(
             request_id=record.request_id,
             question=record.prompt,
             context=record.situation,
             attempted=record.attempted,
-            choices=escalation.choices,
+            choices=choices,
             meta=meta,
             answer_hint=answer_hint(self.config.escalation.channel),
             repo=self.workspace.repo_name(),
-            trigger=escalation.trigger,
+            trigger=trigger,
             at=record.created_at,
         )
         return blocked.render(self.workspace, variables)
 
-    def _join(self, escalation: Escalation, existing: Request | None = None) -> Result:
-        """Record this question on the open block's request; send nothing."""
+    def _join(self, record: Request, *, persisted: bool) -> Result:
+        """Record this question on the open block's request; send nothing.
+
+        Called under the store lock. ``persisted``: ``record`` is already on disk.
+        """
         open_id = blocked.request_id_of(self.workspace.blocked)
         entry = {
             "at": clock.iso_seconds(),
-            "question": fold(escalation.question, 1000),
-            "context": escalation.context.strip(),
-            "attempted": list(escalation.attempted),
-            "trigger": escalation.trigger,
+            "question": record.prompt,
+            "context": record.situation,
+            "attempted": list(record.attempted),
+            "trigger": record.trigger,
+            "request_id": record.request_id if persisted else None,
         }
         target: Request | None = None
-        if open_id and open_id != (existing.request_id if existing else None):
+        if open_id and open_id != record.request_id:
             try:
                 target = self.store.load(open_id)
             except LoopkitError:
@@ -232,27 +268,27 @@ class Escalator:
         if target is not None:
             target.extra.setdefault("joined", []).append(entry)
             self.store.save(target)
-            if existing is not None:
-                existing.extra["joined_block"] = open_id
-                self.store.save(existing)
-            record = target
+            if persisted:
+                record.extra["joined_block"] = open_id
+                self.store.save(record)
+            result = target
         else:
             # A BLOCKED.md loopkit did not write: keep the question as a record of its own.
-            record = existing or self._new_record(escalation)
             record.extra["joined_block"] = open_id
-            if existing is None:
-                self.store.create(record)
-            else:
+            if persisted:
                 self.store.save(record)
+            else:
+                self.store.create(record)
+            result = record
         log.info(
             "escalation_joined",
-            request_id=record.request_id,
+            request_id=result.request_id,
             joined=open_id,
-            question=fold(escalation.question),
+            question=fold(record.prompt),
             msg=f"already blocked ({self.workspace.blocked.name}); the question was added to "
-            f"request {record.request_id}, nothing sent",
+            f"request {result.request_id}, nothing sent",
         )
-        return Result(record, joined=open_id or record.request_id)
+        return Result(result, joined=open_id or result.request_id)
 
     def deliver(self, record: Request, *, repeat: bool = False) -> Outcome | None:
         """Steps 3 and 4: send the message and record the outcome. Never raises for a send."""

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -131,6 +132,8 @@ class RequestStore:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.folder = workspace.requests_dir
+        self._guard = threading.RLock()  # makes locked() reentrant within this store
+        self._depth = 0
 
     def path(self, request_id: str) -> Path:
         return self.folder / f"{validate_id(request_id)}.json"
@@ -140,20 +143,35 @@ class RequestStore:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the store's lock: one read-modify-write at a time, across processes."""
-        lock_dir = self.workspace.locks_dir
-        try:
-            lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(lock_dir / "requests.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise WorkspaceError(
-                f"cannot create the lock in {lock_dir}: {exc.strerror}; make the workspace writable"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+        """Hold the store's lock: one read-modify-write at a time, across processes.
+
+        Reentrant for this store object (a nested ``locked()`` in the same thread does not
+        deadlock on its own ``flock``); other threads and processes wait.
+        """
+        with self._guard:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            lock_dir = self.workspace.locks_dir
+            try:
+                lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fd = os.open(lock_dir / "requests.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as exc:
+                raise WorkspaceError(
+                    f"cannot create the lock in {lock_dir}: {exc.strerror}; "
+                    "make the workspace writable"
+                ) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._depth = 1
+                yield
+            finally:
+                self._depth = 0
+                os.close(fd)
 
     def load(self, request_id: str) -> Request:
         path = self.path(request_id)

@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 from loopkit import atomicfile, blocked, clock, triggers
 from loopkit import config as config_mod
+from loopkit.answers import is_human_decision, unblocked_by_hand
 from loopkit.blockwait import Outcome, wait_unblock
 from loopkit.config import Command, Config
 from loopkit.errors import (
@@ -586,16 +587,12 @@ class Supervisor:
     def _unblocked(self, record: Request | None, *, removed: bool) -> int | None:
         """BLOCKED.md is gone, or the open request was answered."""
         if record is not None:
-            if removed:
-                resolution = {
-                    "request_id": record.request_id,
-                    "chosen_option": None,
-                    "free_text": None,
-                    "parsed_decision": "unblocked by hand",
-                    "resolved_at": clock.iso_seconds(),
-                    "by": "human",
-                    "via": "blocked-file-removed",
-                }
+            if removed and record.status == "deferred":
+                pass  # a deferred review stays open: lifting the block is not an answer
+            elif removed:
+                resolution = unblocked_by_hand(
+                    record.request_id, by="human", via="blocked-file-removed"
+                )
                 record, _ = self.store.resolve(record.request_id, resolution)
             else:
                 record = self._load(record.request_id) or record
@@ -608,14 +605,9 @@ class Supervisor:
 
     def _apply(self, record: Request) -> int | None:
         """Carry a human's decision to the next agent run; act on the supervisor's choices."""
-        res = record.resolution or {}
-        human = (
-            record.status == "resolved"
-            and res.get("by") not in (None, "timeout")
-            and (res.get("via") != "blocked-file-removed")
-        )
-        if not human:
+        if not is_human_decision(record):
             return None
+        res = record.resolution or {}
         decision = {
             k: res.get(k)
             for k in (

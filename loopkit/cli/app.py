@@ -87,9 +87,14 @@ def root(app: App, workspace: Path, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from loopkit.cli import block_cmds, run_cmds, setup_cmds
+    from loopkit.cli import ask_cmds, block_cmds, run_cmds, setup_cmds
 
-    for command in (*block_cmds.COMMANDS, *run_cmds.COMMANDS, *setup_cmds.COMMANDS):
+    for command in (
+        *block_cmds.COMMANDS,
+        *run_cmds.COMMANDS,
+        *ask_cmds.COMMANDS,
+        *setup_cmds.COMMANDS,
+    ):
         root.add_command(command)
 
 

@@ -1,0 +1,193 @@
+"""Answering a request: parse the reply by the request's kind and record it, exactly once.
+
+- ``question``: :func:`loopkit.parse.parse_reply` decides; anything unmatched is free text.
+- ``approval`` (Approve / Reject / Request changes) and ``review`` (Approve / Request changes
+  / Defer): the reply may carry a reason after the choice (``"reject: the migration is not
+  reversible"``), which is kept. A reply that picks no option is feedback, recorded as
+  ``changes_requested`` with the text as its reason — never as an approval.
+- A review's *Defer* is not an answer: the request stays open, ``status: deferred``.
+
+Every write goes through :meth:`RequestStore.resolve` under the store lock, so of many
+concurrent answers exactly one wins; the others get :class:`RequestConflict` (exit 4) and the
+first answer is never touched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from loopkit import clock
+from loopkit.errors import RequestConflict
+from loopkit.message import clean, fold
+from loopkit.parse import Decision, parse_reply
+from loopkit.requests import Request, RequestStore
+
+APPROVAL_OPTIONS = (
+    {"label": "Approve", "value": "approved"},
+    {"label": "Reject", "value": "rejected"},
+    {"label": "Request changes", "value": "changes_requested"},
+)
+REVIEW_OPTIONS = (
+    {"label": "Approve", "value": "approved"},
+    {"label": "Request changes", "value": "changes_requested"},
+    {"label": "Defer", "value": "deferred"},
+)
+QUESTION_OPTIONS = (
+    {"label": "Proceed", "value": "proceed"},
+    {"label": "Skip", "value": "skip"},
+    {"label": "Abort", "value": "abort"},
+)
+DECISION_KEYS = ("request_id", "chosen_option", "free_text", "parsed_decision", "resolved_at")
+_REASON_SPLIT = re.compile(r"\s*(?::|—|–|\s-\s|,|;|\n)\s*|\s+(?=because\b)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    record: Request
+    decision: dict[str, Any]  # the SPEC's decision JSON: DECISION_KEYS
+    deferred: bool = False
+
+
+def options_for(kind: str) -> tuple[dict[str, str], ...]:
+    return {"approval": APPROVAL_OPTIONS, "review": REVIEW_OPTIONS}.get(kind, QUESTION_OPTIONS)
+
+
+def _with_reason(reply: str, record: Request) -> tuple[Decision, str | None]:
+    """For approvals and reviews: the choice, and the human's reason after it."""
+    whole = parse_reply(reply, record.options, record.recommendation)
+    if whole.chosen_option is not None:
+        return whole, None
+    parts = _REASON_SPLIT.split(reply.strip(), maxsplit=1)
+    if len(parts) == 2 and parts[1].strip():
+        head = parse_reply(parts[0], record.options, record.recommendation)
+        if head.chosen_option is not None and head.matched_by != "fuzzy":
+            return head, parts[1].strip()
+    first, _, rest = reply.strip().partition(" ")
+    head = parse_reply(first, record.options, record.recommendation)
+    if rest.strip() and head.chosen_option is not None and head.matched_by in ("prefix", "value"):
+        return head, rest.strip()
+    return whole, None
+
+
+def parse_for(record: Request, reply: str) -> tuple[Decision, dict[str, Any]]:
+    """The parsed decision and the extra resolution fields for ``record``'s kind."""
+    if record.kind not in ("approval", "review"):
+        return parse_reply(reply, record.options, record.recommendation), {"outcome": "answered"}
+    decision, reason = _with_reason(reply, record)
+    if decision.chosen_option is None:
+        # Words that pick no option are feedback: changes requested, never an approval.
+        text = " ".join(reply.split())
+        decision = Decision("changes_requested", None, "changes_requested", "free_text")
+        return decision, {"outcome": "changes_requested", "reason": text or None}
+    extra: dict[str, Any] = {"outcome": decision.chosen_option}
+    if reason:
+        extra["reason"] = reason
+    return decision, extra
+
+
+def answer(
+    store: RequestStore,
+    request_id: str,
+    reply: str,
+    *,
+    by: str,
+    via: str,
+    expected_updated_at: str | None = None,
+) -> Answer:
+    """Parse ``reply`` for the request and record it; RequestConflict when already answered."""
+    reply = clean(reply)
+    with store.locked():
+        record = store.load(request_id)
+        if expected_updated_at is not None and record.updated_at != expected_updated_at:
+            raise RequestConflict(
+                f"request {request_id!r} changed since {expected_updated_at} (now "
+                f"{record.updated_at}); read it again with `loopkit requests show {request_id}`"
+            )
+        if not record.is_open:
+            raise already_answered(record)
+        decision, extra = parse_for(record, reply)
+        now = clock.iso_seconds()
+        if record.kind == "review" and decision.chosen_option == "deferred":
+            record.status = "deferred"
+            record.extra.setdefault("deferrals", []).append(
+                {"at": now, "by": by, "via": via, "reason": extra.get("reason")}
+            )
+            store.save(record)
+            payload = _decision_json(record.request_id, decision, now)
+            return Answer(record, payload, deferred=True)
+        resolution = {
+            **_decision_json(record.request_id, decision, now),
+            **extra,
+            "by": by,
+            "via": via,
+            "reply": reply if len(reply) <= 10_000 else reply[:10_000],
+        }
+        record.status = "resolved"
+        record.resolution = resolution
+        store.save(record)
+        return Answer(record, _decision_json(record.request_id, decision, now))
+
+
+def _decision_json(request_id: str, decision: Decision, at: str) -> dict[str, Any]:
+    return {
+        "request_id": request_id,
+        "chosen_option": decision.chosen_option,
+        "free_text": decision.free_text,
+        "parsed_decision": decision.parsed_decision,
+        "resolved_at": at,
+    }
+
+
+def already_answered(record: Request) -> RequestConflict:
+    res = record.resolution or {}
+    what = res.get("parsed_decision") or record.status
+    who = f" by {res['by']}" if res.get("by") else ""
+    when = f" at {res['resolved_at']}" if res.get("resolved_at") else ""
+    return RequestConflict(
+        f"request {record.request_id!r} is already {record.status} "
+        f"({fold(str(what), 80)}{who}{when}); the first answer stands"
+    )
+
+
+def outcome_of(record: Request) -> str:
+    """What a script may act on: approved / chosen / rejected / changes_requested /
+    aborted / expired / open. Read from the record, never inferred from a list."""
+    if record.is_open:
+        return "open"
+    if record.status == "expired":
+        return "expired"
+    res = record.resolution or {}
+    if record.kind in ("approval", "review"):
+        outcome = res.get("outcome")
+        if outcome in ("approved", "rejected", "changes_requested"):
+            return str(outcome)
+        return "rejected"  # resolved some other way (unblocked by hand): not an approval
+    if res.get("chosen_option") == "abort":
+        return "aborted"
+    return "chosen"
+
+
+def unblocked_by_hand(request_id: str, *, by: str, via: str) -> dict[str, Any]:
+    """The resolution of a request whose block was lifted without an answer."""
+    return {
+        "request_id": request_id,
+        "chosen_option": None,
+        "free_text": None,
+        "parsed_decision": "unblocked by hand",
+        "resolved_at": clock.iso_seconds(),
+        "outcome": "unblocked",
+        "by": by,
+        "via": via,
+    }
+
+
+def is_human_decision(record: Request) -> bool:
+    """True when a human answered (not a timeout, not a block lifted without an answer)."""
+    res = record.resolution or {}
+    return (
+        record.status == "resolved"
+        and res.get("by") not in (None, "timeout")
+        and res.get("outcome") != "unblocked"
+    )

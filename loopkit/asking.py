@@ -1,0 +1,191 @@
+"""``loopkit ask``: compose one mobile-first question, or decide that none is needed.
+
+The order is fixed: 1. decide ``needs_human`` (nothing is written when no human is needed);
+2. apply the rubric (refused with exit 65, the rule named, nothing written); 3. with a
+``request_key``, return the open request that already has it (no second file, no second
+message); 4. persist the record — and with ``block``, write BLOCKED.md and send, as
+``escalate`` does. Approvals and reviews always need a human: asking for one says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loopkit import decide as policy_mod
+from loopkit import rubric
+from loopkit.answers import options_for
+from loopkit.channels import Outcome
+from loopkit.config import Config
+from loopkit.errors import BadInput, UsageError
+from loopkit.escalation import Escalator, slug
+from loopkit.message import clean, fold
+from loopkit.requests import KINDS, Request, RequestStore, new_id, validate_id
+from loopkit.workspace import Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    situation: str
+    policy: str = ""
+    prompt: str | None = None
+    options: tuple[str, ...] = ()  # "Label" or "Label=value"
+    recommend: str | None = None
+    category: str | None = None
+    confidence: float | None = None
+    irreversible: bool = False
+    timeout_minutes: float | None = None
+    on_timeout: str | None = None
+    attach: tuple[str, ...] = ()
+    request_id: str | None = None
+    key: str | None = None
+    kind: str = "question"
+    block: bool = False
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    needs_human: bool
+    reason: str
+    note: str | None = None
+    record: Request | None = None
+    existing: bool = False  # an open request with the same key was returned
+    joined: str | None = None  # --block while blocked: the open block this joined
+    outcome: Outcome | None = None  # --block: the delivery outcome
+
+
+def _options(question: Question) -> list[dict[str, str]]:
+    if question.kind != "question":
+        if question.options:
+            fixed = " / ".join(o["label"] for o in options_for(question.kind))
+            raise UsageError(
+                f"--option does not go with --kind {question.kind}: its options are {fixed}"
+            )
+        return [dict(o) for o in options_for(question.kind)]
+    if not question.options:
+        return [dict(o) for o in options_for("question")]
+    options = []
+    for text in question.options:
+        label, sep, value = clean(text).partition("=")
+        label, value = label.strip(), value.strip()
+        if sep and not value:
+            raise BadInput(f'option {text!r} has an empty value; write it as "Label=value"')
+        options.append({"label": label, "value": value or slug(label)})
+    return options
+
+
+def _stem(question: Question) -> str:
+    if question.prompt is not None:
+        return clean(question.prompt).strip()
+    situation = clean(question.situation)
+    mark = situation.find("?")
+    return " ".join(situation[: mark + 1].split()) if mark >= 0 else ""
+
+
+def _recommendation(question: Question, options: list[dict[str, str]]) -> str | None:
+    if question.recommend is None:
+        return None
+    wanted = question.recommend.strip().casefold()
+    for option in options:
+        if wanted in (option["value"].casefold(), option["label"].casefold()):
+            return option["value"]
+    values = ", ".join(o["value"] for o in options)
+    raise BadInput(f"--recommend {question.recommend!r} is not one of the options ({values})")
+
+
+def ask(
+    config: Config,
+    question: Question,
+    *,
+    store: RequestStore | None = None,
+    escalator: Escalator | None = None,
+) -> Asked:
+    if question.kind not in KINDS:
+        raise UsageError(f"--kind {question.kind!r} is not one of {', '.join(KINDS)}")
+    if question.request_id is not None:
+        validate_id(question.request_id)
+    if not question.situation.strip():
+        raise BadInput("the situation is empty; say in 1-3 sentences what blocks you")
+    try:
+        verdict = policy_mod.decide(
+            clean(question.situation),
+            policy=clean(question.policy),
+            category=question.category,
+            confidence=question.confidence,
+            irreversible=question.irreversible,
+            recommendation=question.recommend,
+            escalate_words=config.policy.escalate_words,
+            proceed_words=config.policy.proceed_words,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    needs_human, reason = verdict.needs_human, verdict.reason
+    if question.kind != "question" and not needs_human:
+        needs_human, reason = True, f"A {question.kind} always needs a human."
+    if not needs_human:
+        return Asked(False, reason, verdict.note)
+
+    options = _options(question)
+    stem = _stem(question)
+    violations = rubric.check(stem, [o["label"] for o in options])
+    if violations:
+        rules = "; ".join(f"{v.rule}: {v.message}" for v in violations)
+        raise BadInput(f"rubric: {rules}")
+    recommendation = _recommendation(question, options)
+
+    store = store or RequestStore(Workspace.of(config))
+    escalator = escalator or Escalator(config, store=store)
+    if escalator.store is not store:
+        raise ValueError("the escalator must share the store")  # a programming error
+    action = question.on_timeout or ("abort" if verdict.p0 else config.escalation.timeout_action)
+    minutes = question.timeout_minutes or config.escalation.timeout_minutes
+    minutes = int(minutes) if float(minutes).is_integer() else minutes
+    with store.locked():
+        if question.key:
+            found = store.find_open_by_key(question.key)
+            if found is not None:
+                return Asked(True, reason, verdict.note, found, existing=True)
+        record = Request(
+            request_id=question.request_id or new_id(),
+            prompt=stem,
+            request_key=question.key,
+            kind=question.kind,
+            situation=clean(question.situation).strip(),
+            policy=clean(question.policy).strip(),
+            options=options,
+            recommendation=recommendation,
+            timeout_default={"after_minutes": minutes, "action": action},
+            context_refs=[clean(a) for a in question.attach],
+            trigger=f"ask:{question.kind}",
+            attempted=[f"policy check: {reason}"],
+        )
+        record.extra["needs_human"] = {
+            "reason": reason,
+            "p0": verdict.p0,
+            "category": question.category,
+            "confidence": question.confidence,
+            "irreversible": question.irreversible,
+        }
+        record.extra.update(question.extra)
+        if not question.block:
+            store.create(record)
+            return Asked(True, reason, verdict.note, record)
+        placed = escalator.place(record)
+    if placed.joined:
+        return Asked(True, reason, verdict.note, placed.request, joined=placed.joined)
+    outcome = escalator.deliver(record)
+    return Asked(True, reason, verdict.note, store.load(record.request_id), outcome=outcome)
+
+
+def prompt_block(record: Request) -> str:
+    """The mobile prompt block: stem · options · timeout default · context refs."""
+    lines = [record.prompt]
+    for index, option in enumerate(record.options):
+        mark = "  (recommended)" if option.get("value") == record.recommendation else ""
+        lines.append(f"  {'ABC'[index] if index < 3 else index + 1}) {option.get('label')}{mark}")
+    timeout = record.timeout_default or {}
+    lines.append(f"On timeout ({timeout.get('after_minutes')} min): {timeout.get('action')}")
+    if record.context_refs:
+        lines.append("Context: " + ", ".join(fold(ref, 120) for ref in record.context_refs))
+    lines.append(f"Request: requests/{record.request_id}.json")
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+"""``loopkit gate -- CMD…``: run one exact command only after a human approved that command.
+
+The command's argv and working folder are hashed (SHA-256) into the approval request; only
+an approval of that same hash runs it, and an approval is used once. A changed command (a
+different argument, another folder) is a new request. While the request is open the gate
+exits 2 (blocked) — in a loop the agent's turn ends and the next turn's ``gate`` finds the
+answer — or, with ``wait``, it waits for the answer itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loopkit import clock
+from loopkit.answers import APPROVAL_OPTIONS, outcome_of
+from loopkit.config import Config
+from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput
+from loopkit.escalation import Escalator
+from loopkit.message import fold
+from loopkit.requests import Request, RequestStore, new_id
+from loopkit.waiting import wait_for
+from loopkit.workspace import Workspace
+
+
+def command_hash(argv: Sequence[str], cwd: str) -> str:
+    return hashlib.sha256(
+        json.dumps({"argv": list(argv), "cwd": cwd}, ensure_ascii=False).encode()
+    ).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    exit_code: int
+    record: Request
+    message: str
+
+
+def _prompt(argv: Sequence[str]) -> str:
+    shown = shlex.join(argv)
+    room = 120 - len("Approve running ``?")
+    return f"Approve running `{fold(shown, room)}`?"
+
+
+def _new_request(config: Config, argv: Sequence[str], cwd: str, digest: str) -> Request:
+    command = shlex.join(argv)
+    return Request(
+        request_id=new_id(),
+        prompt=_prompt(argv),
+        request_key=f"gate:{digest}",
+        kind="approval",
+        situation=f"Command: {command}\nFolder: {cwd}\nSHA-256 of argv + folder: {digest}",
+        policy="loopkit gate: this exact command runs only after its approval",
+        options=[dict(o) for o in APPROVAL_OPTIONS],
+        timeout_default={"after_minutes": config.escalation.timeout_minutes, "action": "abort"},
+        trigger="gate",
+        attempted=["nothing: the command has not run; it waits for this approval"],
+        extra={"gate": {"argv": list(argv), "cwd": cwd, "sha256": digest}},
+    )
+
+
+def _latest(store: RequestStore, key: str) -> Request | None:
+    found = [
+        r
+        for _, r in store.all()
+        if isinstance(r, Request) and r.request_key == key and not r.extra.get("consumed_at")
+    ]
+    return found[-1] if found else None
+
+
+def gate(
+    config: Config,
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    wait: bool = False,
+    timeout: float | None = None,
+    escalator: Escalator | None = None,
+) -> GateResult:
+    if not argv:
+        raise BadInput("no command given: loopkit gate -- COMMAND [ARGS…]")
+    store = RequestStore(Workspace.of(config))
+    escalator = escalator or Escalator(config, store=store)
+    store = escalator.store
+    digest = command_hash(argv, cwd)
+    key = f"gate:{digest}"
+    deliver = False
+    with store.locked():
+        record = _latest(store, key)
+        if record is None:
+            record = _new_request(config, argv, cwd, digest)
+            placed = escalator.place(record)
+            deliver = placed.joined is None
+        elif (
+            record.is_open and record.extra.get("joined_block") and not config.blocked_path.exists()
+        ):
+            placed = escalator.place(record, persisted=True)  # announce it now
+            deliver = placed.joined is None
+    if deliver:
+        escalator.deliver(record)
+    if record.is_open and wait:
+        record = wait_for(store, record.request_id, timeout=timeout)
+    return _settle(store, record, argv, cwd, digest)
+
+
+def _settle(
+    store: RequestStore, record: Request, argv: Sequence[str], cwd: str, digest: str
+) -> GateResult:
+    if record.is_open:
+        return GateResult(
+            EXIT_BLOCKED, record, f"waiting for approval: requests/{record.request_id}.json"
+        )
+    with store.locked():
+        fresh = store.load(record.request_id)
+        if fresh.extra.get("consumed_at"):
+            return GateResult(EXIT_BLOCKED, fresh, "this approval was already used; ask again")
+        fresh.extra["consumed_at"] = clock.iso_seconds()
+        store.save(fresh)
+    outcome = outcome_of(fresh)
+    approved = outcome == "approved" and fresh.extra.get("gate", {}).get("sha256") == digest
+    if not approved:
+        reason = (fresh.resolution or {}).get("reason")
+        why = f": {reason}" if reason else ""
+        return GateResult(EXIT_ABORTED, fresh, f"not approved ({outcome}){why}; not run")
+    code = subprocess.call(list(argv), cwd=cwd)
+    return GateResult(code, fresh, f"approved; ran it, exit {code}")

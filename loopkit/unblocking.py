@@ -1,0 +1,65 @@
+"""``loopkit unblock [--reply TEXT]``: answer the open block's request, then remove BLOCKED.md.
+
+The answer is recorded first and the file removed second, so a supervisor that sees the file
+go finds the decision already on the request and hands it to the next agent run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from loopkit import blocked
+from loopkit.answers import answer, unblocked_by_hand
+from loopkit.config import Config
+from loopkit.errors import RequestNotFound
+from loopkit.requests import RequestStore
+from loopkit.workspace import Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class Unblocked:
+    message: str
+    decision: dict[str, Any] | None = None
+
+
+def unblock(config: Config, *, reply: str | None, by: str) -> Unblocked:
+    workspace = Workspace.of(config)
+    path = workspace.blocked
+    state = blocked.state(path)
+    if state == "other":
+        raise blocked.not_a_file(path)
+    if state == "absent":
+        if reply is not None:
+            raise RequestNotFound(
+                f"not blocked ({path.name} is absent): nothing to answer; "
+                "answer a request with `loopkit reply --request-id ID --reply …`"
+            )
+        return Unblocked(f"not blocked: {path.name} is absent; nothing to do")
+    request_id = blocked.request_id_of(path)
+    store = RequestStore(workspace)
+    decision = None
+    if reply is not None:
+        if request_id is None:
+            raise RequestNotFound(
+                f"{path} names no loopkit request to answer; delete it to unblock"
+            )
+        result = answer(store, request_id, reply, by=by, via="cli")
+        decision = result.decision
+        what = "deferred (it stays open)" if result.deferred else "answered"
+        message = f"request {request_id} {what}; {path.name} removed"
+    elif request_id is not None:
+        try:
+            record = store.load(request_id)
+        except RequestNotFound:
+            record = None
+        if record is not None and record.status == "open":
+            store.resolve(request_id, unblocked_by_hand(request_id, by=by, via="cli"))
+        message = f"request {request_id} resolved as unblocked by hand; {path.name} removed"
+    else:
+        message = f"{path.name} removed (it named no loopkit request)"
+    if blocked.request_id_of(path) == request_id:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    return Unblocked(message, decision)

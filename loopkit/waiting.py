@@ -1,0 +1,59 @@
+"""``loopkit requests wait``: block until a request leaves ``open``, read the record, report.
+
+The outcome always comes from the record itself, never from a request vanishing from the
+open list (a change request, a timeout and an approval all leave it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from loopkit.answers import outcome_of
+from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, EXIT_CONFLICT, EXIT_OK
+from loopkit.requests import Request, RequestStore
+from loopkit.watcher import FolderWatch
+
+EXIT_BY_OUTCOME = {
+    "approved": EXIT_OK,
+    "chosen": EXIT_OK,
+    "rejected": EXIT_ABORTED,
+    "aborted": EXIT_ABORTED,
+    "expired": EXIT_ABORTED,  # nobody answered in time: nothing was approved or chosen
+    "changes_requested": EXIT_CONFLICT,
+    "open": EXIT_BLOCKED,
+}
+
+
+def wait_for(
+    store: RequestStore,
+    request_id: str,
+    *,
+    timeout: float | None,
+    stop: threading.Event | None = None,
+) -> Request:
+    """The record once it is no longer open, or as it is when ``timeout`` runs out."""
+    record = store.load(request_id)
+    if not record.is_open:
+        return record
+    wake = threading.Event()
+    stop = stop or threading.Event()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with FolderWatch([store.folder], wake) as watch:
+        while True:
+            wake.clear()
+            watch.ensure()
+            record = store.load(request_id)
+            if not record.is_open or stop.is_set():
+                return record
+            wait = watch.timeout_hint
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return record
+                wait = min(wait, remaining)
+            wake.wait(wait)
+
+
+def exit_code(record: Request) -> int:
+    return EXIT_BY_OUTCOME[outcome_of(record)]
