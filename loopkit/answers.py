@@ -95,8 +95,12 @@ def answer(
     by: str,
     via: str,
     expected_updated_at: str | None = None,
+    about: dict[str, Any] | None = None,
 ) -> Answer:
-    """Parse ``reply`` for the request and record it; RequestConflict when already answered."""
+    """Parse ``reply`` for the request and record it; RequestConflict when already answered.
+
+    ``about`` adds fields to the resolution (who answered, in a channel's own terms).
+    """
     reply = clean(reply)
     with store.locked():
         record = store.load(request_id)
@@ -122,6 +126,7 @@ def answer(
             **extra,
             "by": by,
             "via": via,
+            **(about or {}),
             "reply": reply if len(reply) <= 10_000 else reply[:10_000],
         }
         record.status = "resolved"

@@ -72,7 +72,57 @@ def _channel_findings(config: Config) -> list[Finding]:
         return [Finding("note", "channel", text)]
     channel = channels.create(name, config.channels)
     found = [Finding("problem", f"channel {name}", p) for p in channel.problems()]
-    return found or [Finding("ok", f"channel {name}", "settings present (send-test sends one)")]
+    if found:
+        return found
+    if name == "telegram":
+        return _telegram_findings(config)
+    return [Finding("ok", f"channel {name}", "settings present (send-test sends one)")]
+
+
+def _telegram_findings(config: Config) -> list[Finding]:
+    """getMe (the token), getChat (the chat), getWebhookInfo (taps need getUpdates)."""
+    from loopkit.channels.telegram_updates import BotClient, PollError
+
+    bot = BotClient(config)
+    api = config.channels.telegram_api
+    topic = "channel telegram"
+    found: list[Finding] = []
+    try:
+        me = bot.call("getMe", {}, timeout=5)
+        name = me.get("username") if isinstance(me, dict) else None
+        found.append(Finding("ok", topic, f"the token works: bot @{name}"))
+        chat = bot.call("getChat", {"chat_id": config.channels.telegram_chat}, timeout=5)
+        title = "?"
+        if isinstance(chat, dict):
+            title = str(chat.get("title") or chat.get("username") or chat.get("type") or "?")
+        found.append(Finding("ok", topic, f"the bot can see chat {config.channels.telegram_chat} "
+                             f"({title})"))  # fmt: skip
+        hook = bot.call("getWebhookInfo", {}, timeout=5)
+        if isinstance(hook, dict) and hook.get("url"):
+            found.append(
+                Finding(
+                    "problem",
+                    topic,
+                    "a webhook is set on this bot, so loopkit cannot read taps with getUpdates; "
+                    f"clear it: curl -X POST {api}/bot<TOKEN>/deleteWebhook",
+                )
+            )
+        else:
+            found.append(Finding("ok", topic, "no webhook: taps and replies can be read"))
+    except PollError as exc:
+        text = str(exc)
+        fix = "check LOOPKIT_HITL_TELEGRAM_TOKEN (from @BotFather)"
+        if text.startswith("getChat"):
+            fix = ("send the bot a message (or add it to the group), then check "
+                   "LOOPKIT_HITL_TELEGRAM_CHAT")  # fmt: skip
+        elif exc.kind == "network":
+            fix = (
+                f"check the network, or LOOPKIT_HITL_TELEGRAM_API ({config.channels.telegram_api})"
+            )
+        found.append(Finding("problem", topic, f"{text}; {fix}"))
+    finally:
+        bot.close()
+    return found
 
 
 def _workspace_findings(config: Config) -> list[Finding]:

@@ -97,6 +97,7 @@ class Supervisor:
         )
         self.state = State()
         self._watch: FolderWatch | None = None
+        self._poller: Any = None
         self._announced_folder = False
 
     # --- signals --------------------------------------------------------------------------
@@ -139,6 +140,32 @@ class Supervisor:
                     return self._loop()
                 finally:
                     self._watch = None
+                    if self._poller is not None:
+                        self._poller.stop()
+
+    def _phone(self) -> Any:
+        """The Telegram answer poller, when the channel is telegram (started on first use)."""
+        channels = self.config.channels
+        if self.config.escalation.channel != "telegram" or not (
+            channels.telegram_token and channels.telegram_chat
+        ):
+            return None
+        if self._poller is None:
+            from loopkit.channels.telegram_updates import UpdatePoller
+
+            self._poller = UpdatePoller(self.config)
+            self._poller.start()
+        return self._poller
+
+    def _announce(self, record: Request, *, now: bool = False) -> None:
+        """Edit the phone's message to show how a block ended (a tap edits it itself)."""
+        phone = self._phone()
+        if phone is None or record.is_open or (record.resolution or {}).get("via") == "telegram":
+            return
+        if now:
+            phone.show_outcome(record)
+        else:
+            threading.Thread(target=phone.show_outcome, args=(record,), daemon=True).start()
 
     def _save(self) -> None:
         self.state_file.save(self.state)
@@ -529,15 +556,22 @@ class Supervisor:
     def _wait(self, record: Request | None) -> int | None:
         assert self._watch is not None
         path = self.workspace.blocked
+        phone = self._phone()
         while True:
-            outcome: Outcome = wait_unblock(
-                path,
-                self._watch,
-                self.wake,
-                self.stop,
-                deadline=self._deadline(record),
-                answered=self._answered_check(record),
-            )
+            if phone is not None:
+                phone.active.set()  # long-poll Telegram for taps and replies meanwhile
+            try:
+                outcome: Outcome = wait_unblock(
+                    path,
+                    self._watch,
+                    self.wake,
+                    self.stop,
+                    deadline=self._deadline(record),
+                    answered=self._answered_check(record),
+                )
+            finally:
+                if phone is not None:
+                    phone.active.clear()
             if outcome == "stopped":
                 return self._stopped()
             if outcome == "timeout" and record is not None:
@@ -577,6 +611,7 @@ class Supervisor:
         fresh, changed = self.store.resolve(record.request_id, resolution, status="expired")
         if not changed:  # a human answered at the last moment: that answer stands
             return self._unblocked(fresh, removed=False)
+        self._announce(fresh, now=action == "abort")
         if action == "abort":
             return self._finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
         self._remove_block(record.request_id)
@@ -597,6 +632,11 @@ class Supervisor:
             else:
                 record = self._load(record.request_id) or record
                 self._remove_block(record.request_id)
+            self._announce(
+                record,
+                now=record.extra.get("raised_by") == "supervisor"
+                and (record.resolution or {}).get("chosen_option") == "abort",
+            )
             code = self._apply(record)
             if code is not None:
                 return code

@@ -3,6 +3,10 @@
 Tests queue replies per path suffix (``sendMessage``, ``/hook``); every request is recorded
 with its path and JSON body. A reply may hang: the handler then waits until the server is
 closed, so the client's own timeout is what ends the call.
+
+``getUpdates`` behaves like the Bot API's long poll: it returns the pushed updates whose
+``update_id`` is at least the requested ``offset`` at once, or holds the request until one is
+pushed or the requested ``timeout`` runs out.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ class FakeServer:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._message_id = 100
+        self.updates: list[dict[str, Any]] = []
+        self._next_update = 1000
         self.seen = threading.Condition(self._lock)
         server = self
 
@@ -60,6 +66,8 @@ class FakeServer:
                     server._closing.wait(30)
                     return
                 payload = reply.body
+                if payload is None and reply.status == 200 and self.path.endswith("/getUpdates"):
+                    payload = server._long_poll(body or {})
                 if payload is None:
                     payload = server._default_body(self.path, body)
                 data = (
@@ -91,9 +99,35 @@ class FakeServer:
         return self
 
     def close(self) -> None:
-        self._closing.set()
+        with self.seen:
+            self._closing.set()
+            self.seen.notify_all()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def push_update(self, **update: Any) -> int:
+        """Make an update available to getUpdates; returns its update_id."""
+        with self.seen:
+            self._next_update += 1
+            update_id = self._next_update
+            self.updates.append({"update_id": update_id, **update})
+            self.seen.notify_all()
+        return update_id
+
+    def _long_poll(self, body: dict[str, Any]) -> dict[str, Any]:
+        offset = int(body.get("offset") or 0)
+        hold = float(body.get("timeout") or 0)
+
+        def ready() -> list[dict[str, Any]]:
+            return [u for u in self.updates if u["update_id"] >= offset]
+
+        with self.seen:
+            self.seen.wait_for(lambda: ready() or self._closing.is_set(), timeout=hold)
+            return {"ok": True, "result": ready()}
+
+    def offsets(self) -> list[int | None]:
+        """The offset each getUpdates asked for, in order."""
+        return [(c.body or {}).get("offset") for c in self.calls("/getUpdates")]
 
     def queue(self, suffix: str, *replies: Reply) -> None:
         with self._lock:

@@ -1,0 +1,421 @@
+"""Answers from Telegram: long-poll ``getUpdates`` while blocked and record taps and replies.
+
+Who may answer: only updates from ``LOOPKIT_HITL_TELEGRAM_CHAT`` and, when set, from a user
+in ``LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS`` (numeric ids: usernames change). Anything else
+decides nothing; it is logged, and a tap is answered "not allowed".
+
+Exactly once: an update's answer is recorded (``loopkit.answers.answer``, under the store
+lock) *before* the offset moves past it, and the offset is saved under ``.loopkit/`` after
+each handled batch. A crash in between means the update comes again after the restart; the
+request is answered by then, so it is acknowledged "already answered" and changes nothing.
+An answer sent while loopkit was down waits at Telegram and is applied after the restart.
+
+A tap is acknowledged (``answerCallbackQuery``) and the message is edited to show the outcome,
+losing its keyboard. 409 (another process polls this bot), 429 and network failures back off
+— exponentially, capped at 60 s — and are each reported once, never in a crash loop.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from loopkit import atomicfile, clock
+from loopkit.answers import answer
+from loopkit.config import Config
+from loopkit.errors import LoopkitError, RequestConflict
+from loopkit.events import get_logger
+from loopkit.message import LETTERS, fold
+from loopkit.redact import Redactor
+from loopkit.requests import Request, RequestStore
+from loopkit.workspace import Workspace
+
+log = get_logger(__name__)
+
+POLL_TIMEOUT = 25  # seconds Telegram holds a getUpdates open
+MAX_BACKOFF = 60.0
+
+
+class PollError(Exception):
+    """A getUpdates that did not succeed; ``wait`` is how long to back off at least."""
+
+    def __init__(self, kind: str, message: str, wait: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.wait = wait
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    user_id: int | None
+    name: str
+
+    @property
+    def by(self) -> str:
+        return f"{self.user_id} ({self.name})"
+
+
+def _sender(user: Any) -> Sender:
+    if not isinstance(user, dict):
+        return Sender(None, "unknown")
+    name = " ".join(str(user.get(k)) for k in ("first_name", "last_name") if user.get(k))
+    name = name or str(user.get("username") or "unknown")
+    user_id = user.get("id")
+    return Sender(user_id if isinstance(user_id, int) else None, fold(name, 60))
+
+
+class BotClient:
+    """Bot API calls with errors this module can act on; URLs (the token) never leave it."""
+
+    def __init__(self, config: Config, client: httpx.Client | None = None) -> None:
+        settings = config.channels
+        self.base = f"{settings.telegram_api}/bot{settings.telegram_token}"
+        self.redactor = Redactor(settings.secrets())
+        self.client = client or httpx.Client(follow_redirects=False)
+
+    def call(self, method: str, payload: dict[str, Any], *, timeout: float = 10.0) -> Any:
+        try:
+            response = self.client.post(
+                f"{self.base}/{method}", json=payload, timeout=httpx.Timeout(timeout)
+            )
+        except httpx.TimeoutException:
+            raise PollError("network", f"{method}: no answer within {timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            reason = self.redactor.text(str(exc)) or type(exc).__name__
+            raise PollError("network", f"{method}: {type(exc).__name__}: {reason}") from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        description = ""
+        if isinstance(body, dict) and isinstance(body.get("description"), str):
+            description = ": " + self.redactor.text(body["description"][:200])
+        if response.status_code == 409:
+            raise PollError("conflict", f"{method}: HTTP 409{description}")
+        if response.status_code == 429:
+            params = body.get("parameters") if isinstance(body, dict) else None
+            retry = params.get("retry_after") if isinstance(params, dict) else None
+            wait = float(retry) if isinstance(retry, int | float) else 5.0
+            raise PollError("rate", f"{method}: HTTP 429{description}", max(0.0, wait))
+        if not (200 <= response.status_code < 300) or not (
+            isinstance(body, dict) and body.get("ok") is True
+        ):
+            raise PollError("http", f"{method}: HTTP {response.status_code}{description}")
+        return body.get("result")
+
+    def try_call(self, method: str, payload: dict[str, Any]) -> Any:
+        """A best-effort call (acknowledgements, edits): a failure is logged, never raised."""
+        try:
+            return self.call(method, payload)
+        except PollError as exc:
+            log.warning("telegram_call_failed", method=method, msg=f"telegram {exc}")
+            return None
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class OffsetFile:
+    """``.loopkit/telegram.json``: the next update offset, for this bot only."""
+
+    def __init__(self, workspace: Workspace, token: str | None) -> None:
+        self.path = workspace.state_dir / "telegram.json"
+        self.bot = (token or "").split(":", 1)[0]  # the bot's public user id, not a secret
+
+    def load(self) -> int | None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("bot") != self.bot:
+            return None
+        offset = data.get("offset")
+        return offset if isinstance(offset, int) else None
+
+    def save(self, offset: int) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        atomicfile.write_json(
+            self.path, {"bot": self.bot, "offset": offset, "updated_at": clock.iso_seconds()}
+        )
+
+
+def _hhmm(at: str | None) -> str:
+    try:
+        moment = clock.parse_iso(at) if at else clock.now()
+    except ValueError:
+        moment = clock.now()
+    return f"{moment:%H:%M} UTC"
+
+
+def outcome_line(record: Request) -> str:
+    """The line the message is edited to end with, once the request is no longer open."""
+    res = record.resolution or {}
+    at = _hhmm(res.get("resolved_at"))
+    if record.status == "expired":
+        minutes = (record.timeout_default or {}).get("after_minutes")
+        done = {
+            "abort": "loopkit aborted the loop (exit 3)",
+            "skip": "loopkit skipped the task",
+            "retry": "loopkit retried the task",
+        }.get(str(res.get("action")), f"loopkit took the default ({res.get('action')})")
+        return f"Expired after {minutes} min, {at}: no answer, {done}."
+    if res.get("outcome") == "unblocked":
+        return f"Unblocked by hand ({res.get('via')}), {at}."
+    chosen = res.get("chosen_option")
+    label = next((str(o.get("label")) for o in record.options if o.get("value") == chosen), None)
+    what = label or fold(str(res.get("parsed_decision") or ""), 80)
+    name = str(res.get("by_name") or res.get("by") or "someone")
+    return f"Resolved: {what} — by {name}, {at}"
+
+
+def telegram_message_id(record: Request) -> int | None:
+    for entry in reversed(record.delivery):
+        if entry.get("channel") == "telegram" and isinstance(entry.get("message_id"), int):
+            return int(entry["message_id"])
+    return None
+
+
+class UpdatePoller:
+    """Polls while ``active`` is set; one thread for the supervisor's lifetime."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        client: httpx.Client | None = None,
+        wait: Callable[[float], bool] | None = None,
+        poll_timeout: int = POLL_TIMEOUT,
+    ) -> None:
+        self.config = config
+        self.bot = BotClient(config, client)
+        self.store = RequestStore(Workspace.of(config))
+        self.offsets = OffsetFile(Workspace.of(config), config.channels.telegram_token)
+        self.poll_timeout = poll_timeout
+        self.active = threading.Event()
+        self.stopped = threading.Event()
+        self._wait = wait or self.stopped.wait
+        self._thread: threading.Thread | None = None
+        self._reported: str | None = None  # the kind of failure already reported
+        chat = (config.channels.telegram_chat or "").strip()
+        self.chat = chat
+        self.allowed = frozenset(config.channels.telegram_allowed_users)
+
+    # --- the thread -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, daemon=True, name="loopkit-tg")
+            self._thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.active.set()  # let a paused loop see the stop
+
+    def _run(self) -> None:
+        backoff = 1.0
+        while not self.stopped.is_set():
+            if not self.active.is_set():
+                self.active.wait()
+                continue
+            started = time.monotonic()
+            try:
+                handled = self.poll_once()
+            except PollError as exc:
+                wait = self._failed(exc, backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF)
+                if self._wait(wait):
+                    return
+                continue
+            except Exception as exc:  # a bug here must not end the loop's only answer path
+                log.error("telegram_poll_bug", msg=f"telegram polling failed: {exc!r}")
+                if self._wait(backoff):
+                    return
+                backoff = min(backoff * 2, MAX_BACKOFF)
+                continue
+            if self._reported:
+                log.info("telegram_poll_ok", msg="telegram polling works again")
+                self._reported = None
+            backoff = 1.0
+            if not handled and time.monotonic() - started < 1.0 and self._wait(1.0):
+                return  # an empty answer that did not long-poll: never spin
+
+    def _failed(self, exc: PollError, backoff: float) -> float:
+        wait = max(backoff, exc.wait or 0.0) if exc.kind != "rate" else (exc.wait or backoff)
+        wait = min(wait, MAX_BACKOFF) if exc.kind != "rate" else wait
+        if self._reported != exc.kind:
+            self._reported = exc.kind
+            hint = {
+                "conflict": "another process is polling this bot (a second loopkit, or a "
+                "webhook); stop it, or `loopkit doctor` shows the webhook",
+                "rate": "Telegram asked to slow down",
+                "network": "cannot reach Telegram; still watching BLOCKED.md",
+                "http": "Telegram refused getUpdates",
+            }[exc.kind]
+            log.warning(
+                "telegram_poll_failed",
+                kind=exc.kind,
+                msg=f"telegram: {exc} — {hint}; retrying in {wait:g} s",
+            )
+        return wait
+
+    # --- one batch ------------------------------------------------------------------------
+
+    def poll_once(self, *, timeout: int | None = None) -> int:
+        """One getUpdates; handle the batch; then move the offset. Returns the batch size."""
+        offset = self.offsets.load()
+        wait = self.poll_timeout if timeout is None else timeout
+        payload: dict[str, Any] = {
+            "timeout": wait,
+            "allowed_updates": ["callback_query", "message"],
+        }
+        if offset is not None:
+            payload["offset"] = offset
+        updates = self.bot.call("getUpdates", payload, timeout=wait + 10)
+        if not isinstance(updates, list) or not updates:
+            return 0
+        if self.stopped.is_set():
+            return 0  # not handled, offset not moved: the next poller gets them again
+        last = offset
+        for update in updates:
+            if not isinstance(update, dict) or not isinstance(update.get("update_id"), int):
+                continue
+            try:
+                self.handle(update)
+            except LoopkitError as exc:
+                log.warning("telegram_update_failed", msg=f"telegram update not applied: {exc}")
+            last = max(last or 0, update["update_id"] + 1)
+        if last is not None:
+            self.offsets.save(last)
+        return len(updates)
+
+    def _chat_ok(self, chat: Any) -> bool:
+        if not isinstance(chat, dict) or not self.chat:
+            return False
+        if str(chat.get("id")) == self.chat:
+            return True
+        username = chat.get("username")
+        return bool(username) and self.chat.lstrip("@").lower() == str(username).lower()
+
+    def _user_ok(self, sender: Sender) -> bool:
+        return not self.allowed or (sender.user_id is not None and sender.user_id in self.allowed)
+
+    def handle(self, update: dict[str, Any]) -> None:
+        if isinstance(update.get("callback_query"), dict):
+            self._tap(update["callback_query"])
+        elif isinstance(update.get("message"), dict):
+            self._text(update["message"])
+
+    def _tap(self, query: dict[str, Any]) -> None:
+        sender = _sender(query.get("from"))
+        raw = query.get("message")
+        message: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        query_id = query.get("id")
+        if not (self._chat_ok(message.get("chat")) and self._user_ok(sender)):
+            log.warning(
+                "telegram_not_allowed",
+                user=sender.user_id,
+                msg=f"telegram: ignored a tap from {sender.by}: not allowed",
+            )
+            self._ack(query_id, "not allowed")
+            return
+        request_id, _, index_text = str(query.get("data") or "").rpartition(":")
+        if not request_id or not index_text.isdigit() or int(index_text) >= len(LETTERS):
+            self._ack(query_id, "unknown button")
+            return
+        applied = self._apply(request_id, LETTERS[int(index_text)], sender)
+        if applied is None:
+            self._ack(query_id, "unknown request")
+            return
+        record, already = applied
+        if already:
+            self._ack(query_id, already)
+            return
+        self._ack(query_id, outcome_line(record))
+        self.show_outcome(record, message.get("text"))
+
+    def _text(self, message: dict[str, Any]) -> None:
+        sender = _sender(message.get("from"))
+        replied = message.get("reply_to_message")
+        text = message.get("text")
+        if not isinstance(replied, dict) or not isinstance(text, str):
+            return  # chatter in the chat; only replies to a block's message answer it
+        if not (self._chat_ok(message.get("chat")) and self._user_ok(sender)):
+            log.warning(
+                "telegram_not_allowed",
+                user=sender.user_id,
+                msg=f"telegram: ignored a reply from {sender.by}: not allowed",
+            )
+            return
+        record = self._request_for_message(replied.get("message_id"))
+        if record is None:
+            log.info(
+                "telegram_reply_ignored",
+                msg="telegram: ignored a reply to a message that is no block's",
+            )
+            return
+        applied = self._apply(record.request_id, text, sender)
+        if applied is not None and not applied[1]:
+            self.show_outcome(applied[0], replied.get("text"))
+
+    def _request_for_message(self, message_id: Any) -> Request | None:
+        if not isinstance(message_id, int):
+            return None
+        for _, record in self.store.all():
+            if isinstance(record, Request) and telegram_message_id(record) == message_id:
+                return record
+        return None
+
+    def _apply(
+        self, request_id: str, reply: str, sender: Sender
+    ) -> tuple[Request, str | None] | None:
+        """Record the answer. Returns the record and, if it was answered already, why not."""
+        about = {"by_id": sender.user_id, "by_name": sender.name}
+        try:
+            result = answer(
+                self.store, request_id, reply, by=sender.by, via="telegram", about=about
+            )
+        except RequestConflict as conflict:
+            try:
+                return self.store.load(request_id), fold(str(conflict), 190)
+            except LoopkitError:
+                return None
+        except LoopkitError:
+            return None
+        log.info(
+            "telegram_answer",
+            request_id=request_id,
+            by=sender.by,
+            msg=f"telegram: {sender.name} answered {request_id}",
+        )
+        return result.record, None
+
+    def _ack(self, query_id: Any, text: str) -> None:
+        if query_id is not None:
+            self.bot.try_call(
+                "answerCallbackQuery", {"callback_query_id": query_id, "text": fold(text, 190)}
+            )
+
+    def show_outcome(self, record: Request, original: Any = None) -> None:
+        """Edit the block's message to end with the outcome; its keyboard goes."""
+        message_id = telegram_message_id(record)
+        if message_id is None or not self.chat:
+            return
+        if not isinstance(original, str):
+            from loopkit.escalation import message_for
+
+            original = message_for(record, Workspace.of(self.config).repo_name()).text
+        self.bot.try_call(
+            "editMessageText",
+            {
+                "chat_id": self.chat,
+                "message_id": message_id,
+                "text": f"{original}\n\n{outcome_line(record)}",
+                "reply_markup": {"inline_keyboard": []},
+            },
+        )

@@ -1,0 +1,190 @@
+"""Answering from the phone, end to end: ``loopkit run`` + a fake Bot API on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from fakeserver import FakeServer, Reply
+from helpers import Daemon, clean_env, loopkit, wait_until, write_config
+
+TOKEN = "777777:AAPhoneTestTokenNotARealOne_abcd"
+CHAT = 5151
+ANA = {"id": 111, "first_name": "Ana"}
+
+
+def setup(ws: Path, extra: str = "") -> None:
+    (ws / "agent.sh").write_text('echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> runs.txt\n')
+    write_config(
+        ws,
+        '[loop]\nagent = ["/bin/sh", "agent.sh"]\nverify = "exit 1"\npause = "0s"\n'
+        f'[escalation]\nchannel = "telegram"\n{extra}',
+    )
+
+
+def env(server: FakeServer, **extra: str) -> dict[str, str]:
+    return clean_env(
+        LOOPKIT_HITL_TELEGRAM_TOKEN=TOKEN,
+        LOOPKIT_HITL_TELEGRAM_CHAT=str(CHAT),
+        LOOPKIT_HITL_TELEGRAM_API=server.url,
+        **extra,
+    )
+
+
+def runs(ws: Path) -> list[str]:
+    return (ws / "runs.txt").read_text().splitlines()
+
+
+def sent(server: FakeServer, count: int = 1) -> tuple[str, int]:
+    call = server.wait_for("/sendMessage", count)[count - 1]
+    data = call.body["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    request_id = data.rpartition(":")[0]
+    return request_id, 100 + count  # the fake server numbers messages from 101
+
+
+def tap(server: FakeServer, request_id: str, index: int, message_id: int, **over: Any) -> int:
+    return server.push_update(
+        callback_query={
+            "id": f"cb-{request_id}-{index}",
+            "from": over.get("user", ANA),
+            "message": {"message_id": message_id, "chat": {"id": CHAT}, "text": "five lines"},
+            "data": f"{request_id}:{index}",
+        }
+    )
+
+
+def test_a_tap_resumes_the_loop_with_the_decision(ws: Path, server: FakeServer) -> None:
+    setup(ws)
+    with Daemon(ws, env=env(server, LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS="111")) as daemon:
+        daemon.wait_state(status="blocked", iteration=3)
+        request_id, message_id = sent(server)
+        tap(server, request_id, 0, message_id)
+        daemon.wait_state(status="blocked", iteration=6)
+        assert runs(ws)[3] == "4|retry"
+        assert not (ws / "BLOCKED.md").read_text().count(f"request: {request_id} ")
+        [edit] = server.calls("/editMessageText")
+        assert "Resolved: Retry with a hint — by Ana" in edit.body["text"]
+        assert edit.body["reply_markup"] == {"inline_keyboard": []}
+        last = json.loads((ws / ".loopkit" / "last_decision.json").read_text())
+        assert last["via"] == "telegram" and last["by"] == "111 (Ana)"
+
+
+def test_a_stranger_decides_nothing(ws: Path, server: FakeServer) -> None:
+    setup(ws)
+    with Daemon(ws, env=env(server, LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS="111")) as daemon:
+        daemon.wait_state(status="blocked", iteration=3)
+        request_id, message_id = sent(server)
+        tap(server, request_id, 2, message_id, user={"id": 999, "first_name": "Eve"})
+        wait_until(lambda: server.calls("/answerCallbackQuery"), what="the stranger's ack")
+        assert server.calls("/answerCallbackQuery")[0].body["text"] == "not allowed"
+        request = json.loads((ws / "requests" / f"{request_id}.json").read_text())
+        assert request["status"] == "open" and (ws / "BLOCKED.md").exists()
+        tap(server, request_id, 1, message_id)  # the right person, after
+        daemon.wait_state(status="blocked", iteration=6)
+        assert runs(ws)[3] == "4|skip"
+
+
+def test_an_abort_tap_exits_3(ws: Path, server: FakeServer) -> None:
+    setup(ws)
+    with Daemon(ws, env=env(server)) as daemon:
+        daemon.wait_state(status="blocked", iteration=3)
+        request_id, message_id = sent(server)
+        tap(server, request_id, 2, message_id)
+        assert daemon.wait() == 3
+    assert len(runs(ws)) == 3
+
+
+def test_an_answer_sent_while_down_is_applied_after_the_restart(
+    ws: Path, server: FakeServer
+) -> None:
+    setup(ws)
+    with Daemon(ws, env=env(server)) as first:
+        first.wait_state(status="blocked", iteration=3)
+        request_id, message_id = sent(server)
+        wait_until(lambda: server.calls("/getUpdates"), what="the first long poll")
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.wait()
+    tap(server, request_id, 0, message_id)  # nobody polls now
+    with Daemon(ws, env=env(server)) as second:
+        second.wait_state(status="blocked", iteration=6)
+        assert runs(ws)[3] == "4|retry"
+        assert len(server.calls("/sendMessage")) == 2  # the old block's was not sent again
+
+
+def test_a_restart_after_an_answer_does_not_apply_it_again(ws: Path, server: FakeServer) -> None:
+    setup(ws)
+    with Daemon(ws, env=env(server)) as first:
+        first.wait_state(status="blocked", iteration=3)
+        request_id, message_id = sent(server)
+        update_id = tap(server, request_id, 0, message_id)
+        first.wait_state(status="blocked", iteration=6)
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.wait()
+    calls = len(server.calls("/getUpdates"))
+    with Daemon(ws, env=env(server)) as second:
+        second.wait_state(status="blocked", iteration=6)
+        wait_until(lambda: len(server.calls("/getUpdates")) > calls, what="a poll after restart")
+        assert server.offsets()[calls] == update_id + 1  # resumes after the handled tap
+    assert [r.split("|")[1] for r in runs(ws)] == ["", "", "", "retry", "", ""]
+    assert len(server.calls("/answerCallbackQuery")) == 1
+
+
+def test_409_is_one_warning_and_a_backoff(ws: Path, server: FakeServer) -> None:
+    setup(ws)
+    conflict = {"ok": False, "error_code": 409, "description": "Conflict: other getUpdates"}
+    server.queue("/getUpdates", Reply(409, conflict), Reply(409, conflict))
+    with Daemon(ws, env=env(server)) as daemon:
+        daemon.wait_state(status="blocked", iteration=3)
+        request_id, message_id = sent(server)
+        wait_until(lambda: len(server.calls("/getUpdates")) >= 3, timeout=20, what="3 polls")
+        tap(server, request_id, 1, message_id)
+        daemon.wait_state(status="blocked", iteration=6)
+        errors = daemon.stderr()
+    assert errors.count("another process is polling this bot") == 1
+    assert TOKEN not in errors and "Traceback" not in errors
+
+
+def test_a_timeout_edits_the_message(ws: Path, server: FakeServer) -> None:
+    setup(ws, 'timeout_minutes = 0.004\ntimeout_action = "abort"\n')
+    with Daemon(ws, env=env(server)) as daemon:
+        assert daemon.wait() == 3
+    [edit] = server.calls("/editMessageText")
+    assert "Expired after 0.004 min" in edit.body["text"]
+    assert "loopkit aborted the loop (exit 3)" in edit.body["text"]
+
+
+def test_unblocking_by_hand_edits_the_message(ws: Path, server: FakeServer) -> None:
+    setup(ws)
+    with Daemon(ws, env=env(server)) as daemon:
+        daemon.wait_state(status="blocked", iteration=3)
+        (ws / "BLOCKED.md").unlink()
+        daemon.wait_state(status="blocked", iteration=6)
+        wait_until(lambda: server.calls("/editMessageText"), what="the edit")
+    assert "Unblocked by hand" in server.calls("/editMessageText")[0].body["text"]
+
+
+def test_doctor_checks_the_bot_the_chat_and_the_webhook(ws: Path, server: FakeServer) -> None:
+    server.queue("/getMe", Reply(200, {"ok": True, "result": {"username": "loopkit_bot"}}))
+    server.queue("/getChat", Reply(200, {"ok": True, "result": {"type": "private"}}))
+    server.queue("/getWebhookInfo", Reply(200, {"ok": True, "result": {"url": ""}}))
+    good = loopkit("-C", str(ws), "doctor", env=env(server, LOOPKIT_HITL_CHANNEL="telegram"))
+    assert good.returncode == 0, good.stdout
+    assert "the token works: bot @loopkit_bot" in good.stdout
+    assert "no webhook" in good.stdout
+    server.queue("/getWebhookInfo", Reply(200, {"ok": True, "result": {"url": "https://x/y"}}))
+    hooked = loopkit("-C", str(ws), "doctor", env=env(server, LOOPKIT_HITL_CHANNEL="telegram"))
+    assert hooked.returncode == 1
+    assert "a webhook is set on this bot" in hooked.stdout and "deleteWebhook" in hooked.stdout
+    server.queue("/getMe", Reply(401, {"ok": False, "description": "Unauthorized"}))
+    bad = loopkit("-C", str(ws), "doctor", env=env(server, LOOPKIT_HITL_CHANNEL="telegram"))
+    assert bad.returncode == 1 and "getMe: HTTP 401: Unauthorized" in bad.stdout
+    server.queue(
+        "/getChat", Reply(400, {"ok": False, "description": "Bad Request: chat not found"})
+    )
+    nochat = loopkit("-C", str(ws), "doctor", env=env(server, LOOPKIT_HITL_CHANNEL="telegram"))
+    assert nochat.returncode == 1 and "send the bot a message" in nochat.stdout
+    for out in (good.stdout, hooked.stdout, bad.stdout, nochat.stdout):
+        assert TOKEN not in out
