@@ -103,12 +103,7 @@ def answer(
     """
     reply = clean(reply)
     with store.locked():
-        record = store.load(request_id)
-        if expected_updated_at is not None and record.updated_at != expected_updated_at:
-            raise RequestConflict(
-                f"request {request_id!r} changed since {expected_updated_at} (now "
-                f"{record.updated_at}); read it again with `loopkit requests show {request_id}`"
-            )
+        record = store.load_unchanged(request_id, expected_updated_at)
         if not record.is_open:
             raise already_answered(record)
         decision, extra = parse_for(record, reply)

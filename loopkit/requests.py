@@ -195,6 +195,16 @@ class RequestStore:
             raise BadInput(f"{path}: not a JSON object; the file was left as it was")
         return Request.from_dict(data, source=str(path))
 
+    def load_unchanged(self, request_id: str, expected_updated_at: str | None) -> Request:
+        """``load``, refusing (exit 4) a record changed since ``expected_updated_at``."""
+        record = self.load(request_id)
+        if expected_updated_at is not None and record.updated_at != expected_updated_at:
+            raise RequestConflict(
+                f"request {request_id!r} changed since {expected_updated_at} (now "
+                f"{record.updated_at}); read it again with `loopkit requests show {request_id}`"
+            )
+        return record
+
     def _write(self, record: Request) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -227,20 +237,13 @@ class RequestStore:
         resolution: dict[str, Any],
         *,
         status: str = "resolved",
-        expected_updated_at: str | None = None,
     ) -> tuple[Request, bool]:
         """Close an open request, once. Returns the record and whether this call closed it.
 
         A request that is no longer open is returned untouched (the first answer stands).
-        ``expected_updated_at`` makes the write conditional (exit 4 when it changed since).
         """
         with self.locked():
             record = self.load(request_id)
-            if expected_updated_at is not None and record.updated_at != expected_updated_at:
-                raise RequestConflict(
-                    f"request {request_id!r} changed since {expected_updated_at} (now "
-                    f"{record.updated_at}); read it again with `loopkit requests show`"
-                )
             if not record.is_open:
                 return record, False
             record.status = status
