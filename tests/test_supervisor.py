@@ -413,3 +413,19 @@ def test_unknown_channel_refuses_to_start(ws: Path) -> None:
     setup(ws)
     done = loopkit("-C", str(ws), "run", env=clean_env(LOOPKIT_HITL_CHANNEL="pigeon"))
     assert done.returncode == 78 and "unknown channel 'pigeon'" in done.stderr
+
+
+def test_a_block_lifted_before_the_wait_still_resolves_and_resets(ws: Path) -> None:
+    # The same path as "deleted the instant after it was raised": --exit-on-block leaves the
+    # supervisor no time to wait, the human deletes BLOCKED.md, the next run picks it up.
+    setup(ws)
+    assert loopkit("-C", str(ws), "run", "--exit-on-block").returncode == 2
+    [first] = records(ws)
+    (ws / "BLOCKED.md").unlink()
+    assert loopkit("-C", str(ws), "run", "--max-iterations", "1").returncode == 0
+    resolved = json.loads((ws / "requests" / f"{first['request_id']}.json").read_text())
+    assert resolved["status"] == "resolved"
+    assert resolved["resolution"]["outcome"] == "unblocked"
+    state = json.loads((ws / ".loopkit" / "state.json").read_text())
+    assert state["failures"] == 1 and state["open_request"] is None
+    assert len(records(ws)) == 1  # no second block at 4/3
