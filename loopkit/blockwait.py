@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+from loopkit.wake import Waker
 from loopkit.watcher import FolderWatch
 
 CONFIRM_WINDOW = 0.008  # seconds; SPEC: absence is confirmed over ≤ 10 ms
@@ -26,7 +27,7 @@ def is_gone(path: Path) -> bool:
     return path.parent.is_dir() and not os.path.lexists(path)
 
 
-def _confirmed(path: Path, wake: threading.Event, stop: threading.Event, window: float) -> bool:
+def _confirmed(path: Path, wake: Waker, stop: threading.Event, window: float) -> bool:
     end = time.monotonic() + window
     while True:
         wake.clear()
@@ -41,7 +42,7 @@ def _confirmed(path: Path, wake: threading.Event, stop: threading.Event, window:
 def wait_unblock(
     path: Path,
     watch: FolderWatch,
-    wake: threading.Event,
+    wake: Waker,
     stop: threading.Event,
     *,
     deadline: float | None,

@@ -5,17 +5,18 @@ new session, so the whole group — grandchildren included — can be signalled 
 output (stdout and stderr, merged) streams to the console and to the iteration log while a
 bounded tail is kept for error messages.
 
-The caller's ``wake`` event is the only thing the main thread waits on: the child's exit,
-a stop request (a signal handler sets it) and folder changes all set it, so a stop is
-acted on at once. On timeout or stop the group gets SIGTERM, then SIGKILL after
-``kill_grace``. Anything left in the group after the leader exits is killed too: no orphan
-outlives its iteration.
+The main thread waits in one ``select``: on the child's output, its exit (a pidfd) and the
+caller's ``wake`` (a signal handler or a folder change sets it), so a stop is acted on at
+once and no helper thread runs per command. On timeout or stop the group gets SIGTERM, then
+SIGKILL after ``kill_grace``. Anything left in the group after the leader exits is killed
+too: no orphan outlives its iteration.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -23,9 +24,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, Literal
+from typing import Literal, Protocol
 
 from loopkit.config import Command
+from loopkit.wake import Wake
 
 TAIL_BYTES = 8192
 Ending = Literal["exited", "timeout", "stopped", "interrupted", "not-started"]
@@ -59,38 +61,6 @@ def argv_of(command: Command) -> list[str]:
     return ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
 
 
-class _Tee(threading.Thread):
-    def __init__(self, fd: int, sinks: list[Callable[[bytes], None]]) -> None:
-        super().__init__(daemon=True, name="loopkit-tee")
-        self.fd = fd
-        self.sinks = sinks
-        self.tail: deque[bytes] = deque()
-        self.tail_size = 0
-
-    def run(self) -> None:
-        try:
-            while True:
-                try:
-                    chunk = os.read(self.fd, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                for sink in self.sinks:
-                    with contextlib.suppress(Exception):
-                        sink(chunk)
-                self.tail.append(chunk)
-                self.tail_size += len(chunk)
-                while self.tail_size - len(self.tail[0]) >= TAIL_BYTES:
-                    self.tail_size -= len(self.tail.popleft())
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-
-    def text(self) -> str:
-        return b"".join(self.tail)[-TAIL_BYTES:].decode("utf-8", "replace")
-
-
 def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     try:
         os.killpg(pgid, sig)
@@ -99,13 +69,149 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     return True
 
 
+class _Output:
+    """Copies a child's output to the sinks and keeps the last TAIL_BYTES."""
+
+    def __init__(self, fd: int, sinks: list[Callable[[bytes], None]]) -> None:
+        self.fd = fd
+        self.sinks = sinks
+        self.tail: deque[bytes] = deque()
+        self.size = 0
+        self.eof = False
+        os.set_blocking(fd, False)
+
+    def pump(self) -> None:
+        """Read what is there now (never blocks)."""
+        while not self.eof:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.eof = True
+                os.close(self.fd)
+                return
+            for sink in self.sinks:
+                with contextlib.suppress(Exception):
+                    sink(chunk)
+            self.tail.append(chunk)
+            self.size += len(chunk)
+            while self.size - len(self.tail[0]) >= TAIL_BYTES:
+                self.size -= len(self.tail.popleft())
+
+    def close(self) -> None:
+        if not self.eof:
+            self.eof = True
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+
+    def text(self) -> str:
+        return b"".join(self.tail)[-TAIL_BYTES:].decode("utf-8", "replace")
+
+
+class _Spawned:
+    """A child started with ``posix_spawn``: the part of ``Popen`` the runner uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self) -> int:
+        while self.returncode is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                self.returncode = -1
+                break
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+Child = subprocess.Popen[bytes] | _Spawned
+
+
+class LogSink(Protocol):
+    def write(self, chunk: bytes, /) -> object: ...
+
+
+def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], out: int) -> Child:
+    """Start ``argv`` in a new session, stdin from /dev/null, stdout and stderr to ``out``.
+
+    ``posix_spawn`` (vfork-fast) when the child's folder is ours — the supervisor runs in
+    its workspace — else ``Popen``, which can change folder. Raises OSError when it cannot
+    start (not found, not executable).
+    """
+    if hasattr(os, "posix_spawnp") and cwd == os.getcwd():
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, out, 1),
+            (os.POSIX_SPAWN_DUP2, out, 2),
+        ]
+        return _Spawned(os.posix_spawnp(argv[0], argv, dict(env), file_actions=actions,
+                                        setsid=True))  # fmt: skip
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=out,
+        start_new_session=True,
+    )
+
+
+class _Exit:
+    """Tells when the child has exited: a pidfd in the select set, or a reaper thread."""
+
+    def __init__(self, proc: Child, wake: Wake) -> None:
+        self.proc = proc
+        self.done = threading.Event()
+        self.fd: int | None = None
+        try:
+            self.fd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):  # not Linux ≥ 5.3: a thread waits instead
+
+            def reap() -> None:
+                proc.wait()
+                self.done.set()
+                wake.set()
+
+            threading.Thread(target=reap, daemon=True, name="loopkit-reap").start()
+
+    def poll(self) -> bool:
+        if not self.done.is_set() and self.fd is not None and self.proc.poll() is not None:
+            self.done.set()
+        return self.done.is_set()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
 class Runner:
-    """Runs commands for the supervisor. ``stop`` and ``wake`` are owned by the caller."""
+    """Runs commands for the supervisor. ``stop`` and ``wake`` are owned by the caller.
+
+    One thread does it all: ``select`` on the child's output, its pidfd and ``wake``.
+    """
 
     def __init__(
         self,
         *,
-        wake: threading.Event,
+        wake: Wake,
         stop: threading.Event,
         kill_grace: float = 10.0,
         echo: Callable[[bytes], None] | None = None,
@@ -125,7 +231,7 @@ class Runner:
         cwd: str,
         env: Mapping[str, str],
         timeout: float | None,
-        log: BinaryIO | None = None,
+        log: LogSink | None = None,
         interrupt: Callable[[], bool] | None = None,
         interrupt_grace: float = 0.0,
         recheck: float | None = None,
@@ -138,15 +244,7 @@ class Runner:
         started = self.clock()
         read_fd, write_fd = os.pipe()
         try:
-            proc = subprocess.Popen(
-                argv_of(command),
-                cwd=cwd,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=write_fd,
-                stderr=write_fd,
-                start_new_session=True,
-            )
+            proc = spawn(argv_of(command), cwd=cwd, env=env, out=write_fd)
         except OSError as exc:
             os.close(read_fd)
             os.close(write_fd)
@@ -164,21 +262,19 @@ class Runner:
                 log_file.write(chunk)
 
             sinks.append(write_log)
-        tee = _Tee(read_fd, sinks)
-        tee.start()
-        exited = threading.Event()
-
-        def reap() -> None:
-            proc.wait()
-            exited.set()
-            self.wake.set()
-
-        threading.Thread(target=reap, daemon=True, name="loopkit-reap").start()
-        ending = self._wait(proc.pid, exited, started, timeout, interrupt, interrupt_grace, recheck)
-        # The leader is gone; whatever it left in its group goes with it.
-        _signal_group(proc.pid, signal.SIGKILL)
-        self.current_pgid = None
-        tee.join(timeout=1.0)
+        output = _Output(read_fd, sinks)
+        exit_ = _Exit(proc, self.wake)
+        try:
+            ending = self._wait(
+                proc.pid, output, exit_, started, timeout, interrupt, interrupt_grace, recheck
+            )
+            # The leader is gone; whatever it left in its group goes with it.
+            _signal_group(proc.pid, signal.SIGKILL)
+            self._drain(output)
+        finally:
+            output.close()
+            exit_.close()
+            self.current_pgid = None
         code = proc.returncode
         error = None
         if ending == "timeout":
@@ -189,14 +285,25 @@ class Runner:
             ending,
             code if code is not None and code >= 0 else None,
             self.clock() - started,
-            tee.text(),
+            output.text(),
             error,
         )
+
+    def _select(self, output: _Output, exit_: _Exit, timeout: float | None) -> None:
+        fds: list[int] = [self.wake.fileno()]
+        if not output.eof:
+            fds.append(output.fd)
+        if exit_.fd is not None and not exit_.done.is_set():
+            fds.append(exit_.fd)
+        with contextlib.suppress(InterruptedError):
+            select.select(fds, [], [], timeout)
+        output.pump()
 
     def _wait(
         self,
         pgid: int,
-        exited: threading.Event,
+        output: _Output,
+        exit_: _Exit,
         started: float,
         timeout: float | None,
         interrupt: Callable[[], bool] | None,
@@ -207,28 +314,57 @@ class Runner:
         interrupt_at: float | None = None
         while True:
             self.wake.clear()
-            if exited.is_set():
+            output.pump()
+            if exit_.poll():
                 return "exited"
             now = self.clock()
             if self.stop.is_set():
-                self._terminate(pgid, exited)
+                self._terminate(pgid, output, exit_)
                 return "stopped"
             if deadline is not None and now >= deadline:
-                self._terminate(pgid, exited)
+                self._terminate(pgid, output, exit_)
                 return "timeout"
             if interrupt is not None and interrupt_at is None and interrupt():
                 interrupt_at = now + interrupt_grace
             if interrupt_at is not None and now >= interrupt_at:
-                self._terminate(pgid, exited)
+                self._terminate(pgid, output, exit_)
                 return "interrupted"
             waits = [d - now for d in (deadline, interrupt_at) if d is not None]
             if interrupt is not None and interrupt_at is None and recheck:
                 waits.append(recheck)
-            self.wake.wait(min(waits) if waits else None)
+            self._select(output, exit_, min(waits) if waits else None)
 
-    def _terminate(self, pgid: int, exited: threading.Event) -> None:
+    def _wait_exit(self, output: _Output, exit_: _Exit, limit: float | None) -> bool:
+        end = None if limit is None else self.clock() + limit
+        while not exit_.poll():
+            remaining = None if end is None else end - self.clock()
+            if remaining is not None and remaining <= 0:
+                return False
+            fds = [exit_.fd] if exit_.fd is not None else []
+            if not output.eof:
+                fds.append(output.fd)
+            if not fds:
+                exit_.done.wait(remaining)
+                continue
+            with contextlib.suppress(InterruptedError):
+                select.select(fds, [], [], remaining)
+            output.pump()
+        return True
+
+    def _terminate(self, pgid: int, output: _Output, exit_: _Exit) -> None:
         """SIGTERM to the group, SIGKILL after the grace period; returns once reaped."""
         _signal_group(pgid, signal.SIGTERM)
-        if not exited.wait(self.kill_grace):
+        if not self._wait_exit(output, exit_, self.kill_grace):
             _signal_group(pgid, signal.SIGKILL)
-            exited.wait()
+            self._wait_exit(output, exit_, None)
+
+    def _drain(self, output: _Output, grace: float = 1.0) -> None:
+        """Read the output to its end; a process that escaped the group gets ``grace`` s."""
+        end = self.clock() + grace
+        while not output.eof:
+            remaining = end - self.clock()
+            if remaining <= 0:
+                return
+            with contextlib.suppress(InterruptedError):
+                select.select([output.fd], [], [], remaining)
+            output.pump()

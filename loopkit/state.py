@@ -77,11 +77,12 @@ class StateFile:
                 f"{self.path}: unexpected content ({exc}); move it aside"
             ) from None
 
-    def save(self, state: State) -> None:
+    def save(self, state: State, *, durable: bool = True) -> None:
+        """Write the state atomically; ``durable=False`` for mere progress (no fsync)."""
         state.updated_at = clock.iso_millis()
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            atomicfile.write_json(self.path, state.to_dict(), mode=0o600)
+            atomicfile.write_json(self.path, state.to_dict(), mode=0o600, durable=durable)
         except OSError as exc:
             raise WorkspaceError(
                 f"cannot write {self.path}: {exc.strerror}; make the workspace writable"

@@ -20,10 +20,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from types import FrameType
-from typing import Any, BinaryIO
+from typing import Any
 
 from loopkit import atomicfile, blocked, clock, triggers
 from loopkit import config as config_mod
@@ -41,11 +40,13 @@ from loopkit.errors import (
 )
 from loopkit.escalation import Escalation, Escalator, message_for
 from loopkit.events import get_logger
+from loopkit.iterlog import IterationLog, prune
 from loopkit.message import fold
 from loopkit.process import Finished, Runner, describe
 from loopkit.requests import Request, RequestStore
 from loopkit.state import State, StateFile, SupervisorLock
 from loopkit.tasks import current_task
+from loopkit.wake import Wake
 from loopkit.watcher import FolderWatch
 from loopkit.workspace import Workspace
 
@@ -54,6 +55,7 @@ log = get_logger(__name__)
 PREFLIGHT_TRIES = 3
 PREFLIGHT_TIMEOUT = 60.0
 KEEP_LOGS = 500
+PROGRESS_EVERY = 0.5  # seconds
 
 
 def _stdout_echo(chunk: bytes) -> None:
@@ -79,6 +81,7 @@ class Supervisor:
         echo: Callable[[bytes], None] | None = _stdout_echo,
         print_head: Callable[[str], None] | None = None,
     ) -> None:
+        config = replace(config, workspace=config.workspace.resolve())
         self.config = config
         self.options = options or Options()
         self.workspace = Workspace.of(config)
@@ -88,7 +91,7 @@ class Supervisor:
         self.print_head = print_head or (lambda text: sys.stdout.write(text))
         self.state_file = StateFile(self.workspace)
         self.lock = SupervisorLock(self.workspace)
-        self.wake = threading.Event()
+        self.wake = Wake()
         self.stop = threading.Event()
         self.reload = threading.Event()
         self.signal_received: int | None = None
@@ -98,6 +101,14 @@ class Supervisor:
         self.state = State()
         self._watch: FolderWatch | None = None
         self._poller: Any = None
+        self._log_warned = False
+        # The environment children inherit, read once (decoding os.environ is not free).
+        self._base_env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("LOOPKIT_DECISION", "LOOPKIT_DECISION_REQUEST")
+        }
+        self._progress_saved = -PROGRESS_EVERY
         self._announced_folder = False
 
     # --- signals --------------------------------------------------------------------------
@@ -132,7 +143,7 @@ class Supervisor:
     # --- the loop -------------------------------------------------------------------------
 
     def run(self) -> int:
-        with self.lock.held(), self._signals():
+        with self.lock.held(), self._signals(), self._in_workspace():
             watch = FolderWatch([self.workspace.root, self.workspace.requests_dir], self.wake)
             with watch:
                 self._watch = watch
@@ -142,6 +153,16 @@ class Supervisor:
                     self._watch = None
                     if self._poller is not None:
                         self._poller.stop()
+
+    @contextlib.contextmanager
+    def _in_workspace(self) -> Any:
+        """Run from the workspace folder, so commands can be spawned without a chdir."""
+        before = os.getcwd()
+        os.chdir(self.workspace.root)
+        try:
+            yield
+        finally:
+            os.chdir(before)
 
     def _phone(self) -> Any:
         """The Telegram answer poller, when the channel is telegram (started on first use)."""
@@ -167,8 +188,8 @@ class Supervisor:
         else:
             threading.Thread(target=phone.show_outcome, args=(record,), daemon=True).start()
 
-    def _save(self) -> None:
-        self.state_file.save(self.state)
+    def _save(self, *, durable: bool = True) -> None:
+        self.state_file.save(self.state, durable=durable)
 
     def _loop(self) -> int:
         self.state = self.state_file.load()
@@ -245,10 +266,17 @@ class Supervisor:
         task = current_task(
             self.workspace.root, loop.task_file, loop.task_pattern, state.skipped_tasks
         )
+        changed = task != state.task or state.status != "running"
         if task != state.task:
             state.task, state.failures, state.failed_iterations = task, 0, []
         state.status = "running"
-        self._save()
+        now = time.monotonic()
+        if changed or now - self._progress_saved >= PROGRESS_EVERY:
+            # The iteration number alone is progress, not state: saved without fsync and at
+            # most every PROGRESS_EVERY s, so a tight loop is not a write loop. A crash may
+            # re-run an interrupted iteration under its number; counters are never lost.
+            self._save(durable=changed)
+            self._progress_saved = now
         label = f" · task: {fold(task, 60)}" if task else ""
         log.info(
             "iteration",
@@ -274,43 +302,25 @@ class Supervisor:
     @contextlib.contextmanager
     def _iteration_log(self) -> Any:
         folder = self.workspace.state_dir / "logs"
-        try:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            path = folder / f"iteration-{self.state.iteration}.log"
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            handle: BinaryIO | None = os.fdopen(fd, "ab")
-        except OSError as exc:
-            log.warning("log_unwritable", msg=f"cannot write iteration logs: {exc.strerror}")
-            handle = None
+        handle = IterationLog(folder, self.state.iteration)
         try:
             yield handle
         finally:
-            if handle is not None:
-                handle.close()
+            handle.close()
+            if handle.broken and not self._log_warned:
+                self._log_warned = True
+                log.warning("log_unwritable", msg=f"cannot write iteration logs: {handle.broken}")
             if self.state.iteration % 50 == 0:
-                self._prune_logs(folder)
+                prune(folder, KEEP_LOGS)
 
-    @staticmethod
-    def _prune_logs(folder: Path) -> None:
-        logs = sorted(folder.glob("iteration-*.log"), key=lambda p: p.stat().st_mtime)
-        for old in logs[:-KEEP_LOGS]:
-            with contextlib.suppress(OSError):
-                old.unlink()
-
-    def _run(
-        self, name: str, command: Command, log_file: BinaryIO | None, **kwargs: Any
-    ) -> Finished:
+    def _run(self, name: str, command: Command, log_file: IterationLog, **kwargs: Any) -> Finished:
         env = self._child_env()
-        if log_file is not None:
-            log_file.write(f"--- {name}: {describe(command)}\n".encode())
-            log_file.flush()
+        log_file.begin(f"--- {name}: {describe(command)}")
         result = self.runner.run(
             command, cwd=str(self.workspace.root), env=env, log=log_file, **kwargs
         )
-        if log_file is not None:
-            code = result.exit_code if result.exit_code is not None else result.ending
-            log_file.write(f"--- {name}: {code} after {result.duration:.2f} s\n".encode())
-            log_file.flush()
+        code = result.exit_code if result.exit_code is not None else result.ending
+        log_file.end(f"--- {name}: {code} after {result.duration:.2f} s")
         if result.ending == "not-started":
             log.error(
                 "command_not_started",
@@ -321,7 +331,7 @@ class Supervisor:
         return result
 
     def _child_env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("LOOPKIT_DECISION",)}
+        env = dict(self._base_env)
         env["LOOPKIT_WORKSPACE"] = str(self.workspace.root)
         env["LOOPKIT_ITERATION"] = str(self.state.iteration)
         if self.state.task:
@@ -332,7 +342,7 @@ class Supervisor:
             env["LOOPKIT_DECISION_REQUEST"] = str(decision.get("request_id") or "")
         return env
 
-    def _preflight(self, command: Command, log_file: BinaryIO | None) -> bool:
+    def _preflight(self, command: Command, log_file: IterationLog) -> bool:
         tries: list[str] = []
         wait = self.config.loop.preflight_backoff  # before the 2nd try; doubled for the 3rd
         result: Finished | None = None
@@ -367,7 +377,7 @@ class Supervisor:
             return f"exit {result.exit_code}"
         return result.error or result.ending
 
-    def _agent_and_verify(self, task: str | None, log_file: BinaryIO | None) -> int | None:
+    def _agent_and_verify(self, task: str | None, log_file: IterationLog) -> int | None:
         loop = self.config.loop
         state = self.state
         if loop.agent is None:
@@ -424,8 +434,8 @@ class Supervisor:
     def _passed(self) -> int | None:
         if self.state.failures:
             log.info("verify_passed", msg="verify passed; failure count reset")
-        self.state.failures, self.state.failed_iterations = 0, []
-        self._save()
+            self.state.failures, self.state.failed_iterations = 0, []
+            self._save()
         return None
 
     def _count_failure(self, task: str | None, reason: str, output: str) -> int | None:

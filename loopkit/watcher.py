@@ -1,6 +1,6 @@
 """Folder watching for the supervisor, hiding watchdog.
 
-:class:`FolderWatch` sets a ``threading.Event`` (the supervisor's *wake*) whenever an entry
+:class:`FolderWatch` sets a wake-up (the supervisor's *wake*) whenever an entry
 of a watched folder is created, deleted or moved. It registers a raw callback with
 watchdog's inotify reader (``watchdog.observers.inotify_c.InotifyFD``) rather than using
 the stock ``Observer``: the Observer holds every ``IN_MOVED_FROM`` for 0.5 s to pair it with
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loopkit.events import get_logger
+from loopkit.wake import Waker
 
 log = get_logger(__name__)
 
@@ -87,7 +88,7 @@ class FolderWatch:
     def __init__(
         self,
         folders: Sequence[Path],
-        wake: threading.Event,
+        wake: Waker,
         *,
         reader_factory: Callable[[], Any] = _inotify_reader,
     ) -> None:
@@ -103,9 +104,16 @@ class FolderWatch:
 
     @property
     def timeout_hint(self) -> float:
-        """How long a caller may sleep on ``wake`` before it should look again anyway."""
-        if self.mode == "polling" or len(self._armed) < len(self.folders):
+        """How long a caller may sleep on ``wake`` before it should look again anyway.
+
+        A folder that does not exist yet needs no polling when its parent is watched: its
+        creation wakes the watch, which then arms it.
+        """
+        if self.mode == "polling":
             return POLL_INTERVAL
+        for folder in self.folders:
+            if folder not in self._armed and folder.parent not in self._armed:
+                return POLL_INTERVAL
         return SAFETY_INTERVAL
 
     def __enter__(self) -> FolderWatch:

@@ -243,3 +243,18 @@ def test_stop_and_deadline(block: Path) -> None:
         assert wait_unblock(block, watch, wake, stop, deadline=deadline) == "timeout"
         stop.set()
         assert wait_unblock(block, watch, wake, stop, deadline=None) == "stopped"
+
+
+def test_a_missing_subfolder_is_armed_when_created_without_polling(ws: Path) -> None:
+    wake = threading.Event()
+    requests_dir = ws / "requests"
+    with FolderWatch([ws, requests_dir], wake) as watch:
+        assert watch.timeout_hint == 2.0  # no polling: the parent's watch will see it come
+        wake.clear()
+        requests_dir.mkdir()
+        assert wake.wait(5)
+        watch.ensure()
+        assert requests_dir in watch._armed
+        wake.clear()
+        (requests_dir / "r1.json").write_text("{}")
+        assert wake.wait(5)
