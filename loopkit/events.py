@@ -77,6 +77,8 @@ class _ConsoleFilter(logging.Filter):
         self.level = level
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, dict) and record.msg.get("_console") is False:
+            return False  # for the file only (a traceback the command line reports itself)
         if record.name.startswith("loopkit"):
             return record.levelno >= self.level
         return record.levelno >= max(self.level, logging.WARNING)

@@ -190,6 +190,7 @@ class Supervisor:
 
     def _save(self, *, durable: bool = True) -> None:
         self.state_file.save(self.state, durable=durable)
+        self._progress_saved = time.monotonic()
 
     def _loop(self) -> int:
         self.state = self.state_file.load()
@@ -276,7 +277,6 @@ class Supervisor:
             # most every PROGRESS_EVERY s, so a tight loop is not a write loop. A crash may
             # re-run an interrupted iteration under its number; counters are never lost.
             self._save(durable=changed)
-            self._progress_saved = now
         label = f" · task: {fold(task, 60)}" if task else ""
         log.info(
             "iteration",

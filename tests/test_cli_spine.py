@@ -239,3 +239,32 @@ def test_help_exits_0(ws: Path) -> None:
     for args in (["--help"], ["escalate", "--help"], ["check", "--help"]):
         done = loopkit(*args, cwd=ws)
         assert done.returncode == 0 and "Usage:" in done.stdout
+
+
+def test_a_bug_is_one_redacted_line_and_a_logged_traceback(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loopkit.cli.app import App, report_bug
+
+    monkeypatch.setenv("LOOPKIT_HITL_TELEGRAM_TOKEN", TOKEN)
+    app = App(root=ws)
+    app.config()
+    try:
+        raise RuntimeError(f"POST https://api.telegram.org/bot{TOKEN}/sendMessage failed")
+    except RuntimeError as exc:
+        report_bug(exc, app)
+        report_bug(exc, app, traceback=True)
+    err = capsys.readouterr().err
+    first = err.split("\n")[0]
+    assert first.startswith("loopkit: unexpected error (a bug, please report it): RuntimeError")
+    assert "Traceback (most recent call last)" in err  # only with traceback=True
+    events = (ws / ".loopkit" / "events.jsonl").read_text()
+    assert "unexpected_error" in events and "Traceback" in events
+    assert TOKEN not in err + events
+
+
+def test_read_commands_take_json(ws: Path) -> None:
+    done = loopkit("-C", str(ws), "doctor", "--json")
+    assert done.returncode == 0
+    data = json.loads(done.stdout)
+    assert data["problems"] == 0 and data["findings"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
 import click
 
@@ -56,8 +55,6 @@ def run(args: list[str]) -> int:
     except BrokenPipeError:
         return EXIT_FAILURE
     except Exception as exc:
-        report_bug(exc, app)
-        if os.environ.get("LOOPKIT_DEBUG"):
-            traceback.print_exc()
+        report_bug(exc, app, traceback=bool(os.environ.get("LOOPKIT_DEBUG")))
         return EXIT_FAILURE
     return result if isinstance(result, int) else 0

@@ -42,8 +42,14 @@ class App:
         )
 
 
-def report_bug(exc: BaseException, app: App) -> None:
-    """One line on stderr for an unexpected error; the traceback goes to events.jsonl."""
+def report_bug(exc: BaseException, app: App, *, traceback: bool = False) -> None:
+    """One line on stderr for an unexpected error; the traceback goes to events.jsonl.
+
+    With ``traceback`` (LOOPKIT_DEBUG=1) the traceback is printed too — redacted, like
+    every other line loopkit writes.
+    """
+    import traceback as tb
+
     secrets = app._config.channels.secrets() if app._config else ()
     redactor = Redactor(secrets)
     line = redactor.text(f"{type(exc).__name__}: {exc}").splitlines() or [type(exc).__name__]
@@ -51,8 +57,10 @@ def report_bug(exc: BaseException, app: App) -> None:
     if app._config:
         import structlog
 
-        structlog.get_logger("loopkit").error("unexpected_error", exc_info=exc, msg=None)
+        structlog.get_logger("loopkit").error("unexpected_error", exc_info=exc, _console=False)
         where = f"; details in {Workspace.of(app._config).events_file}"
+    if traceback:
+        sys.stderr.write(redactor.text("".join(tb.format_exception(exc))))
     sys.stderr.write(
         f"loopkit: unexpected error (a bug, please report it): {line[0]}{where}; "
         "LOOPKIT_DEBUG=1 prints the traceback\n"

@@ -195,8 +195,9 @@ def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: 
 
 @requests.command("show")
 @click.argument("request_id")
+@click.option("--json", "as_json", is_flag=True, help="JSON (the default: it is the record).")
 @click.pass_obj
-def requests_show(app: App, request_id: str) -> int:
+def requests_show(app: App, request_id: str, as_json: bool) -> int:
     """Print the whole record as JSON: the one true read of a request's outcome."""
     from loopkit.requests import RequestStore
 
@@ -209,8 +210,9 @@ def requests_show(app: App, request_id: str) -> int:
 @requests.command("wait")
 @click.argument("request_id")
 @click.option("--timeout", type=click.FloatRange(min=0), metavar="S", help="Give up after S s.")
+@click.option("--json", "as_json", is_flag=True, help="JSON (the default).")
 @click.pass_obj
-def requests_wait(app: App, request_id: str, timeout: float | None) -> int:
+def requests_wait(app: App, request_id: str, timeout: float | None, as_json: bool) -> int:
     """Wait until the request is answered; exit by outcome.
 
     \b

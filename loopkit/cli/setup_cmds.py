@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from loopkit.cli.app import App
@@ -34,16 +36,21 @@ def init(app: App, agent: str | None, verify: str | None, channel: str, force: b
 
 
 @click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 @click.pass_obj
-def doctor(app: App) -> int:
+def doctor(app: App, as_json: bool) -> int:
     """Check the config, the channel settings and the template; each problem with its fix."""
     from loopkit.doctor import diagnose
 
     findings = diagnose(app.root)
-    for finding in findings:
-        click.echo(finding.line())
     problems = sum(1 for f in findings if f.level == "problem")
-    click.echo(f"{problems} problem(s)" if problems else "no problems found")
+    if as_json:
+        rows = [{"level": f.level, "topic": f.topic, "text": f.text} for f in findings]
+        click.echo(json.dumps({"problems": problems, "findings": rows}, ensure_ascii=False))
+    else:
+        for finding in findings:
+            click.echo(finding.line())
+        click.echo(f"{problems} problem(s)" if problems else "no problems found")
     return EXIT_FAILURE if problems else EXIT_OK
 
 
