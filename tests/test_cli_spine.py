@@ -246,6 +246,9 @@ def test_a_bug_is_one_redacted_line_and_a_logged_traceback(
 ) -> None:
     from loopkit.cli.app import App, report_bug
 
+    from loopkit import events
+    from loopkit.redact import Redactor
+
     monkeypatch.setenv("LOOPKIT_HITL_TELEGRAM_TOKEN", TOKEN)
     app = App(root=ws)
     app.config()
@@ -254,6 +257,8 @@ def test_a_bug_is_one_redacted_line_and_a_logged_traceback(
     except RuntimeError as exc:
         report_bug(exc, app)
         report_bug(exc, app, traceback=True)
+    finally:
+        events.setup(None, Redactor(), console=False)  # no handlers left for other tests
     err = capsys.readouterr().err
     first = err.split("\n")[0]
     assert first.startswith("loopkit: unexpected error (a bug, please report it): RuntimeError")
