@@ -104,7 +104,7 @@ def answer(
     reply = clean(reply)
     with store.locked():
         record = store.load_unchanged(request_id, expected_updated_at)
-        if not record.is_open:
+        if not (record.is_open or awaits_late_answer(record)):
             raise already_answered(record)
         decision, extra = parse_for(record, reply)
         now = clock.iso_seconds()
@@ -124,6 +124,9 @@ def answer(
             **(about or {}),
             "reply": reply if len(reply) <= 10_000 else reply[:10_000],
         }
+        if record.status == "expired":
+            resolution["late"] = True  # after the timeout; the timeout's record is kept
+            record.extra.setdefault("expired_resolution", record.resolution)
         record.status = "resolved"
         record.resolution = resolution
         store.save(record)
@@ -140,6 +143,15 @@ def _decision_json(request_id: str, decision: Decision, at: str) -> dict[str, An
     }
 
 
+def awaits_late_answer(record: Request) -> bool:
+    """An ``abort`` timeout left its block standing: a human may still answer it, late.
+
+    (After ``skip`` or ``retry`` the loop went on without it; ``queue`` never expires.)
+    """
+    res = record.resolution or {}
+    return record.status == "expired" and res.get("action") == "abort"
+
+
 def already_answered(record: Request) -> RequestConflict:
     res = record.resolution or {}
     what = res.get("parsed_decision") or record.status
@@ -153,17 +165,19 @@ def already_answered(record: Request) -> RequestConflict:
 
 def outcome_of(record: Request) -> str:
     """What a script may act on: approved / chosen / rejected / changes_requested /
-    aborted / expired / open. Read from the record, never inferred from a list."""
+    aborted / expired / unblocked / open. Read from the record, never from a list."""
     if record.is_open:
         return "open"
     if record.status == "expired":
         return "expired"
     res = record.resolution or {}
+    if res.get("outcome") == "unblocked":
+        return "unblocked"  # the block was lifted without an answer: nothing was chosen
     if record.kind in ("approval", "review"):
         outcome = res.get("outcome")
         if outcome in ("approved", "rejected", "changes_requested"):
             return str(outcome)
-        return "rejected"  # resolved some other way (unblocked by hand): not an approval
+        return "rejected"  # resolved some other way: never an approval
     if res.get("chosen_option") == "abort":
         return "aborted"
     return "chosen"

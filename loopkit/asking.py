@@ -141,10 +141,18 @@ def ask(
     minutes = question.timeout_minutes or config.escalation.timeout_minutes
     minutes = int(minutes) if float(minutes).is_integer() else minutes
     with store.locked():
-        if question.key:
-            found = store.find_open_by_key(question.key)
-            if found is not None:
+        found = store.find_open_by_key(question.key) if question.key else None
+        if found is not None:
+            if not (question.block and found.extra.get("joined_block")):
                 return Asked(True, reason, verdict.note, found, existing=True)
+            # It joined a block that has gone since: raise it now, as its own block.
+            placed = escalator.place(found, persisted=True, own=True)
+            if placed.joined:
+                return Asked(True, reason, verdict.note, found, existing=True, joined=placed.joined)
+            record = found
+            outcome = escalator.deliver(found)
+            return Asked(True, reason, verdict.note, store.load(record.request_id),
+                         existing=True, outcome=outcome)  # fmt: skip
         record = Request(
             request_id=question.request_id or new_id(),
             prompt=stem,
@@ -170,7 +178,7 @@ def ask(
         if not question.block:
             store.create(record)
             return Asked(True, reason, verdict.note, record)
-        placed = escalator.place(record)
+        placed = escalator.place(record, own=True)
     if placed.joined:
         return Asked(True, reason, verdict.note, placed.request, joined=placed.joined)
     outcome = escalator.deliver(record)

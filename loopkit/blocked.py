@@ -44,11 +44,14 @@ def _safe_line(line: str) -> str:
 
 
 def context_lines(context: str, extra: list[str]) -> list[str]:
+    """At most MAX_CONTEXT_LINES in all, ``extra`` (trigger, commit, …) included."""
+    room = max(1, MAX_CONTEXT_LINES - len(extra))
     lines = [_safe_line(x) for x in context.strip().splitlines() if x.strip()]
-    if len(lines) > MAX_CONTEXT_LINES:
-        cut = len(lines) - (MAX_CONTEXT_LINES - 1)
-        lines = [*lines[: MAX_CONTEXT_LINES - 1], f"(… {cut} more lines in the request record)"]
-    return [fold(x, 300) for x in lines] + extra
+    if len(lines) > room:
+        cut = len(lines) - (room - 1)
+        kept = lines[: room - 1]
+        lines = [*kept, f"(… {cut} more lines in the request record)"]
+    return [fold(x, 300) for x in lines] + extra[: MAX_CONTEXT_LINES - len(lines)]
 
 
 def template_vars(

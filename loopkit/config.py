@@ -77,8 +77,17 @@ class ChannelSettings:
     dial_cmd: str | None = None
 
     def secrets(self) -> tuple[str, ...]:
-        """Values that must be redacted wherever they might appear."""
-        return tuple(s for s in (self.telegram_token, self.slack_webhook, self.dial_cmd) if s)
+        """Values that must be redacted wherever they might appear.
+
+        The dial command counts whole and word by word (an API key or a private topic is
+        one of its arguments; ``--key=VALUE`` counts as the word and as VALUE).
+        """
+        found = [s for s in (self.telegram_token, self.slack_webhook, self.dial_cmd) if s]
+        for word in (self.dial_cmd or "").split():
+            for part in (word.strip("'\""), word.partition("=")[2].strip("'\"")):
+                if len(part) >= 5:
+                    found.append(part)
+        return tuple(found)
 
 
 @dataclass(frozen=True, slots=True)

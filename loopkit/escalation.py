@@ -167,19 +167,21 @@ class Escalator:
         outcome = self.deliver(record)
         return Result(self.store.load(record.request_id), None, outcome, placed.template_problem)
 
-    def place(self, record: Request, *, persisted: bool = False) -> Result:
+    def place(self, record: Request, *, persisted: bool = False, own: bool = False) -> Result:
         """Steps 1–2: persist ``record`` and create BLOCKED.md (or join the open block).
 
         ``persisted``: the record is on disk already (a request announced late, e.g. a gate
-        whose first ask joined another block). Nothing is sent; :meth:`deliver` does that,
-        outside the store lock.
+        whose first ask joined another block). ``own``: when joining, keep ``record`` as a
+        request of its own (``ask`` and ``gate`` have keys to find it by); otherwise the
+        question is only added to the open block's request. Nothing is sent; :meth:`deliver`
+        does that, outside the store lock.
         """
         path = self.workspace.blocked
         if blocked.state(path) == "other":
             raise blocked.not_a_file(path)
         with self.store.locked():
             if blocked.state(path) == "file":
-                return self._join(record, persisted=persisted)
+                return self._join(record, persisted=persisted, own=own)
             if persisted:
                 record.extra.pop("joined_block", None)
                 self.store.save(record)
@@ -188,7 +190,7 @@ class Escalator:
             text, problem = self._render(record)
             if not blocked.create(path, text):
                 # Someone else's BLOCKED.md appeared between our check and our write.
-                return self._join(record, persisted=True)
+                return self._join(record, persisted=True, own=own)
         if problem:
             log.warning("template_fallback", msg=problem)
         log.info(
@@ -222,11 +224,14 @@ class Escalator:
 
     def _render(self, record: Request) -> tuple[str, str | None]:
         trigger = record.trigger or record.kind
-        meta = [f"Trigger: {trigger} · request: requests/{record.request_id}.json"]
+        commit = _commit(self.workspace)
+        at_commit = f" at commit {commit}" if commit else ""
+        meta = [
+            f"Trigger: {trigger} · request: requests/{record.request_id}.json · "
+            f"raised {record.created_at}{at_commit}"
+        ]
         if record.context_refs:
             meta.append("See: " + ", ".join(record.context_refs))
-        commit = _commit(self.workspace)
-        meta.append(f"Raised {record.created_at}" + (f" at commit {commit}" if commit else ""))
         choices = [
             Choice(str(o.get("label", "")), str(o.get("consequence") or ""), str(o.get("value")))
             for o in record.options
@@ -245,11 +250,14 @@ class Escalator:
         )
         return blocked.render(self.workspace, variables)
 
-    def _join(self, record: Request, *, persisted: bool) -> Result:
+    def _join(self, record: Request, *, persisted: bool, own: bool = False) -> Result:
         """Record this question on the open block's request; send nothing.
 
         Called under the store lock. ``persisted``: ``record`` is already on disk.
         """
+        if own and not persisted:
+            self.store.create(record)
+            persisted = True
         open_id = blocked.request_id_of(self.workspace.blocked)
         entry = {
             "at": clock.iso_seconds(),
@@ -271,7 +279,7 @@ class Escalator:
             if persisted:
                 record.extra["joined_block"] = open_id
                 self.store.save(record)
-            result = target
+            result = record if own else target
         else:
             # A BLOCKED.md loopkit did not write: keep the question as a record of its own.
             record.extra["joined_block"] = open_id
@@ -328,6 +336,7 @@ class Escalator:
             record = self.store.load(request_id)
             for entry in record.delivery:
                 if entry.get("ok") is None and entry.get("status") is None:
+                    entry["ok"] = False  # no longer in flight; whether it arrived is unknown
                     entry["status"] = "interrupted"
                     entry["error"] = "loopkit stopped mid-send; outcome unknown"
             attempt: dict[str, Any] = {
@@ -358,5 +367,6 @@ class Escalator:
     def resume_delivery(self, record: Request) -> Outcome | None:
         """After a restart: resend only an attempt left in flight (outcome unknown)."""
         if any(e.get("ok") is None and e.get("status") is None for e in record.delivery):
+            # An attempt cut short by a crash: its outcome is unknown, so send once more.
             return self.deliver(record, repeat=True)
         return None

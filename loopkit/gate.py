@@ -93,12 +93,12 @@ def gate(
         record = _latest(store, key)
         if record is None:
             record = _new_request(config, argv, cwd, digest)
-            placed = escalator.place(record)
+            placed = escalator.place(record, own=True)
             deliver = placed.joined is None
         elif (
             record.is_open and record.extra.get("joined_block") and not config.blocked_path.exists()
         ):
-            placed = escalator.place(record, persisted=True)  # announce it now
+            placed = escalator.place(record, persisted=True, own=True)  # announce it now
             deliver = placed.joined is None
     if deliver:
         escalator.deliver(record)
@@ -126,5 +126,8 @@ def _settle(
         reason = (fresh.resolution or {}).get("reason")
         why = f": {reason}" if reason else ""
         return GateResult(EXIT_ABORTED, fresh, f"not approved ({outcome}){why}; not run")
-    code = subprocess.call(list(argv), cwd=cwd)
+    try:
+        code = subprocess.call(list(argv), cwd=cwd)
+    except OSError as exc:
+        return GateResult(127, fresh, f"approved, but it cannot run: {exc.strerror}: {argv[0]!r}")
     return GateResult(code, fresh, f"approved; ran it, exit {code}")

@@ -108,7 +108,7 @@ class Supervisor:
             for k, v in os.environ.items()
             if k not in ("LOOPKIT_DECISION", "LOOPKIT_DECISION_REQUEST")
         }
-        self._progress_saved = -PROGRESS_EVERY
+        self._iteration_saved = -PROGRESS_EVERY
         self._announced_folder = False
 
     # --- signals --------------------------------------------------------------------------
@@ -190,7 +190,6 @@ class Supervisor:
 
     def _save(self, *, durable: bool = True) -> None:
         self.state_file.save(self.state, durable=durable)
-        self._progress_saved = time.monotonic()
 
     def _loop(self) -> int:
         self.state = self.state_file.load()
@@ -272,7 +271,8 @@ class Supervisor:
             state.task, state.failures, state.failed_iterations = task, 0, []
         state.status = "running"
         now = time.monotonic()
-        if changed or now - self._progress_saved >= PROGRESS_EVERY:
+        if changed or now - self._iteration_saved >= PROGRESS_EVERY:
+            self._iteration_saved = now
             # The iteration number alone is progress, not state: saved without fsync and at
             # most every PROGRESS_EVERY s, so a tight loop is not a write loop. A crash may
             # re-run an interrupted iteration under its number; counters are never lost.
@@ -566,7 +566,9 @@ class Supervisor:
                 return False
             seen[0] = stamp  # type: ignore[call-overload]
             fresh = self._load(record.request_id)
-            return fresh is not None and not fresh.is_open
+            # Resolved, not merely closed: a request that expired with `abort` keeps its
+            # block until a human answers it (late) or deletes BLOCKED.md.
+            return fresh is not None and fresh.status == "resolved"
 
         return answered
 
@@ -639,6 +641,7 @@ class Supervisor:
     def _unblocked(self, record: Request | None, *, removed: bool) -> int | None:
         """BLOCKED.md is gone, or the open request was answered."""
         if record is not None:
+            record = self._load(record.request_id) or record
             if removed and record.status == "deferred":
                 pass  # a deferred review stays open: lifting the block is not an answer
             elif removed:
@@ -647,7 +650,6 @@ class Supervisor:
                 )
                 record, _ = self.store.resolve(record.request_id, resolution)
             else:
-                record = self._load(record.request_id) or record
                 self._remove_block(record.request_id)
             self._announce(
                 record,
@@ -656,7 +658,11 @@ class Supervisor:
             )
             code = self._apply(record)
             if code is not None:
-                return code
+                # The answer is applied: a restart must not find (and apply) it again, and
+                # starts the count afresh, as after any human decision.
+                self.state.open_request = None
+                self.state.failures, self.state.failed_iterations = 0, []
+                return self._finish("aborted", code, "aborted by the human's answer")
         log.info("unblocked", msg="unblocked; resuming")
         return self._resume()
 
@@ -691,7 +697,7 @@ class Supervisor:
         )
         if record.extra.get("raised_by") == "supervisor":
             if res.get("chosen_option") == "abort":
-                return self._finish("aborted", EXIT_ABORTED, "aborted by the human's answer")
+                return EXIT_ABORTED
             if res.get("chosen_option") == "skip":
                 self._skip_task()
         return None

@@ -20,6 +20,7 @@ EXIT_BY_OUTCOME = {
     "rejected": EXIT_ABORTED,
     "aborted": EXIT_ABORTED,
     "expired": EXIT_ABORTED,  # nobody answered in time: nothing was approved or chosen
+    "unblocked": EXIT_ABORTED,  # lifted by hand without an answer: no go-ahead either
     "changes_requested": EXIT_CONFLICT,
     "open": EXIT_BLOCKED,
 }

@@ -94,5 +94,5 @@ def test_marker_and_state(ws: Path) -> None:
 def test_context_is_capped(ws: Path) -> None:
     many = "\n".join(f"line {n}" for n in range(20))
     lines = blocked.context_lines(many, ["meta"])
-    assert len(lines) == 7
-    assert lines[-2].startswith("(… 15 more lines")
+    assert len(lines) == 6  # SPEC: 3-6 lines, the meta line included
+    assert lines[-2].startswith("(… 16 more lines") and lines[-1] == "meta"

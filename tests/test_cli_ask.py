@@ -472,3 +472,54 @@ def test_gate_changed_command_is_a_new_request(ws: Path, tmp_path: Path) -> None
     (ws / "BLOCKED.md").unlink()
     assert gate(ws, "sh", "-c", "touch a.txt").returncode == 0
     assert (ws / "a.txt").exists()
+
+
+def test_a_deferral_keeps_the_review_open_under_a_running_loop(ws: Path) -> None:
+    write_config(ws, '[loop]\nagent = "true"\nverify = "exit 0"\npause = "1s"\n')
+    asked = loopkit("-C", str(ws), "ask", "-s", "Check the menu on a phone", "-p", POLICY,
+                    "--kind", "review", "--prompt", "Is the menu easy to close?", "--block",
+                    "--json")  # fmt: skip
+    assert asked.returncode == 2
+    request_id = json.loads(asked.stdout)["request_id"]
+    with Daemon(ws) as daemon:
+        daemon.wait_state(status="blocked")
+        done = loopkit("-C", str(ws), "unblock", "--reply", "defer: no phone at hand")
+        assert done.returncode == 0, done.stderr
+        daemon.wait_state(status="running")
+    assert record(ws, request_id)["status"] == "deferred"
+    assert record(ws, request_id)["resolution"] is None
+
+
+def test_ask_and_gate_while_blocked_keep_their_own_request(ws: Path) -> None:
+    assert loopkit("-C", str(ws), *ESCALATE).returncode == 2
+    args = ["-s", "Which currency?", "--key", "currency", "--block", "--json"]
+    first = json.loads(ask(ws, *args).stdout)
+    assert first["request"]["prompt"] == "Which currency?"
+    assert first["request"]["joined_block"]
+    again = json.loads(ask(ws, *args).stdout)
+    assert again["request_id"] == first["request_id"]
+    gated = gate(ws, "sh", "-c", "true")
+    assert gated.returncode == 2
+    waiting = gated.stderr.split("requests/")[1].split(".json")[0]
+    assert (ws / "requests" / f"{waiting}.json").exists()
+    # The open block goes; asking again raises the joined question as its own block.
+    assert loopkit("-C", str(ws), "unblock").returncode == 0
+    raised = json.loads(ask(ws, *args).stdout)
+    assert raised["request_id"] == first["request_id"]
+    assert f"loopkit request: {first['request_id']}" in (ws / "BLOCKED.md").read_text()
+
+
+def test_wait_on_a_question_unblocked_by_hand_is_not_a_choice(ws: Path) -> None:
+    assert loopkit("-C", str(ws), *ESCALATE).returncode == 2
+    [path] = files(ws)
+    assert loopkit("-C", str(ws), "unblock").returncode == 0
+    waited = loopkit("-C", str(ws), "requests", "wait", path.stem)
+    assert waited.returncode == 3 and json.loads(waited.stdout)["outcome"] == "unblocked"
+
+
+def test_gate_approved_but_not_runnable(ws: Path) -> None:
+    assert gate(ws, "no-such-program-xyz").returncode == 2
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    done = gate(ws, "no-such-program-xyz")
+    assert done.returncode == 127
+    assert "cannot run" in done.stderr and "Traceback" not in done.stderr

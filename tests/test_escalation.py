@@ -151,6 +151,7 @@ def test_crash_mid_send_is_sent_once_more_marked_repeat(ws: Path) -> None:
     after = escalator.store.load(record.request_id)
     assert [e.get("repeat", False) for e in after.delivery] == [False, False, True]
     assert after.delivery[1]["status"] == "interrupted"
+    assert after.delivery[1]["ok"] is False  # no longer "in flight"
     assert after.delivery[2]["ok"] is True
     assert len(fake.sent) == 2
     # Now every attempt is finished: a further restart sends nothing.

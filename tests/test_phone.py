@@ -95,6 +95,14 @@ def test_an_abort_tap_exits_3(ws: Path, server: FakeServer) -> None:
         tap(server, request_id, 2, message_id)
         assert daemon.wait() == 3
     assert len(runs(ws)) == 3
+    # Exiting at once must not cut off the acknowledgement, the edit or the offset.
+    assert server.calls("/answerCallbackQuery")[0].body["text"].startswith("Resolved: Abort")
+    assert "Resolved: Abort the loop" in server.calls("/editMessageText")[0].body["text"]
+    assert json.loads((ws / ".loopkit" / "telegram.json").read_text())["offset"] > 0
+    # And the answer is applied once: a restart does not abort again.
+    restarted = loopkit("-C", str(ws), "run", "--max-iterations", "1", env=env(server))
+    assert restarted.returncode == 0, restarted.stderr
+    assert len(runs(ws)) == 4
 
 
 def test_an_answer_sent_while_down_is_applied_after_the_restart(

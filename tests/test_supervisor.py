@@ -431,3 +431,36 @@ def test_a_block_lifted_before_the_wait_still_resolves_and_resets(ws: Path) -> N
     state = json.loads((ws / ".loopkit" / "state.json").read_text())
     assert state["failures"] == 1 and state["open_request"] is None
     assert len(records(ws)) == 1  # no second block at 4/3
+
+
+def test_an_abort_answer_is_applied_once(ws: Path) -> None:
+    setup(ws, "max_verify_failures = 1")
+    assert loopkit("-C", str(ws), "run", "--exit-on-block").returncode == 2
+    [record] = records(ws)
+    done = loopkit(
+        "-C", str(ws), "reply", "--request-id", str(record["request_id"]), "--reply", "C"
+    )
+    assert done.returncode == 0
+    with Daemon(ws) as daemon:
+        assert daemon.wait() == 3  # the human chose Abort: applied now...
+    again = loopkit("-C", str(ws), "run", "--exit-on-block", "--max-iterations", "1")
+    # ...and never again: the restart runs an iteration (whose failure blocks anew).
+    assert again.returncode == 2, again.stderr
+    assert len(runs(ws)) == 2
+
+
+def test_a_timeout_abort_keeps_the_block_across_a_restart(ws: Path) -> None:
+    timeout_setup(ws, "abort")
+    with Daemon(ws) as daemon:
+        assert daemon.wait() == 3
+    with Daemon(ws) as daemon:
+        daemon.wait_state(status="blocked")
+        assert len(runs(ws)) == 3 and (ws / "BLOCKED.md").exists()
+        # The human answers in the morning: late, but it counts.
+        done = loopkit("-C", str(ws), "unblock", "--reply", "A")
+        assert done.returncode == 0, done.stderr
+        daemon.wait_state(status="blocked", iteration=6)
+    [first, _] = records(ws)
+    assert first["status"] == "resolved" and first["resolution"]["late"] is True  # type: ignore[index]
+    assert first["expired_resolution"]["by"] == "timeout"  # type: ignore[index]
+    assert runs(ws)[3][1] == "retry"

@@ -199,6 +199,7 @@ class UpdatePoller:
         self.poll_timeout = poll_timeout
         self.active = threading.Event()
         self.stopped = threading.Event()
+        self._busy = threading.Event()  # set while a fetched batch is being handled
         self._wait = wait or self.stopped.wait
         self._thread: threading.Thread | None = None
         self._reported: str | None = None  # the kind of failure already reported
@@ -213,9 +214,12 @@ class UpdatePoller:
             self._thread = threading.Thread(target=self._run, daemon=True, name="loopkit-tg")
             self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, wait: float = 5.0) -> None:
+        """Stop polling; a batch being handled is finished first (its acks, edits, offset)."""
         self.stopped.set()
         self.active.set()  # let a paused loop see the stop
+        if self._busy.is_set() and self._thread is not None:
+            self._thread.join(wait)
 
     def _run(self) -> None:
         backoff = 1.0
@@ -281,6 +285,13 @@ class UpdatePoller:
             return 0
         if self.stopped.is_set():
             return 0  # not handled, offset not moved: the next poller gets them again
+        self._busy.set()
+        try:
+            return self._handle_batch(updates, offset)
+        finally:
+            self._busy.clear()
+
+    def _handle_batch(self, updates: list[Any], offset: int | None) -> int:
         last = offset
         for update in updates:
             if not isinstance(update, dict) or not isinstance(update.get("update_id"), int):

@@ -345,3 +345,14 @@ def test_default_timeout_is_30_seconds(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(subprocess.Popen, "communicate", spy)
     assert channel.send(_message()).ok is True
     assert seen == [30.0]
+
+
+def test_the_dial_command_words_are_secrets() -> None:
+    from loopkit.config import ChannelSettings as Settings
+
+    settings = Settings(
+        dial_cmd="curl -sf --data-binary @- https://ntfy.sh/my-secret-topic --token=s3cr3tvalue"
+    )
+    found = settings.secrets()
+    assert "https://ntfy.sh/my-secret-topic" in found and "s3cr3tvalue" in found
+    assert "curl" not in found  # short words are not worth masking
