@@ -197,6 +197,28 @@ def unblocked_by_hand(request_id: str, *, by: str, via: str) -> dict[str, Any]:
     }
 
 
+def timed_out(request_id: str, action: str) -> dict[str, Any]:
+    """The resolution of a request nobody answered in time (``status: expired``)."""
+    return {
+        "request_id": request_id,
+        "chosen_option": None,
+        "free_text": None,
+        "parsed_decision": action,
+        "resolved_at": clock.iso_seconds(),
+        "by": "timeout",
+        "via": "timeout",
+        "action": action,
+    }
+
+
+def decision_of(record: Request) -> dict[str, Any]:
+    """What the next agent run gets (``LOOPKIT_DECISION``, ``last_decision.json``)."""
+    res = record.resolution or {}
+    decision = {k: res.get(k) for k in (*DECISION_KEYS, "by", "via")}
+    decision["request_id"] = record.request_id
+    return decision
+
+
 def is_human_decision(record: Request) -> bool:
     """True when a human answered (not a timeout, not a block lifted without an answer)."""
     res = record.resolution or {}

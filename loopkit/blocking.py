@@ -1,0 +1,233 @@
+"""``loopkit run`` while blocked: wait for the answer or for BLOCKED.md to go, then act on it.
+
+The wait is a folder watch (:func:`loopkit.blockwait.wait_unblock`), never a sleep loop; the
+request's ``timeout_default`` is enforced meanwhile (``abort`` exits 3 and keeps the block,
+``skip``/``retry`` go on, ``queue`` keeps waiting). A human's decision reaches the next agent
+run; the supervisor's own *Skip* and *Abort* choices are acted on here. One of the parts
+:class:`loopkit.supervisor.Supervisor` is made of; the state is :class:`loopkit.core.Core`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+
+from loopkit import atomicfile, blocked, clock
+from loopkit.answers import decision_of, is_human_decision, timed_out, unblocked_by_hand
+from loopkit.blockwait import Outcome, wait_unblock
+from loopkit.core import Core
+from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
+from loopkit.events import get_logger
+from loopkit.message import fold
+from loopkit.requests import Request
+
+log = get_logger("loopkit.supervisor")
+
+
+class BlockedSteps(Core):
+    def _blocked(self, *, resend: bool) -> int | None:
+        path = self.workspace.blocked
+        state = self.state
+        if blocked.state(path) == "other":
+            if not self._announced_folder:
+                self._announced_folder = True
+                log.error("blocked_not_a_file", msg=str(blocked.not_a_file(path)))
+            if self.options.exit_on_block:
+                raise blocked.not_a_file(path)
+        present = blocked.state(path) != "absent"
+        request_id = (blocked.request_id_of(path) if present else None) or state.open_request
+        record = self._load(request_id)
+        if not present:
+            # Lifted before we waited on it (just after we raised it, or while we were down).
+            return self._unblocked(record, removed=True)
+        if record is not None and resend and record.is_open:
+            # After a restart: a send cut short by a crash goes out once more, nothing else.
+            self.escalator.resume_delivery(record)
+        if state.status != "blocked" or state.open_request != request_id:
+            state.status, state.open_request = "blocked", request_id
+            self._save()
+        if self.options.exit_on_block:
+            with contextlib.suppress(OSError):
+                self.print_head(blocked.read_head(path))
+            return self._finish("blocked", EXIT_BLOCKED, "blocked (--exit-on-block)")
+        question = f": {fold(record.prompt, 100)}" if record else ""
+        log.info(
+            "waiting",
+            request_id=request_id,
+            msg=f"blocked{question}; waiting for an answer or for {path.name} to go",
+        )
+        return self._wait(record)
+
+    def _load(self, request_id: str | None) -> Request | None:
+        if not request_id:
+            return None
+        try:
+            return self.store.load(request_id)
+        except LoopkitError as exc:
+            log.warning("request_unreadable", msg=f"open request unreadable: {exc}")
+            return None
+
+    def _deadline(self, record: Request | None) -> float | None:
+        if record is None or not record.is_open or record.extra.get("timed_out_at"):
+            return None
+        timeout = record.timeout_default or {}
+        try:
+            minutes = float(timeout.get("after_minutes") or 0)
+            created = clock.parse_iso(record.created_at)
+        except (TypeError, ValueError):
+            return None
+        if minutes <= 0:
+            return None
+        remaining = created.timestamp() + minutes * 60 - time.time()
+        return time.monotonic() + max(0.0, remaining)
+
+    def _answered_check(self, record: Request | None) -> Callable[[], bool]:
+        if record is None:
+            return lambda: False
+        path = self.store.path(record.request_id)
+        seen = [None]
+
+        def answered() -> bool:
+            try:
+                stamp = path.stat().st_mtime_ns
+            except OSError:
+                return False
+            if stamp == seen[0]:
+                return False
+            seen[0] = stamp  # type: ignore[call-overload]
+            fresh = self._load(record.request_id)
+            # Resolved, not merely closed: a request that expired with `abort` keeps its
+            # block until a human answers it (late) or deletes BLOCKED.md.
+            return fresh is not None and fresh.status == "resolved"
+
+        return answered
+
+    def _wait(self, record: Request | None) -> int | None:
+        assert self._watch is not None
+        path = self.workspace.blocked
+        phone = self._phone()
+        while True:
+            if phone is not None:
+                phone.active.set()  # long-poll Telegram for taps and replies meanwhile
+            try:
+                outcome: Outcome = wait_unblock(
+                    path,
+                    self._watch,
+                    self.wake,
+                    self.stop,
+                    deadline=self._deadline(record),
+                    answered=self._answered_check(record),
+                )
+            finally:
+                if phone is not None:
+                    phone.active.clear()
+            if outcome == "stopped":
+                return self._stopped()
+            if outcome == "timeout" and record is not None:
+                code = self._timed_out(record)
+                if code == -1:  # queue: keep waiting, now without a deadline
+                    record = self._load(record.request_id) or record
+                    continue
+                return code
+            return self._unblocked(record, removed=(outcome == "gone"))
+
+    def _timed_out(self, record: Request) -> int | None:
+        action = str((record.timeout_default or {}).get("action") or "abort")
+        minutes = (record.timeout_default or {}).get("after_minutes")
+        log.warning(
+            "timeout",
+            request_id=record.request_id,
+            action=action,
+            msg=f"no answer after {minutes} min; timeout action: {action}",
+        )
+        if action == "queue":
+            with self.store.locked():
+                fresh = self.store.load(record.request_id)
+                if fresh.is_open:
+                    fresh.extra["timed_out_at"] = clock.iso_seconds()
+                    self.store.save(fresh)
+            return -1
+        resolution = timed_out(record.request_id, action)
+        fresh, changed = self.store.resolve(record.request_id, resolution, status="expired")
+        if not changed:  # a human answered at the last moment: that answer stands
+            return self._unblocked(fresh, removed=False)
+        self._announce(fresh, now=action == "abort")
+        if action == "abort":
+            return self._finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
+        self._remove_block(record.request_id)
+        if action == "skip":
+            self._skip_task()
+        return self._resume()
+
+    def _unblocked(self, record: Request | None, *, removed: bool) -> int | None:
+        """BLOCKED.md is gone, or the open request was answered."""
+        if record is not None:
+            record = self._load(record.request_id) or record
+            if removed and record.status == "deferred":
+                pass  # a deferred review stays open: lifting the block is not an answer
+            elif removed:
+                resolution = unblocked_by_hand(
+                    record.request_id, by="human", via="blocked-file-removed"
+                )
+                record, _ = self.store.resolve(record.request_id, resolution)
+            else:
+                self._remove_block(record.request_id)
+            self._announce(
+                record,
+                now=record.extra.get("raised_by") == "supervisor"
+                and (record.resolution or {}).get("chosen_option") == "abort",
+            )
+            code = self._apply(record)
+            if code is not None:
+                # The answer is applied: a restart must not find (and apply) it again, and
+                # starts the count afresh, as after any human decision.
+                self.state.open_request = None
+                self.state.failures, self.state.failed_iterations = 0, []
+                return self._finish("aborted", code, "aborted by the human's answer")
+        log.info("unblocked", msg="unblocked; resuming")
+        return self._resume()
+
+    def _apply(self, record: Request) -> int | None:
+        """Carry a human's decision to the next agent run; act on the supervisor's choices."""
+        if not is_human_decision(record):
+            return None
+        res = record.resolution or {}
+        decision = decision_of(record)
+        self.state.pending_decision = decision
+        try:
+            atomicfile.write_json(self.workspace.state_dir / "last_decision.json", decision)
+        except OSError as exc:
+            log.warning("decision_unwritable", msg=f"cannot write last_decision.json: {exc}")
+        log.info(
+            "decision",
+            request_id=record.request_id,
+            decision=decision["parsed_decision"],
+            msg=f"decision: {fold(str(decision['parsed_decision']), 80)}",
+        )
+        if record.extra.get("raised_by") == "supervisor":
+            if res.get("chosen_option") == "abort":
+                return EXIT_ABORTED
+            if res.get("chosen_option") == "skip":
+                self._skip_task()
+        return None
+
+    def _skip_task(self) -> None:
+        task = self.state.task
+        if task and task not in self.state.skipped_tasks:
+            self.state.skipped_tasks.append(task)
+            log.info("task_skipped", task=task, msg=f"skipping task {task!r}")
+
+    def _remove_block(self, request_id: str) -> None:
+        """Remove BLOCKED.md if it is still this request's block."""
+        path = self.workspace.blocked
+        if blocked.state(path) == "file" and blocked.request_id_of(path) in (request_id, None):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def _resume(self) -> int | None:
+        self.state.failures, self.state.failed_iterations = 0, []
+        self.state.open_request = None
+        self.state.status = "running"
+        self._save()
+        return None

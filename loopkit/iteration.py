@@ -1,0 +1,267 @@
+"""One iteration of ``loopkit run``: ``required_env`` → ``preflight`` → agent → verify → done.
+
+Failures are counted per task; at ``max_verify_failures`` (or when ``required_env`` is unset,
+or a preflight fails three times) the supervisor escalates and the loop turns to waiting
+(:mod:`loopkit.blocking`). One of the parts :class:`loopkit.supervisor.Supervisor` is made
+of; the state is :class:`loopkit.core.Core`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import Any
+
+from loopkit import blocked, triggers
+from loopkit.config import Command
+from loopkit.core import PROGRESS_EVERY, Core
+from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
+from loopkit.escalation import Escalation, message_for
+from loopkit.events import get_logger
+from loopkit.iterlog import IterationLog, prune
+from loopkit.message import fold
+from loopkit.process import Finished, describe
+from loopkit.tasks import current_task
+
+log = get_logger("loopkit.supervisor")
+
+PREFLIGHT_TRIES = 3
+PREFLIGHT_TIMEOUT = 60.0
+KEEP_LOGS = 500
+
+
+class IterationSteps(Core):
+    def _iteration(self) -> int | None:
+        loop = self.config.loop
+        state = self.state
+        state.iteration += 1
+        task = current_task(
+            self.workspace.root, loop.task_file, loop.task_pattern, state.skipped_tasks
+        )
+        changed = task != state.task or state.status != "running"
+        if task != state.task:
+            state.task, state.failures, state.failed_iterations = task, 0, []
+        state.status = "running"
+        now = time.monotonic()
+        if changed or now - self._iteration_saved >= PROGRESS_EVERY:
+            self._iteration_saved = now
+            # The iteration number alone is progress, not state: saved without fsync and at
+            # most every PROGRESS_EVERY s, so a tight loop is not a write loop. A crash may
+            # re-run an interrupted iteration under its number; counters are never lost.
+            self._save(durable=changed)
+        label = f" · task: {fold(task, 60)}" if task else ""
+        log.info(
+            "iteration",
+            iteration=state.iteration,
+            task=task,
+            msg=f"iteration {state.iteration}{label}",
+        )
+
+        missing = [name for name in loop.required_env if not os.environ.get(name)]
+        if missing:
+            self._escalate(
+                triggers.missing_env(
+                    names=missing, task=task, iteration=state.iteration, pid=os.getpid()
+                )
+            )
+            return None
+        with self._iteration_log() as log_file:
+            for command in loop.preflight:
+                if not self._preflight(command, log_file):
+                    return self._stopped() if self.stop.is_set() else None
+            return self._agent_and_verify(task, log_file)
+
+    @contextlib.contextmanager
+    def _iteration_log(self) -> Any:
+        folder = self.workspace.state_dir / "logs"
+        handle = IterationLog(folder, self.state.iteration)
+        try:
+            yield handle
+        finally:
+            handle.close()
+            if handle.broken and not self._log_warned:
+                self._log_warned = True
+                log.warning("log_unwritable", msg=f"cannot write iteration logs: {handle.broken}")
+            if self.state.iteration % 50 == 0:
+                prune(folder, KEEP_LOGS)
+
+    def _run(self, name: str, command: Command, log_file: IterationLog, **kwargs: Any) -> Finished:
+        env = self._child_env()
+        log_file.begin(f"--- {name}: {describe(command)}")
+        result = self.runner.run(
+            command, cwd=str(self.workspace.root), env=env, log=log_file, **kwargs
+        )
+        code = result.exit_code if result.exit_code is not None else result.ending
+        log_file.end(f"--- {name}: {code} after {result.duration:.2f} s")
+        if result.ending == "not-started":
+            log.error(
+                "command_not_started",
+                command=name,
+                error=result.error,
+                msg=f"{name} could not start: {result.error} (check [loop] {name})",
+            )
+        return result
+
+    def _child_env(self) -> dict[str, str]:
+        env = dict(self._base_env)
+        env["LOOPKIT_WORKSPACE"] = str(self.workspace.root)
+        env["LOOPKIT_ITERATION"] = str(self.state.iteration)
+        if self.state.task:
+            env["LOOPKIT_TASK"] = self.state.task
+        decision = self.state.pending_decision
+        if decision:
+            env["LOOPKIT_DECISION"] = str(decision.get("parsed_decision") or "")
+            env["LOOPKIT_DECISION_REQUEST"] = str(decision.get("request_id") or "")
+        return env
+
+    def _preflight(self, command: Command, log_file: IterationLog) -> bool:
+        tries: list[str] = []
+        wait = self.config.loop.preflight_backoff  # before the 2nd try; doubled for the 3rd
+        result: Finished | None = None
+        for attempt in range(1, PREFLIGHT_TRIES + 1):
+            if attempt > 1:
+                tries[-1] += f"; waited {wait:g} s"
+                if self.stop.wait(wait):
+                    return False
+                wait *= 2
+            result = self._run("preflight", command, log_file, timeout=PREFLIGHT_TIMEOUT)
+            if self.stop.is_set():
+                return False
+            if result.ok:
+                return True
+            tries.append(f"try {attempt}: {self._reason(result)}")
+            log.warning("preflight_failed", attempt=attempt, msg=f"preflight failed: {tries[-1]}")
+        assert result is not None
+        self._escalate(
+            triggers.dependency_down(
+                command=describe(command),
+                tries=tries,
+                last_output=result.tail,
+                task=self.state.task,
+                iteration=self.state.iteration,
+            )
+        )
+        return False
+
+    @staticmethod
+    def _reason(result: Finished) -> str:
+        if result.ending == "exited":
+            return f"exit {result.exit_code}"
+        return result.error or result.ending
+
+    def _agent_and_verify(self, task: str | None, log_file: IterationLog) -> int | None:
+        loop = self.config.loop
+        state = self.state
+        if loop.agent is None:
+            raise ConfigError(
+                f"no [loop] agent in {self.workspace.root / 'loopkit.toml'}; set the agent "
+                "command (`loopkit init --agent …` writes one)"
+            )
+        blocked_path = self.workspace.blocked
+        interrupt = None
+        if loop.stop_agent_on_block:
+            interrupt = lambda: blocked.state(blocked_path) == "file"  # noqa: E731
+        watch = self._watch
+        agent = self._run(
+            "agent",
+            loop.agent,
+            log_file,
+            timeout=loop.iteration_timeout,
+            interrupt=interrupt,
+            interrupt_grace=loop.block_grace,
+            recheck=watch.timeout_hint if watch else None,
+        )
+        state.pending_decision = None  # delivered to this run; the next one starts clean
+        if self.stop.is_set():
+            self._save()
+            return self._stopped()
+        if blocked.state(blocked_path) != "absent":
+            log.info("agent_blocked", msg="the agent raised a block; verify skipped")
+            self.state.status = "blocked"
+            self.state.open_request = blocked.request_id_of(blocked_path)
+            self._save()
+            return None
+        if agent.ending == "timeout" or agent.could_not_run:
+            code = self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
+        elif loop.verify is None:
+            code = self._passed()
+        else:
+            verify = self._run("verify", loop.verify, log_file, timeout=loop.iteration_timeout)
+            if self.stop.is_set():
+                return self._stopped()
+            if verify.ok:
+                code = self._passed()
+            else:
+                code = self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
+        if code is not None or blocked.state(blocked_path) != "absent":
+            return code
+        if loop.done is not None:
+            done = self._run("done", loop.done, log_file, timeout=loop.iteration_timeout)
+            if self.stop.is_set():
+                return self._stopped()
+            if done.ok:
+                return self._finish("finished", EXIT_OK, "done: the done command exited 0")
+        return None
+
+    def _passed(self) -> int | None:
+        if self.state.failures:
+            log.info("verify_passed", msg="verify passed; failure count reset")
+            self.state.failures, self.state.failed_iterations = 0, []
+            self._save()
+        return None
+
+    def _count_failure(self, task: str | None, reason: str, output: str) -> int | None:
+        state = self.state
+        state.failures += 1
+        sig = triggers.signature(output, 1)
+        state.failed_iterations.append(
+            {"iteration": state.iteration, "reason": reason, "signature": sig[0] if sig else ""}
+        )
+        state.failed_iterations = state.failed_iterations[-self.config.loop.max_verify_failures :]
+        limit = self.config.loop.max_verify_failures
+        log.warning(
+            "failure",
+            task=task,
+            failures=state.failures,
+            msg=f"{reason} ({state.failures}/{limit}{' on ' + repr(task) if task else ''})",
+        )
+        self._save()
+        if state.failures >= limit:
+            command = self.config.loop.verify or self.config.loop.agent or ""
+            self._escalate(
+                triggers.verify_failures(
+                    task=task,
+                    failures=state.failures,
+                    command=describe(command),
+                    last_output=output,
+                    failed=state.failed_iterations,
+                    iteration=state.iteration,
+                )
+            )
+        return None
+
+    def _escalate(self, escalation: Escalation) -> None:
+        try:
+            result = self.escalator.escalate(escalation)
+        except LoopkitError as exc:
+            # The block could not be raised (e.g. BLOCKED.md is a folder): never guess on.
+            log.error("escalation_failed", error=str(exc), msg=f"cannot block: {exc}")
+            raise
+        self.state.open_request = result.joined or result.request.request_id
+        self.state.status = "blocked"
+        self._save()
+        if not result.joined:
+            channel = self.config.escalation.channel
+            sent = {True: f"sent via {channel}", False: f"{channel}: not sent"}.get(
+                bool(result.outcome and result.outcome.ok), ""
+            )
+            if result.outcome is None:
+                sent = "channel none: BLOCKED.md is the escalation"
+            text = message_for(result.request, self.workspace.repo_name()).text
+            lines = "\n".join(f"    {line}" for line in text.splitlines())
+            log.info(
+                "message",
+                request_id=result.request.request_id,
+                msg=f"the question ({sent}):\n{lines}",
+            )
