@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from loopkit.errors import ConfigError
+from loopkit.redact import dial_secrets
 
 CONFIG_NAME = "loopkit.toml"
 CHANNELS = ("telegram", "slack", "dial", "none")
@@ -77,17 +78,10 @@ class ChannelSettings:
     dial_cmd: str | None = None
 
     def secrets(self) -> tuple[str, ...]:
-        """Values that must be redacted wherever they might appear.
-
-        The dial command counts whole and word by word (an API key or a private topic is
-        one of its arguments; ``--key=VALUE`` counts as the word and as VALUE).
-        """
+        """Values that must be redacted wherever they might appear: the token, the webhook,
+        the dial command whole and its secret-shaped arguments (:func:`dial_secrets`)."""
         found = [s for s in (self.telegram_token, self.slack_webhook, self.dial_cmd) if s]
-        for word in (self.dial_cmd or "").split():
-            for part in (word.strip("'\""), word.partition("=")[2].strip("'\"")):
-                if len(part) >= 5:
-                    found.append(part)
-        return tuple(found)
+        return (*found, *dial_secrets(self.dial_cmd or ""))
 
 
 @dataclass(frozen=True, slots=True)

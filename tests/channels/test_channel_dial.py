@@ -21,7 +21,7 @@ from loopkit.channels.dial import DIAL_TIMEOUT, DialChannel
 from loopkit.config import ChannelSettings
 from loopkit.message import Message, fold
 
-from helpers import wait_until
+from helpers import clean_env, loopkit, wait_until
 
 # Copies stdin to argv[1] and the three LOOPKIT_* variables plus argv to argv[1].env.json.
 RECORDER = """
@@ -347,12 +347,50 @@ def test_default_timeout_is_30_seconds(tmp_path: Path, monkeypatch: pytest.Monke
     assert seen == [30.0]
 
 
-def test_the_dial_command_words_are_secrets() -> None:
-    from loopkit.config import ChannelSettings as Settings
+@pytest.mark.parametrize(
+    ("command", "secret", "kept"),
+    [
+        (
+            'curl -sf -H "Title: loopkit" --data-binary @- https://ntfy.sh/my-secret-topic',
+            ["https://ntfy.sh/my-secret-topic", "my-secret-topic"],
+            ["curl", "Title", "loopkit", "--data-binary"],
+        ),
+        (
+            'curl -u ops:hunter22 -H "Authorization: Bearer abcDEF123456789xyz" '
+            "https://api.example.com/v1/sms?key=zzz123",
+            ["ops:hunter22", "hunter22", "abcDEF123456789xyz", "v1/sms?key=zzz123"],
+            ["Authorization", "curl", "api.example.com"],
+        ),
+        (
+            "send --token s3cr3tvalue --api-key=KEY-1234 API_KEY=abc12345 "
+            "sk_live_4eC39HqLyjWDarjtT1zdp7dc --author loopkit --to +15551234567",
+            ["s3cr3tvalue", "KEY-1234", "abc12345", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"],
+            ["loopkit", "send", "--author", "+15551234567"],
+        ),
+        ("python3 /usr/local/bin/page-me", [], ["python3", "/usr/local/bin/page-me"]),
+    ],
+)
+def test_the_dial_command_s_secret_arguments_are_secrets(
+    command: str, secret: list[str], kept: list[str]
+) -> None:
+    found = ChannelSettings(dial_cmd=command).secrets()
+    assert command in found  # the whole line, always
+    for word in secret:
+        assert word in found
+    for word in kept:
+        assert word not in found  # masking common words would garble every log line
 
-    settings = Settings(
-        dial_cmd="curl -sf --data-binary @- https://ntfy.sh/my-secret-topic --token=s3cr3tvalue"
-    )
-    found = settings.secrets()
-    assert "https://ntfy.sh/my-secret-topic" in found and "s3cr3tvalue" in found
-    assert "curl" not in found  # short words are not worth masking
+
+def test_common_words_of_the_dial_command_survive_in_the_log(tmp_path: Path) -> None:
+    # A gateway that reads the message and fails; its URL is only an argument (no network).
+    code = "import sys; sys.stdin.read(); sys.exit(1)"
+    dial = f'{sys.executable} -c "{code}" --title loopkit https://gateway.invalid/my-secret-topic'
+    done = loopkit(
+        "-C", str(tmp_path), "escalate", "--question", "Does loopkit work?", "--context", "c",
+        "--attempted", "a", "--choice", "A — b",
+        env=clean_env(LOOPKIT_HITL_CHANNEL="dial", LOOPKIT_HITL_DIAL_CMD=dial),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    events = (tmp_path / ".loopkit" / "events.jsonl").read_text()
+    assert '"logger": "loopkit.escalation"' in events and "Does loopkit work?" in events
+    assert "my-secret-topic" not in events + done.stderr + done.stdout
