@@ -140,49 +140,48 @@ def ask(
     action = question.on_timeout or ("abort" if verdict.p0 else config.escalation.timeout_action)
     minutes = question.timeout_minutes or config.escalation.timeout_minutes
     minutes = int(minutes) if float(minutes).is_integer() else minutes
-    with store.locked():
+    with store.locked():  # one lock from the key lookup to the write: one request per key
         found = store.find_open_by_key(question.key) if question.key else None
         if found is not None:
-            if not (question.block and found.extra.get("joined_block")):
+            if not (question.block and escalator.awaits_own_block(found)):
                 return Asked(True, reason, verdict.note, found, existing=True)
-            # It joined a block that has gone since: raise it now, as its own block.
+            # It joined a block that has gone since: raise it now, as a block of its own.
             placed = escalator.place(found, persisted=True, own=True)
             if placed.joined:
                 return Asked(True, reason, verdict.note, found, existing=True, joined=placed.joined)
             record = found
-            outcome = escalator.deliver(found)
-            return Asked(True, reason, verdict.note, store.load(record.request_id),
-                         existing=True, outcome=outcome)  # fmt: skip
-        record = Request(
-            request_id=question.request_id or new_id(),
-            prompt=stem,
-            request_key=question.key,
-            kind=question.kind,
-            situation=clean(question.situation).strip(),
-            policy=clean(question.policy).strip(),
-            options=options,
-            recommendation=recommendation,
-            timeout_default={"after_minutes": minutes, "action": action},
-            context_refs=[clean(a) for a in question.attach],
-            trigger=f"ask:{question.kind}",
-            attempted=[f"policy check: {reason}"],
-        )
-        record.extra["needs_human"] = {
-            "reason": reason,
-            "p0": verdict.p0,
-            "category": question.category,
-            "confidence": question.confidence,
-            "irreversible": question.irreversible,
-        }
-        record.extra.update(question.extra)
-        if not question.block:
-            store.create(record)
-            return Asked(True, reason, verdict.note, record)
-        placed = escalator.place(record, own=True)
+        else:
+            record = Request(
+                request_id=question.request_id or new_id(),
+                prompt=stem,
+                request_key=question.key,
+                kind=question.kind,
+                situation=clean(question.situation).strip(),
+                policy=clean(question.policy).strip(),
+                options=options,
+                recommendation=recommendation,
+                timeout_default={"after_minutes": minutes, "action": action},
+                context_refs=[clean(a) for a in question.attach],
+                trigger=f"ask:{question.kind}",
+                attempted=[f"policy check: {reason}"],
+            )
+            record.extra["needs_human"] = {
+                "reason": reason,
+                "p0": verdict.p0,
+                "category": question.category,
+                "confidence": question.confidence,
+                "irreversible": question.irreversible,
+            }
+            record.extra.update(question.extra)
+            if not question.block:
+                store.create(record)
+                return Asked(True, reason, verdict.note, record)
+            placed = escalator.place(record, own=True)
     if placed.joined:
         return Asked(True, reason, verdict.note, placed.request, joined=placed.joined)
-    outcome = escalator.deliver(record)
-    return Asked(True, reason, verdict.note, store.load(record.request_id), outcome=outcome)
+    outcome = escalator.deliver(record)  # outside the store lock: a send takes seconds
+    fresh = store.load(record.request_id)
+    return Asked(True, reason, verdict.note, fresh, existing=found is not None, outcome=outcome)
 
 
 def prompt_block(record: Request) -> str:

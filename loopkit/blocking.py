@@ -18,6 +18,7 @@ from loopkit.answers import decision_of, is_human_decision, timed_out, unblocked
 from loopkit.blockwait import Outcome, wait_unblock
 from loopkit.core import Core
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
+from loopkit.escalation import raised_at
 from loopkit.events import get_logger
 from loopkit.message import fold
 from loopkit.requests import Request
@@ -74,7 +75,7 @@ class BlockedSteps(Core):
         timeout = record.timeout_default or {}
         try:
             minutes = float(timeout.get("after_minutes") or 0)
-            created = clock.parse_iso(record.created_at)
+            created = clock.parse_iso(raised_at(record))  # from when the human was asked
         except (TypeError, ValueError):
             return None
         if minutes <= 0:
@@ -164,25 +165,29 @@ class BlockedSteps(Core):
         """BLOCKED.md is gone, or the open request was answered."""
         if record is not None:
             record = self._load(record.request_id) or record
+            news = True  # the record's ending is new: the phone's message should show it
             if removed and record.status == "deferred":
                 pass  # a deferred review stays open: lifting the block is not an answer
             elif removed:
                 resolution = unblocked_by_hand(
                     record.request_id, by="human", via="blocked-file-removed"
                 )
-                record, _ = self.store.resolve(record.request_id, resolution)
+                record, changed = self.store.resolve(record.request_id, resolution)
+                news = changed or record.status != "expired"  # an expired one was shown
             else:
                 self._remove_block(record.request_id)
-            self._announce(
-                record,
-                now=record.extra.get("raised_by") == "supervisor"
-                and (record.resolution or {}).get("chosen_option") == "abort",
-            )
+            if news:
+                self._announce(
+                    record,
+                    now=record.extra.get("raised_by") == "supervisor"
+                    and (record.resolution or {}).get("chosen_option") == "abort",
+                )
             code = self._apply(record)
             if code is not None:
-                # The answer is applied: a restart must not find (and apply) it again, and
-                # starts the count afresh, as after any human decision.
+                # The answer is applied: a restart must not find (and apply) it again, nor
+                # hand "abort" to the next agent, and starts the count afresh.
                 self.state.open_request = None
+                self.state.pending_decision = None
                 self.state.failures, self.state.failed_iterations = 0, []
                 return self._finish("aborted", code, "aborted by the human's answer")
         log.info("unblocked", msg="unblocked; resuming")

@@ -108,6 +108,11 @@ def answer_hint(channel: str) -> str:
     )
 
 
+def raised_at(record: Request) -> str:
+    """When the human was asked: a request that first joined another block is asked later."""
+    return str(record.extra.get("raised_at") or record.created_at)
+
+
 def message_for(record: Request, repo: str) -> Message:
     """The five lines for ``record``; a short ``summary`` (when given) feeds lines 3 and 4."""
     summary = record.extra.get("summary")
@@ -116,7 +121,7 @@ def message_for(record: Request, repo: str) -> Message:
     return Message(
         request_id=record.request_id,
         repo=repo,
-        at=record.created_at,
+        at=raised_at(record),
         question=record.prompt,
         context=str(summary.get("context") or record.situation),
         attempted=(str(attempted),) if attempted else tuple(record.attempted),
@@ -167,6 +172,10 @@ class Escalator:
         outcome = self.deliver(record)
         return Result(self.store.load(record.request_id), None, outcome, placed.template_problem)
 
+    def awaits_own_block(self, record: Request) -> bool:
+        """``record`` joined another block that has gone since: it has not been asked yet."""
+        return "joined_block" in record.extra and blocked.state(self.workspace.blocked) == "absent"
+
     def place(self, record: Request, *, persisted: bool = False, own: bool = False) -> Result:
         """Steps 1–2: persist ``record`` and create BLOCKED.md (or join the open block).
 
@@ -184,6 +193,7 @@ class Escalator:
                 return self._join(record, persisted=persisted, own=own)
             if persisted:
                 record.extra.pop("joined_block", None)
+                record.extra["raised_at"] = clock.iso_seconds()  # its timeout starts now
                 self.store.save(record)
             else:
                 self.store.create(record)
@@ -228,7 +238,7 @@ class Escalator:
         at_commit = f" at commit {commit}" if commit else ""
         meta = [
             f"Trigger: {trigger} · request: requests/{record.request_id}.json · "
-            f"raised {record.created_at}{at_commit}"
+            f"raised {raised_at(record)}{at_commit}"
         ]
         if record.context_refs:
             meta.append("See: " + ", ".join(record.context_refs))
@@ -246,7 +256,7 @@ class Escalator:
             answer_hint=answer_hint(self.config.escalation.channel),
             repo=self.workspace.repo_name(),
             trigger=trigger,
-            at=record.created_at,
+            at=raised_at(record),
         )
         return blocked.render(self.workspace, variables)
 

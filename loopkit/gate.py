@@ -95,9 +95,7 @@ def gate(
             record = _new_request(config, argv, cwd, digest)
             placed = escalator.place(record, own=True)
             deliver = placed.joined is None
-        elif (
-            record.is_open and record.extra.get("joined_block") and not config.blocked_path.exists()
-        ):
+        elif record.is_open and escalator.awaits_own_block(record):
             placed = escalator.place(record, persisted=True, own=True)  # announce it now
             deliver = placed.joined is None
     if deliver:

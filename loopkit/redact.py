@@ -24,14 +24,53 @@ _PATTERNS = (
 
 
 # Names of flags, keys and headers whose value is a secret: --token X, api_key=X, -u user:pw,
-# "Authorization: Bearer X".
+# "Authorization: Bearer X". Not the names of a secret's kind or place (--auth-type basic).
 _SECRET_NAME = re.compile(
     r"(?:^|[-_])(?:token|key|apikey|secret|pass|passwd|password|auth|authorization|bearer"
     r"|cred|creds|credentials|sig|signature|session|cookie)(?:$|[-_])|^u$|^user$",
     re.I,
 )
+_NOT_SECRET_NAME = re.compile(r"[-_](?:type|method|mode|scheme|file|path|header)$", re.I)
 # A word that looks like a credential: long, letters and digits mixed, not a path.
 _TOKEN_LIKE = re.compile(r"(?=[^/\s]*\d)(?=[^/\s]*[A-Za-z])[A-Za-z0-9_\-.+=:~]{16,}")
+# A URL's path segment or query value that looks like a topic or key rather than a word:
+# it holds a digit, a dash or an underscore (``my-secret-topic``), or it is long.
+_KEYISH = re.compile(r"(?=.{6,})(?:.*[\d_-].*|.{12,})")
+
+
+def _secret_name(name: str) -> bool:
+    name = name.lstrip("-")
+    return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
+
+
+def _url_secrets(url: str) -> list[str]:
+    """A URL whole, without its scheme, and its key-like path segments and query values."""
+    bare = url.split("://", 1)[1]
+    found = [url, bare]
+    path, _, query = bare.partition("/")[2].partition("?")
+    found += [segment for segment in path.split("/") if _KEYISH.fullmatch(segment)]
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if value and (_secret_name(name) or _KEYISH.fullmatch(value)):
+            found.append(value)
+    return found
+
+
+def _word_secrets(word: str) -> tuple[list[str], bool]:
+    """The secrets in one argument, and whether the next argument is a secret too."""
+    if "://" in word and "=" not in word.split("://", 1)[0]:
+        return _url_secrets(word), False
+    name, eq, value = word.partition("=")
+    if eq and name:
+        if _secret_name(name):  # --token=X, API_KEY=X, --user=ops:pw
+            return [value, value.partition(":")[2]], False
+        return _word_secrets(value)[0], False  # --header=… , --url=https://…
+    header, colon, header_value = word.partition(":")
+    if colon and header_value.startswith(" ") and _secret_name(header):
+        return [header_value.strip(), *header_value.split()[1:]], False  # "Bearer X", X
+    if word.startswith("-"):
+        return [], _secret_name(word)  # --token X, -u ops:pw
+    return ([word] if _TOKEN_LIKE.fullmatch(word) else []), False
 
 
 def dial_secrets(command: str) -> list[str]:
@@ -39,37 +78,24 @@ def dial_secrets(command: str) -> list[str]:
     marked secret), besides the whole command line.
 
     An argument is taken as secret by its shape, never because it is merely long — masking
-    ``python3`` or ``loopkit`` would garble every log line: a URL (its path and query carry
-    topics and keys), the value of a flag, key or header named like a secret (``--token X``,
-    ``--api-key=X``, ``API_KEY=X``, ``-u user:pw``, ``"Authorization: Bearer X"``), and a
-    credential-shaped word (16+ letters and digits mixed, not a path).
+    ``python3`` or ``loopkit`` would garble every log line: a URL (whole, and its key-like
+    path segments and query values), the value of a flag, key or header named like a secret
+    (``--token X``, ``--api-key=X``, ``API_KEY=X``, ``-u user:pw``, ``"Authorization: Bearer
+    X"``), and a credential-shaped word (16+ letters and digits mixed, not a path).
     """
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
     found: list[str] = []
-    after_secret_flag = False
+    next_is_secret = False
     for word in words:
-        if after_secret_flag and not word.startswith("-"):
+        if next_is_secret and not word.startswith("-"):
             found.extend((word, word.partition(":")[2]))  # -u user:password, the password too
-        after_secret_flag = False
-        name, eq, value = word.partition("=")
-        header, colon, header_value = word.partition(":")
-        if "://" in word:
-            found.append(word)
-            rest = word.split("://", 1)[1].partition("/")[2]
-            if len(rest) >= 6:
-                found.append(rest)
-        elif eq and _SECRET_NAME.search(name):
-            found.append(value)
-        elif colon and " " in header_value and _SECRET_NAME.search(header):
-            found.append(header_value.strip())
-            found.extend(header_value.split()[1:])  # "Bearer X" and X alone
-        elif word.startswith("-") and _SECRET_NAME.search(word.lstrip("-")):
-            after_secret_flag = True
-        elif _TOKEN_LIKE.fullmatch(word):
-            found.append(word)
+            next_is_secret = False
+            continue
+        secrets, next_is_secret = _word_secrets(word)
+        found.extend(secrets)
     return [f for f in found if len(f) >= 4]
 
 

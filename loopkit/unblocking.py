@@ -56,7 +56,11 @@ def unblock(config: Config, *, reply: str | None, by: str) -> Unblocked:
             record = None
         if record is not None and record.status == "open":
             store.resolve(request_id, unblocked_by_hand(request_id, by=by, via="cli"))
-        message = f"request {request_id} resolved as unblocked by hand; {path.name} removed"
+            message = f"request {request_id} resolved as unblocked by hand; {path.name} removed"
+        elif record is not None:
+            message = f"request {request_id} was already {record.status}; {path.name} removed"
+        else:
+            message = f"request {request_id} not found; {path.name} removed"
     else:
         message = f"{path.name} removed (it named no loopkit request)"
     if blocked.request_id_of(path) == request_id:

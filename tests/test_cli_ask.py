@@ -523,3 +523,41 @@ def test_gate_approved_but_not_runnable(ws: Path) -> None:
     done = gate(ws, "no-such-program-xyz")
     assert done.returncode == 127
     assert "cannot run" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_asking_again_while_blocked_leaves_the_open_block_alone(ws: Path) -> None:
+    assert loopkit("-C", str(ws), *ESCALATE).returncode == 2
+    [block] = files(ws)
+    args = ["-s", "Which currency?", "--key", "currency", "--block", "--json"]
+    assert ask(ws, *args).returncode == 2
+    seen = record(ws, block.stem)["updated_at"]  # what the human read
+    assert ask(ws, *args).returncode == 2  # the agent asks again, and again
+    assert ask(ws, *args).returncode == 2
+    assert len(record(ws, block.stem)["joined"]) == 1  # type: ignore[arg-type]
+    guarded = loopkit("-C", str(ws), "reply", "--request-id", block.stem, "--reply", "A",
+                      "--expected-updated-at", str(seen))  # fmt: skip
+    assert guarded.returncode == 0, guarded.stderr
+
+
+def test_raising_a_joined_question_sends_outside_the_store_lock(ws: Path) -> None:
+    assert loopkit("-C", str(ws), *ESCALATE).returncode == 2
+    other = ask_json(ws, "-s", "Which date library?", "--key", "dates")
+    args = ["-s", "Which currency?", "--key", "currency", "--block"]
+    assert ask(ws, *args).returncode == 2
+    assert loopkit("-C", str(ws), "unblock").returncode == 0
+    # The gateway answers another request while it sends: that needs the store lock.
+    dial = f"{LOOPKIT} -C {ws} reply --request-id {other['request_id']} --reply A"
+    env = clean_env(LOOPKIT_HITL_CHANNEL="dial", LOOPKIT_HITL_DIAL_CMD=dial)
+    raised = ask(ws, *args, env=env)
+    assert raised.returncode == 2, raised.stderr
+    assert record(ws, str(other["request_id"]))["status"] == "resolved"
+
+
+def test_a_question_that_joined_a_hand_written_block_is_raised_when_it_goes(ws: Path) -> None:
+    (ws / "BLOCKED.md").write_text("Waiting for the design review.\n")
+    args = ["-s", "Which currency?", "--key", "currency", "--block", "--json"]
+    joined = json.loads(ask(ws, *args).stdout)
+    (ws / "BLOCKED.md").unlink()
+    raised = json.loads(ask(ws, *args).stdout)
+    assert raised["request_id"] == joined["request_id"]
+    assert f"loopkit request: {joined['request_id']}" in (ws / "BLOCKED.md").read_text()

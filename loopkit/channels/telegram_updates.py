@@ -27,7 +27,8 @@ from typing import Any
 import httpx
 
 from loopkit import atomicfile, clock
-from loopkit.answers import answer
+from loopkit.answers import answer, awaits_late_answer
+from loopkit.channels.telegram import keyboard
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.events import get_logger
@@ -164,7 +165,10 @@ def outcome_line(record: Request) -> str:
             "skip": "loopkit skipped the task",
             "retry": "loopkit retried the task",
         }.get(str(res.get("action")), f"loopkit took the default ({res.get('action')})")
-        return f"Expired after {minutes} min, {at}: no answer, {done}."
+        line = f"Expired after {minutes} min, {at}: no answer, {done}."
+        if res.get("action") == "abort":
+            line += " The block stands: an answer here still counts at the next loopkit run."
+        return line
     if res.get("outcome") == "unblocked":
         return f"Unblocked by hand ({res.get('via')}), {at}."
     chosen = res.get("chosen_option")
@@ -283,10 +287,10 @@ class UpdatePoller:
         updates = self.bot.call("getUpdates", payload, timeout=wait + 10)
         if not isinstance(updates, list) or not updates:
             return 0
-        if self.stopped.is_set():
-            return 0  # not handled, offset not moved: the next poller gets them again
-        self._busy.set()
+        self._busy.set()  # before the check: stop() either sees it (and waits) or we see stop
         try:
+            if self.stopped.is_set():
+                return 0  # not handled, offset not moved: the next poller gets them again
             return self._handle_batch(updates, offset)
         finally:
             self._busy.clear()
@@ -413,20 +417,26 @@ class UpdatePoller:
             )
 
     def show_outcome(self, record: Request, original: Any = None) -> None:
-        """Edit the block's message to end with the outcome; its keyboard goes."""
+        """Edit the block's message to end with the outcome; its keyboard goes, unless a
+        late answer is still welcome (an abort timeout whose block stands)."""
         message_id = telegram_message_id(record)
         if message_id is None or not self.chat:
             return
-        if not isinstance(original, str):
-            from loopkit.escalation import message_for
+        from loopkit.escalation import message_for
 
-            original = message_for(record, Workspace.of(self.config).repo_name()).text
+        workspace = Workspace.of(self.config)
+        message = message_for(record, workspace.repo_name())
+        if not isinstance(original, str):
+            original = message.text
+        buttons: dict[str, Any] = {"inline_keyboard": []}
+        if awaits_late_answer(record, workspace.blocked):
+            buttons = keyboard(message) or buttons  # still answerable: the buttons stay
         self.bot.try_call(
             "editMessageText",
             {
                 "chat_id": self.chat,
                 "message_id": message_id,
                 "text": f"{original}\n\n{outcome_line(record)}",
-                "reply_markup": {"inline_keyboard": []},
+                "reply_markup": buttons,
             },
         )

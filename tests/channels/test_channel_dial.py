@@ -358,8 +358,14 @@ def test_default_timeout_is_30_seconds(tmp_path: Path, monkeypatch: pytest.Monke
         (
             'curl -u ops:hunter22 -H "Authorization: Bearer abcDEF123456789xyz" '
             "https://api.example.com/v1/sms?key=zzz123",
-            ["ops:hunter22", "hunter22", "abcDEF123456789xyz", "v1/sms?key=zzz123"],
-            ["Authorization", "curl", "api.example.com"],
+            ["ops:hunter22", "hunter22", "abcDEF123456789xyz", "zzz123"],
+            ["Authorization", "curl", "api.example.com", "v1", "sms"],
+        ),
+        (
+            'wget --header="Authorization: Bearer XYZ12345" --user=ops:pw1234 --auth-type basic '
+            "https://gateway.invalid/requests https://x.invalid/loopkit/message",
+            ["XYZ12345", "pw1234", "https://gateway.invalid/requests"],
+            ["requests", "loopkit", "message", "basic", "wget"],
         ),
         (
             "send --token s3cr3tvalue --api-key=KEY-1234 API_KEY=abc12345 "
