@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from loopkit import blocked, clock
+from loopkit import clock
 from loopkit.errors import RequestConflict
 from loopkit.message import clean, fold
 from loopkit.parse import Decision, parse_reply
@@ -105,14 +104,11 @@ def answer(
     reply = clean(reply)
     with store.locked():
         record = store.load_unchanged(request_id, expected_updated_at)
-        late = not record.is_open and awaits_late_answer(record, store.workspace.blocked)
-        if not (record.is_open or late):
+        if not record.is_open:
             raise already_answered(record)
         decision, extra = parse_for(record, reply)
         now = clock.iso_seconds()
         if record.kind == "review" and decision.chosen_option == "deferred":
-            if late:
-                raise already_answered(record)  # too late to put off: it has expired
             record.status = "deferred"
             record.extra.setdefault("deferrals", []).append(
                 {"at": now, "by": by, "via": via, "reason": extra.get("reason")}
@@ -128,9 +124,6 @@ def answer(
             **(about or {}),
             "reply": reply if len(reply) <= 10_000 else reply[:10_000],
         }
-        if late:
-            resolution["late"] = True  # after the timeout; the timeout's record is kept
-            record.extra.setdefault("expired_resolution", record.resolution)
         record.status = "resolved"
         record.resolution = resolution
         store.save(record)
@@ -147,27 +140,18 @@ def _decision_json(request_id: str, decision: Decision, at: str) -> dict[str, An
     }
 
 
-def awaits_late_answer(record: Request, blocked_path: Path) -> bool:
-    """An ``abort`` timeout left the request's block standing: a human may still answer it.
-
-    Only while ``blocked_path`` is still this request's block — once it is lifted nobody
-    would act on the answer — and never for a gate approval already used up. (After
-    ``skip`` or ``retry`` the loop went on without an answer; ``queue`` never expires.)
-    """
-    res = record.resolution or {}
-    return (
-        record.status == "expired"
-        and res.get("action") == "abort"
-        and not record.extra.get("consumed_at")
-        and blocked.request_id_of(blocked_path) == record.request_id
-    )
-
-
 def already_answered(record: Request) -> RequestConflict:
     res = record.resolution or {}
     what = res.get("parsed_decision") or record.status
     who = f" by {res['by']}" if res.get("by") else ""
     when = f" at {res['resolved_at']}" if res.get("resolved_at") else ""
+    if record.status == "expired":
+        # A timeout is not an answer, and it is final (SPEC: open → resolved | expired).
+        return RequestConflict(
+            f"request {record.request_id!r} expired{when} (nobody answered in time; timeout "
+            f"action: {res.get('action') or what}); it takes no answer now — lift its block "
+            "with `loopkit unblock` (or delete BLOCKED.md) and ask again if need be"
+        )
     return RequestConflict(
         f"request {record.request_id!r} is already {record.status} "
         f"({fold(str(what), 80)}{who}{when}); the first answer stands"

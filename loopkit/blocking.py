@@ -98,8 +98,8 @@ class BlockedSteps(Core):
                 return False
             seen[0] = stamp  # type: ignore[call-overload]
             fresh = self._load(record.request_id)
-            # Resolved, not merely closed: a request that expired with `abort` keeps its
-            # block until a human answers it (late) or deletes BLOCKED.md.
+            # Resolved, not merely closed: a request that expired with `abort` takes no
+            # answer; its block stands until a human lifts it (deletes BLOCKED.md).
             return fresh is not None and fresh.status == "resolved"
 
         return answered

@@ -62,7 +62,7 @@ class Core:
         self.options = options or Options()
         self.workspace = Workspace.of(config)
         self.store = RequestStore(self.workspace)
-        self.escalator = escalator or Escalator(config)
+        self.escalator = escalator or Escalator(config, store=self.store)
         self._reload_config = reload or (lambda: config_mod.load(self.workspace.root))
         self.print_head = print_head or (lambda text: sys.stdout.write(text))
         self.state_file = StateFile(self.workspace)

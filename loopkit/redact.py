@@ -23,19 +23,21 @@ _PATTERNS = (
 )
 
 
-# Names of flags, keys and headers whose value is a secret: --token X, api_key=X, -u user:pw,
+# Names of flags, keys and headers whose value is a secret: --token X, api_key=X,
 # "Authorization: Bearer X". Not the names of a secret's kind or place (--auth-type basic).
 _SECRET_NAME = re.compile(
-    r"(?:^|[-_])(?:token|key|apikey|secret|pass|passwd|password|auth|authorization|bearer"
-    r"|cred|creds|credentials|sig|signature|session|cookie)(?:$|[-_])|^u$|^user$",
+    r"(?:^|[-_])(?:token|key|apikey|secret|pass|passwd|password|pw|pwd|auth|authorization"
+    r"|bearer|cred|creds|credentials|sig|signature|session|cookie)(?:$|[-_])",
     re.I,
 )
-_NOT_SECRET_NAME = re.compile(r"[-_](?:type|method|mode|scheme|file|path|header)$", re.I)
+_NOT_SECRET_NAME = re.compile(r"[-_](?:type|method|mode|scheme|file|path|header|id|name)$", re.I)
+# A user flag's value is ``user:password``: only the password is secret.
+_USER_NAME = re.compile(r"^(?:u|user)$", re.I)
+_HEADER = re.compile(r"^([A-Za-z0-9_-]+):\s*(\S.*)$", re.S)
 # A word that looks like a credential: long, letters and digits mixed, not a path.
 _TOKEN_LIKE = re.compile(r"(?=[^/\s]*\d)(?=[^/\s]*[A-Za-z])[A-Za-z0-9_\-.+=:~]{16,}")
-# A URL's path segment or query value that looks like a topic or key rather than a word:
-# it holds a digit, a dash or an underscore (``my-secret-topic``), or it is long.
-_KEYISH = re.compile(r"(?=.{6,})(?:.*[\d_-].*|.{12,})")
+# A URL path segment that looks like a topic or a key rather than a word (``my-topic-42``).
+_KEYISH = re.compile(r"(?=.{6,})[^/]*[\d_-][^/]*")
 
 
 def _secret_name(name: str) -> bool:
@@ -43,34 +45,59 @@ def _secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
 
 
-def _url_secrets(url: str) -> list[str]:
-    """A URL whole, without its scheme, and its key-like path segments and query values."""
-    bare = url.split("://", 1)[1]
-    found = [url, bare]
-    path, _, query = bare.partition("/")[2].partition("?")
-    found += [segment for segment in path.split("/") if _KEYISH.fullmatch(segment)]
-    for pair in query.split("&"):
-        name, _, value = pair.partition("=")
-        if value and (_secret_name(name) or _KEYISH.fullmatch(value)):
+def _password_of(value: str) -> list[str]:
+    return [value.partition(":")[2]] if ":" in value else []
+
+
+def _pairs(text: str) -> list[str]:
+    """``a=1&token=X`` (a form body, a query, ``--token=X``, ``API_KEY=X``): the secrets."""
+    found: list[str] = []
+    for pair in text.split("&"):
+        name, eq, value = pair.partition("=")
+        if not (eq and name and value):
+            continue
+        if _USER_NAME.match(name.lstrip("-")):
+            found += _password_of(value)  # --user=ops:pw
+        elif _secret_name(name):
             found.append(value)
+        else:
+            found += _word_secrets(value)[0]  # --header=…, --url=https://…
     return found
 
 
-def _word_secrets(word: str) -> tuple[list[str], bool]:
-    """The secrets in one argument, and whether the next argument is a secret too."""
-    if "://" in word and "=" not in word.split("://", 1)[0]:
-        return _url_secrets(word), False
-    name, eq, value = word.partition("=")
-    if eq and name:
-        if _secret_name(name):  # --token=X, API_KEY=X, --user=ops:pw
-            return [value, value.partition(":")[2]], False
-        return _word_secrets(value)[0], False  # --header=… , --url=https://…
-    header, colon, header_value = word.partition(":")
-    if colon and header_value.startswith(" ") and _secret_name(header):
-        return [header_value.strip(), *header_value.split()[1:]], False  # "Bearer X", X
+def _url_secrets(url: str) -> list[str]:
+    """A URL whole, without its scheme, its password, key-like path segments, secret values."""
+    bare = url.split("://", 1)[1]
+    found = [url, bare]
+    authority, _, rest = bare.partition("/")
+    if "@" in authority:
+        found += _password_of(authority.rpartition("@")[0])
+    path, _, query = rest.partition("?")
+    found += [segment for segment in path.split("/") if _KEYISH.fullmatch(segment)]
+    return found + _pairs(query)
+
+
+def _word_secrets(word: str) -> tuple[list[str], str | None]:
+    """The secrets in one argument, and what the next argument is (``"secret"``, ``"user"``)."""
+    header = _HEADER.match(word)
+    if header and _secret_name(header[1]):  # "Authorization: Bearer X", "Cookie: s=X"
+        value = header[2].strip()
+        return [value, *value.split()[1:], *_pairs(value.replace("; ", "&"))], None
+    if word.startswith("-") and "=" in word:
+        return _pairs(word), None  # --token=X, --header='Authorization: Bearer X'
+    if any(c.isspace() for c in word):
+        return dial_secrets(word), None  # sh -c '… --token X'
+    scheme = word.split("://", 1)[0] if "://" in word else None
+    if scheme is not None and scheme.isalnum():
+        return _url_secrets(word), None
+    if "=" in word:
+        return _pairs(word), None
     if word.startswith("-"):
-        return [], _secret_name(word)  # --token X, -u ops:pw
-    return ([word] if _TOKEN_LIKE.fullmatch(word) else []), False
+        flag = word.lstrip("-")
+        if _USER_NAME.match(flag):
+            return [], "user"  # -u ops:pw
+        return [], "secret" if _secret_name(flag) else None  # --token X
+    return ([word] if _TOKEN_LIKE.fullmatch(word) else []), None
 
 
 def dial_secrets(command: str) -> list[str]:
@@ -78,24 +105,25 @@ def dial_secrets(command: str) -> list[str]:
     marked secret), besides the whole command line.
 
     An argument is taken as secret by its shape, never because it is merely long — masking
-    ``python3`` or ``loopkit`` would garble every log line: a URL (whole, and its key-like
-    path segments and query values), the value of a flag, key or header named like a secret
-    (``--token X``, ``--api-key=X``, ``API_KEY=X``, ``-u user:pw``, ``"Authorization: Bearer
-    X"``), and a credential-shaped word (16+ letters and digits mixed, not a path).
+    ``python3`` or ``loopkit`` would garble every log line: a URL (whole, its password, its
+    key-like path segments and secret query values), the value of a flag, key or header
+    named like a secret (``--token X``, ``--api-key=X``, ``API_KEY=X``, ``token=X`` in a form
+    body, ``"Authorization: Bearer X"``), a user flag's password (``-u user:pw``), and a
+    credential-shaped word (16+ letters and digits mixed, not a path).
     """
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
     found: list[str] = []
-    next_is_secret = False
+    expect: str | None = None
     for word in words:
-        if next_is_secret and not word.startswith("-"):
-            found.extend((word, word.partition(":")[2]))  # -u user:password, the password too
-            next_is_secret = False
+        if expect is not None and not word.startswith("-"):
+            found += [word] if expect == "secret" else _password_of(word)
+            expect = None
             continue
-        secrets, next_is_secret = _word_secrets(word)
-        found.extend(secrets)
+        secrets, expect = _word_secrets(word)
+        found += secrets
     return [f for f in found if len(f) >= 4]
 
 

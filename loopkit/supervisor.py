@@ -30,6 +30,7 @@ from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import Escalator
 from loopkit.events import get_logger
 from loopkit.iteration import IterationSteps
+from loopkit.requests import RequestStore
 from loopkit.watcher import FolderWatch
 from loopkit.workspace import Workspace
 
@@ -135,8 +136,12 @@ class Supervisor(IterationSteps, BlockedSteps):
             return
         self.config = new
         self.workspace = Workspace.of(new)
-        self.escalator = Escalator(new)
+        self.store = RequestStore(self.workspace)
+        self.escalator = Escalator(new, store=self.store)
         self.runner.kill_grace = new.loop.kill_grace
+        if self._poller is not None:  # the phone poller restarts, on its next use, as set now
+            self._poller.stop()
+            self._poller = None
         log.info("reloaded", msg="config reloaded (SIGHUP)")
 
     def _pause(self) -> bool:

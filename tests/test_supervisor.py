@@ -456,11 +456,14 @@ def test_a_timeout_abort_keeps_the_block_across_a_restart(ws: Path) -> None:
     with Daemon(ws) as daemon:
         daemon.wait_state(status="blocked")
         assert len(runs(ws)) == 3 and (ws / "BLOCKED.md").exists()
-        # The human answers in the morning: late, but it counts.
-        done = loopkit("-C", str(ws), "unblock", "--reply", "A")
-        assert done.returncode == 0, done.stderr
-        assert daemon.wait() == 3  # the retry failed three times more; nobody answered that
+        # An expiry is final: the answer in the morning is refused, said so, nothing changed.
+        late = loopkit("-C", str(ws), "unblock", "--reply", "B")
+        assert late.returncode == 4 and "expired" in late.stderr, late.stderr
+        assert (ws / "BLOCKED.md").exists()
+        # Lifting the block is what resumes the loop, its counters afresh.
+        assert loopkit("-C", str(ws), "unblock").returncode == 0
+        assert daemon.wait() == 3  # three more failures, a new block, nobody answers it
+    assert len(runs(ws)) == 6
     [first, _] = records(ws)
-    assert first["status"] == "resolved" and first["resolution"]["late"] is True  # type: ignore[index]
-    assert first["expired_resolution"]["by"] == "timeout"  # type: ignore[index]
-    assert runs(ws)[3][1] == "retry"
+    assert first["status"] == "expired" and first["resolution"]["by"] == "timeout"  # type: ignore[index]
+    assert runs(ws)[3][1] == ""  # no decision reached the agent: nobody made one

@@ -27,8 +27,7 @@ from typing import Any
 import httpx
 
 from loopkit import atomicfile, clock
-from loopkit.answers import answer, awaits_late_answer
-from loopkit.channels.telegram import keyboard
+from loopkit.answers import answer
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.events import get_logger
@@ -165,10 +164,7 @@ def outcome_line(record: Request) -> str:
             "skip": "loopkit skipped the task",
             "retry": "loopkit retried the task",
         }.get(str(res.get("action")), f"loopkit took the default ({res.get('action')})")
-        line = f"Expired after {minutes} min, {at}: no answer, {done}."
-        if res.get("action") == "abort":
-            line += " The block stands: an answer here still counts at the next loopkit run."
-        return line
+        return f"Expired after {minutes} min, {at}: no answer, {done}."
     if res.get("outcome") == "unblocked":
         return f"Unblocked by hand ({res.get('via')}), {at}."
     chosen = res.get("chosen_option")
@@ -417,26 +413,20 @@ class UpdatePoller:
             )
 
     def show_outcome(self, record: Request, original: Any = None) -> None:
-        """Edit the block's message to end with the outcome; its keyboard goes, unless a
-        late answer is still welcome (an abort timeout whose block stands)."""
+        """Edit the block's message to end with the outcome; its keyboard goes."""
         message_id = telegram_message_id(record)
         if message_id is None or not self.chat:
             return
-        from loopkit.escalation import message_for
-
-        workspace = Workspace.of(self.config)
-        message = message_for(record, workspace.repo_name())
         if not isinstance(original, str):
-            original = message.text
-        buttons: dict[str, Any] = {"inline_keyboard": []}
-        if awaits_late_answer(record, workspace.blocked):
-            buttons = keyboard(message) or buttons  # still answerable: the buttons stay
+            from loopkit.escalation import message_for
+
+            original = message_for(record, Workspace.of(self.config).repo_name()).text
         self.bot.try_call(
             "editMessageText",
             {
                 "chat_id": self.chat,
                 "message_id": message_id,
                 "text": f"{original}\n\n{outcome_line(record)}",
-                "reply_markup": buttons,
+                "reply_markup": {"inline_keyboard": []},
             },
         )

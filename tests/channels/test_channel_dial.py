@@ -357,23 +357,31 @@ def test_default_timeout_is_30_seconds(tmp_path: Path, monkeypatch: pytest.Monke
         ),
         (
             'curl -u ops:hunter22 -H "Authorization: Bearer abcDEF123456789xyz" '
-            "https://api.example.com/v1/sms?key=zzz123",
-            ["ops:hunter22", "hunter22", "abcDEF123456789xyz", "zzz123"],
-            ["Authorization", "curl", "api.example.com", "v1", "sms"],
+            '-H "X-API-Key:abcdef123456" https://api.example.com/v1/sms?key=zzz123',
+            ["hunter22", "abcDEF123456789xyz", "abcdef123456", "zzz123"],
+            ["ops", "Authorization", "curl", "api.example.com", "v1", "sms"],
         ),
         (
             'wget --header="Authorization: Bearer XYZ12345" --user=ops:pw1234 --auth-type basic '
-            "https://gateway.invalid/requests https://x.invalid/loopkit/message",
+            "https://gateway.invalid/requests https://x.invalid/loopkit/message "
+            "https://h.invalid/v1/notifications",
             ["XYZ12345", "pw1234", "https://gateway.invalid/requests"],
-            ["requests", "loopkit", "message", "basic", "wget"],
+            ["requests", "loopkit", "message", "notifications", "basic", "wget"],
         ),
         (
             "send --token s3cr3tvalue --api-key=KEY-1234 API_KEY=abc12345 "
-            "sk_live_4eC39HqLyjWDarjtT1zdp7dc --author loopkit --to +15551234567",
+            "sk_live_4eC39HqLyjWDarjtT1zdp7dc --author loopkit --user loopkit --key-id loopkit "
+            "--to +15551234567",
             ["s3cr3tvalue", "KEY-1234", "abc12345", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"],
             ["loopkit", "send", "--author", "+15551234567"],
         ),
-        ("python3 /usr/local/bin/page-me", [], ["python3", "/usr/local/bin/page-me"]),
+        (
+            "sh -c '/usr/local/bin/gw --token s3cr3tvalue' ; curl -H 'Cookie: session=abc123def' "
+            "--pw hunter22x -d 'chat_id=42&token=abcd1234' https://bob:sekrit99@host.invalid/x",
+            ["s3cr3tvalue", "abc123def", "hunter22x", "abcd1234", "sekrit99"],
+            ["sh", "/usr/local/bin/gw", "chat_id", "bob"],
+        ),
+        ("python3 -u /usr/local/bin/page-me", [], ["python3", "/usr/local/bin/page-me"]),
     ],
 )
 def test_the_dial_command_s_secret_arguments_are_secrets(
