@@ -143,9 +143,10 @@ def ask(
     with store.locked():  # one lock from the key lookup to the write: one request per key
         found = store.find_open_by_key(question.key) if question.key else None
         if found is not None:
-            if not (question.block and escalator.awaits_own_block(found)):
+            unasked = escalator.awaits_own_block(found) or found.extra.get("not_raised")
+            if not (question.block and unasked):
                 return Asked(True, reason, verdict.note, found, existing=True)
-            # It joined a block that has gone since: raise it now, as a block of its own.
+            # Asked without --block, or it joined a block that has gone since: raise it now.
             placed = escalator.place(found, persisted=True, own=True)
             if placed.joined:
                 return Asked(True, reason, verdict.note, found, existing=True, joined=placed.joined)
@@ -174,6 +175,7 @@ def ask(
             }
             record.extra.update(question.extra)
             if not question.block:
+                record.extra["not_raised"] = True  # a later `ask --key … --block` raises it
                 store.create(record)
                 return Asked(True, reason, verdict.note, record)
             placed = escalator.place(record, own=True)

@@ -173,7 +173,7 @@ class Escalator:
         return Result(self.store.load(record.request_id), None, outcome, placed.template_problem)
 
     def awaits_own_block(self, record: Request) -> bool:
-        """``record`` joined another block that has gone since: it has not been asked yet."""
+        """``record`` has not been asked yet: it joined another block that has gone since."""
         return "joined_block" in record.extra and blocked.state(self.workspace.blocked) == "absent"
 
     def place(self, record: Request, *, persisted: bool = False, own: bool = False) -> Result:
@@ -193,6 +193,7 @@ class Escalator:
                 return self._join(record, persisted=persisted, own=own)
             if persisted:
                 record.extra.pop("joined_block", None)
+                record.extra.pop("not_raised", None)
                 record.extra["raised_at"] = clock.iso_seconds()  # its timeout starts now
                 self.store.save(record)
             else:
@@ -287,12 +288,14 @@ class Escalator:
             target.extra.setdefault("joined", []).append(entry)
             self.store.save(target)
             if persisted:
+                record.extra.pop("not_raised", None)
                 record.extra["joined_block"] = open_id
                 self.store.save(record)
             result = record if own else target
         else:
             # A BLOCKED.md loopkit did not write: keep the question as a record of its own.
             record.extra["joined_block"] = open_id
+            record.extra.pop("not_raised", None)
             if persisted:
                 self.store.save(record)
             else:

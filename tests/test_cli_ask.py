@@ -561,3 +561,14 @@ def test_a_question_that_joined_a_hand_written_block_is_raised_when_it_goes(ws: 
     raised = json.loads(ask(ws, *args).stdout)
     assert raised["request_id"] == joined["request_id"]
     assert f"loopkit request: {joined['request_id']}" in (ws / "BLOCKED.md").read_text()
+
+
+def test_asking_again_with_block_raises_a_question_asked_without(ws: Path) -> None:
+    args = ["-s", "Which currency?", "--key", "currency", "--json"]
+    first = json.loads(ask(ws, *args).stdout)
+    assert not (ws / "BLOCKED.md").exists()
+    raised = json.loads(ask(ws, *args, "--block").stdout)
+    assert raised["request_id"] == first["request_id"] and len(files(ws)) == 1
+    assert f"loopkit request: {first['request_id']}" in (ws / "BLOCKED.md").read_text()
+    again = ask(ws, *args, "--block")  # once raised, asking again changes nothing
+    assert again.returncode == 2 and len(files(ws)) == 1
