@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopkit import clock
-from loopkit.errors import RequestConflict
+from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
 from loopkit.parse import Decision, parse_reply
 from loopkit.requests import Request, RequestStore
@@ -102,6 +102,18 @@ def answer(
     ``about`` adds fields to the resolution (who answered, in a channel's own terms).
     """
     reply = clean(reply)
+    if not reply.strip():
+        # An unset variable (`--reply "$ANSWER"`) must not use up the one answer.
+        raise UsageError("empty reply: nothing to record; give the answer (a letter, a label, "
+                         "your words), or lift the block with `loopkit unblock`")  # fmt: skip
+    if expected_updated_at is not None:
+        try:
+            clock.parse_iso(expected_updated_at)
+        except ValueError:
+            raise UsageError(
+                f"--expected-updated-at {expected_updated_at!r} is not a time; pass the "
+                "record's updated_at as read (e.g. 2026-12-02T13:11:06.123456Z)"
+            ) from None
     with store.locked():
         record = store.load_unchanged(request_id, expected_updated_at)
         if not record.is_open:

@@ -42,6 +42,9 @@ class BlockedSteps(Core):
         if not present:
             # Lifted before we waited on it (just after we raised it, or while we were down).
             return self._unblocked(record, removed=True)
+        if record is not None and record.status == "resolved":
+            # Answered while no supervisor waited (`loopkit reply`; `run --exit-on-block`).
+            return self._unblocked(record, removed=False)
         if record is not None and resend and record.is_open:
             # After a restart: a send cut short by a crash goes out once more, nothing else.
             self.escalator.resume_delivery(record)

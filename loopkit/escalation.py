@@ -100,10 +100,14 @@ def default_factory(config: Config) -> ChannelFactory:
     return create
 
 
-def answer_hint(channel: str) -> str:
+def answer_hint(channel: str, choices: int = 3) -> str:
+    """The last line of the Choices section: how this channel's human answers."""
     tap = "tap a button in Telegram, " if channel == "telegram" else ""
+    one_way = "Slack cannot answer back: " if channel == "slack" else ""
+    others = {1: "or your own words", 2: "or B, or your own words"}
+    alternatives = others.get(choices, "or B, C, or your own words")
     return (
-        f"To answer: {tap}run `loopkit unblock --reply A` (or B, C, or your own words), "
+        f"To answer: {one_way}{tap}run `loopkit unblock --reply A` ({alternatives}), "
         "or delete this file to resume."
     )
 
@@ -254,7 +258,7 @@ class Escalator:
             attempted=record.attempted,
             choices=choices,
             meta=meta,
-            answer_hint=answer_hint(self.config.escalation.channel),
+            answer_hint=answer_hint(self.config.escalation.channel, len(choices)),
             repo=self.workspace.repo_name(),
             trigger=trigger,
             at=raised_at(record),

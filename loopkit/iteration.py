@@ -228,7 +228,9 @@ class IterationSteps(Core):
         )
         self._save()
         if state.failures >= limit:
-            command = self.config.loop.verify or self.config.loop.agent or ""
+            loop = self.config.loop
+            agents_fault = reason.startswith("agent") or loop.verify is None
+            command = (loop.agent if agents_fault else loop.verify) or ""
             self._escalate(
                 triggers.verify_failures(
                     task=task,

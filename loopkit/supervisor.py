@@ -124,7 +124,8 @@ class Supervisor(IterationSteps, BlockedSteps):
             code = self._iteration()
             if code is not None:
                 return code
-            if blocked.state(self.workspace.blocked) == "absent" and self._pause():
+            last = self.options.max_iterations is not None and done >= self.options.max_iterations
+            if not last and blocked.state(self.workspace.blocked) == "absent" and self._pause():
                 return self._stopped()
 
     def _do_reload(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from loopkit.blocked import Choice
 from loopkit.escalation import Escalation
 from loopkit.message import fold
+from loopkit.rubric import MAX_STEM as MAX_PROMPT
 
 CHOICES = (
     Choice("Retry with a hint", "the next agent run gets your reply as LOOPKIT_DECISION", "retry"),
@@ -39,8 +40,12 @@ def _extra(task: str | None, iteration: int) -> dict[str, Any]:
     return {"raised_by": "supervisor", "task": task, "iteration": iteration}
 
 
-def _task_name(task: str | None) -> str:
-    return f"task '{fold(task, 80)}'" if task else "the current task"
+def _task_name(task: str | None, limit: int = 80) -> str:
+    return f"task '{fold(task, limit)}'" if task else "the current task"
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
 
 
 def verify_failures(
@@ -53,10 +58,18 @@ def verify_failures(
     iteration: int,
 ) -> Escalation:
     sig = signature(last_output) or ["(no output)"]
+    reasons = sorted({str(f["reason"]) for f in failed})
+    # Who failed: the agent (it could not run, or timed out) or verify — or both by turns.
+    if reasons and all(r.startswith("agent") for r in reasons):
+        who = "The agent"
+    elif reasons and all(r.startswith("verify") for r in reasons):
+        who = "Verify"
+    else:
+        who = "The iteration"
     context = "\n".join(
         [
             f"Task: {task or '(one task: no task_file)'}",
-            f"Verify: `{fold(command, 100)}` failed {failures} times in a row",
+            f"{who}: `{fold(command, 100)}` failed {_times(failures)} in a row",
             *(f"> {line}" for line in sig),
         ]
     )
@@ -65,14 +78,16 @@ def verify_failures(
         + (f" — {f['signature']}" if f.get("signature") else "")
         for f in failed
     ]
-    reasons = sorted({str(f["reason"]) for f in failed})
     numbers = ", ".join(str(f["iteration"]) for f in failed)
     summary = {
         "context": f"{_task_name(task)}: {sig[-1]}",
-        "attempted": f"iterations {numbers}: {'; '.join(reasons)}",
+        "attempted": f"iteration{'s' if len(failed) > 1 else ''} {numbers}: {'; '.join(reasons)}",
     }
+    head = f"{who} failed {_times(failures)} in a row on "
+    tail = ": how do I go on?"
+    room = max(20, MAX_PROMPT - len(head) - len(tail) - len("task ''"))  # the rubric's 120
     return Escalation(
-        question=f"Verify failed {failures} times in a row on {_task_name(task)}: how do I go on?",
+        question=f"{head}{_task_name(task, room)}{tail}",
         context=context,
         attempted=attempted or [f"{failures} iterations of the agent"],
         choices=list(CHOICES),
@@ -85,12 +100,16 @@ def missing_env(*, names: Sequence[str], task: str | None, iteration: int, pid: 
     listed = ", ".join(names)
     plural = "s are" if len(names) > 1 else " is"
     return Escalation(
-        question=f"Required environment variable{plural} not set: {listed}. Can you provide it?",
+        question=fold(
+            f"Required environment variable{plural} not set: {listed}. Export and retry?",
+            MAX_PROMPT,
+        ),
         context="\n".join(
             [
                 f"[loop] required_env lists {listed}; unset or empty at the head of "
                 f"iteration {iteration}.",
                 "Export it where `loopkit run` starts and restart it, then delete BLOCKED.md.",
+                "Do not reply with the secret itself: replies are stored and shown to the agent.",
             ]
         ),
         attempted=[f"read the environment of loopkit run (pid {pid})"],

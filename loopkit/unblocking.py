@@ -13,7 +13,7 @@ from typing import Any
 from loopkit import blocked
 from loopkit.answers import answer, unblocked_by_hand
 from loopkit.config import Config
-from loopkit.errors import RequestNotFound
+from loopkit.errors import RequestConflict, RequestNotFound
 from loopkit.requests import RequestStore
 from loopkit.workspace import Workspace
 
@@ -45,7 +45,13 @@ def unblock(config: Config, *, reply: str | None, by: str) -> Unblocked:
             raise RequestNotFound(
                 f"{path} names no loopkit request to answer; delete it to unblock"
             )
-        result = answer(store, request_id, reply, by=by, via="cli")
+        try:
+            result = answer(store, request_id, reply, by=by, via="cli")
+        except RequestConflict as conflict:
+            if "loopkit unblock" in str(conflict):
+                raise
+            hint = "`loopkit unblock` without --reply lifts the block"
+            raise RequestConflict(f"{conflict}; {hint}") from None
         decision = result.decision
         what = "deferred (it stays open)" if result.deferred else "answered"
         message = f"request {request_id} {what}; {path.name} removed"

@@ -76,7 +76,9 @@ class DialChannel:
                 error=f"dial command could not start ({exc.strerror}); check LOOPKIT_HITL_DIAL_CMD",
             )
         try:
-            _, stderr = proc.communicate(message.text.encode("utf-8"), timeout=self.timeout)
+            # Newline-terminated, so a `while read line` script sees the last line too.
+            text = message.text if message.text.endswith("\n") else message.text + "\n"
+            _, stderr = proc.communicate(text.encode("utf-8"), timeout=self.timeout)
         except subprocess.TimeoutExpired:
             self._kill(proc)
             return Outcome(

@@ -35,6 +35,11 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
     problem = config.channel_problem()
     if problem:  # an overnight run must not start unable to reach its human
         raise ConfigError(f"{problem}; fix LOOPKIT_HITL_CHANNEL or [escalation] channel")
+    from loopkit import channels
+
+    name = config.escalation.channel
+    for missing in channels.create(name, config.channels).problems():
+        raise ConfigError(f"channel {name}: {missing} (`loopkit doctor` checks it all)")
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
     return Supervisor(config, options=options).run()
 

@@ -112,7 +112,7 @@ def test_message_arrives_on_stdin_exactly_and_variables_are_set(tmp_path: Path) 
     message = _message(question="Which DB\nshould I use? — Ünïcode ✓", repo="my repo")
     outcome = _dial(_cmd(_script(tmp_path, "rec.py", RECORDER), out)).send(message)
     assert outcome == Outcome(ok=True, status=0)
-    assert out.read_bytes() == message.text.encode("utf-8")
+    assert out.read_bytes() == (message.text + "\n").encode("utf-8")  # newline-terminated
     info = json.loads(Path(f"{out}.env.json").read_text(encoding="utf-8"))
     assert info["env"] == {
         "LOOPKIT_REQUEST_ID": "r-20261202-0001",
@@ -161,7 +161,7 @@ def test_shell_syntax_in_the_message_is_never_executed(
     )
     outcome = _dial(_cmd(_script(tmp_path, "rec.py", RECORDER), out)).send(message)
     assert outcome.ok is True
-    assert out.read_bytes() == message.text.encode("utf-8")
+    assert out.read_bytes() == (message.text + "\n").encode("utf-8")  # newline-terminated
     text = out.read_text(encoding="utf-8")
     assert "$(touch PWNED)" in text and "`touch PWNED2`" in text
     info = json.loads(Path(f"{out}.env.json").read_text(encoding="utf-8"))
@@ -178,7 +178,7 @@ def test_nul_in_the_message_is_delivered_not_raised(tmp_path: Path) -> None:
     message = _message(question="odd\x00byte", repo="sh\x00op")
     outcome = _dial(_cmd(_script(tmp_path, "rec.py", RECORDER), out)).send(message)
     assert outcome == Outcome(ok=True, status=0)
-    assert out.read_bytes() == message.text.encode("utf-8")
+    assert out.read_bytes() == (message.text + "\n").encode("utf-8")  # newline-terminated
     info = json.loads(Path(f"{out}.env.json").read_text(encoding="utf-8"))
     assert "\x00" not in info["env"]["LOOPKIT_QUESTION"]
     assert "odd" in info["env"]["LOOPKIT_QUESTION"] and "byte" in info["env"]["LOOPKIT_QUESTION"]
