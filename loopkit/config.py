@@ -345,13 +345,21 @@ def _channel_settings(environ: Mapping[str, str]) -> ChannelSettings:
     )
 
 
-def load(workspace: Path, environ: Mapping[str, str] | None = None) -> Config:
-    """Build the Config for ``workspace``. Raises ConfigError (exit 78) when invalid."""
+def load(
+    workspace: Path, environ: Mapping[str, str] | None = None, *, use_file: bool = True
+) -> Config:
+    """Build the Config for ``workspace``. Raises ConfigError (exit 78) when invalid.
+
+    ``use_file=False``: the defaults and the environment only (a block must be raised even
+    when ``loopkit.toml`` is broken).
+    """
     environ = os.environ if environ is None else environ
     path = workspace / CONFIG_NAME
     values: dict[str, dict[str, Any]] = {name: {} for name in _SCHEMA}
     file: Path | None = None
-    if path.is_file() or (path.exists() and not path.is_dir()):
+    if not use_file:
+        pass
+    elif path.is_file() or (path.exists() and not path.is_dir()):
         text, data = read_toml(path)
         values = _validate(path, text, data)
         file = path

@@ -91,3 +91,13 @@ def test_the_answer_hint_offers_only_the_letters_there_are(ws: Path) -> None:
     assert lk(ws, *two).returncode == 2
     text = (ws / "BLOCKED.md").read_text()
     assert "(or B, or your own words)" in text and "C," not in text
+
+
+def test_a_broken_config_never_loses_the_agent_s_question(ws: Path) -> None:
+    (ws / "loopkit.toml").write_text('[loop]\nagent = "true"\npuase = "1s"\n')  # a typo
+    done = lk(ws, *ESCALATE)
+    assert done.returncode == 78, done.stderr  # the config error, as SPEC says...
+    assert "loopkit.toml:3" in done.stderr and "fix loopkit.toml" in done.stderr
+    assert len(files(ws)) == 1 and (ws / "BLOCKED.md").exists()  # ...and the block stands
+    assert lk(ws, "check").returncode == 2
+    assert lk(ws, "run").returncode == 78  # the supervisor itself still refuses to start

@@ -10,6 +10,7 @@ import click
 
 from loopkit import config as config_mod
 from loopkit.config import Config
+from loopkit.errors import ConfigError
 from loopkit.redact import Redactor
 from loopkit.workspace import Workspace
 
@@ -28,6 +29,16 @@ class App:
             self._config = config_mod.load(self.root)
             self.setup_logging(self._config, console_level)
         return self._config
+
+    def config_for_a_block(self) -> tuple[Config, ConfigError | None]:
+        """The Config, or — when ``loopkit.toml`` is broken — the defaults and the environment
+        and the error: a question must never be lost to a typo in the config."""
+        try:
+            return self.config(), None
+        except ConfigError as exc:
+            self._config = config_mod.load(self.root, use_file=False)
+            self.setup_logging(self._config, "warning")
+            return self._config, exc
 
     def workspace(self) -> Workspace:
         return Workspace.of(self.config())

@@ -8,7 +8,8 @@ import click
 
 from loopkit import check as check_mod
 from loopkit.cli.app import App
-from loopkit.errors import EXIT_BLOCKED
+from loopkit.config import Config
+from loopkit.errors import EXIT_BLOCKED, ConfigError
 
 
 @click.command()
@@ -57,7 +58,7 @@ def escalate(
     """
     from loopkit.escalation import Escalation, Escalator, message_for, parse_choice
 
-    config = app.config()
+    config, broken = app.config_for_a_block()
     escalator = Escalator(config)
     result = escalator.escalate(
         Escalation(
@@ -73,10 +74,10 @@ def escalate(
         click.echo(
             json.dumps({"joined": result.joined, "request": record.to_dict()}, ensure_ascii=False)
         )
-        return EXIT_BLOCKED
+        return _blocked(broken, config, record.request_id)
     if result.joined:
         click.echo(f"already blocked: joined request {result.joined}; nothing was sent")
-        return EXIT_BLOCKED
+        return _blocked(broken, config, result.joined)
     click.echo(message_for(record, escalator.workspace.repo_name()).text)
     click.echo("")
     where = "sent" if result.outcome and result.outcome.ok else "not sent"
@@ -89,6 +90,16 @@ def escalate(
         f"blocked: {config.escalation.blocked_file} written, "
         f"request requests/{record.request_id}.json ({where})"
     )
+    return _blocked(broken, config, record.request_id)
+
+
+def _blocked(broken: ConfigError | None, config: Config, request_id: str) -> int:
+    """Exit 2 — or 78 when loopkit.toml is broken (SPEC), the block raised all the same."""
+    if broken is not None:
+        raise ConfigError(
+            f"{broken}; the block was raised anyway, with the defaults "
+            f"({config.escalation.blocked_file}, requests/{request_id}.json) — fix loopkit.toml"
+        )
     return EXIT_BLOCKED
 
 
