@@ -1,8 +1,10 @@
 """``loopkit check``: is the workspace blocked? Exit 2 (printing BLOCKED.md's head) or 0.
 
 Imports only the standard library's cheapest modules. ``loopkit.toml`` is parsed (and
-validated, exit 78 when invalid) only when it sets ``blocked_file``; otherwise the default
-name holds and the file is not read further.
+validated, exit 78 when invalid) only when it sets ``blocked_file`` to something other than
+the default; otherwise the default name holds and the file is not read further. (``loopkit
+init`` writes ``blocked_file = "BLOCKED.md"``: that line is recognised without a TOML parser,
+whose import alone costs more than the rest of this command.)
 """
 
 from __future__ import annotations
@@ -27,13 +29,33 @@ def _blocked_name(workspace: str) -> str:
             text = handle.read()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return DEFAULT_BLOCKED
-    if "blocked_file" not in text:
+    if "blocked_file" not in text or _sets_the_default(text):
         return DEFAULT_BLOCKED
     from pathlib import Path
 
     from loopkit import config
 
     return config.load(Path(workspace)).escalation.blocked_file
+
+
+def _sets_the_default(text: str) -> bool:
+    """True when the one ``blocked_file`` line is ``blocked_file = "BLOCKED.md"`` (optionally
+    commented after) under ``[escalation]``. Anything less plain → False: the full parser
+    decides."""
+    table, found = "", 0
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            table = line.split("#", 1)[0].strip()
+        if "blocked_file" not in line or line.startswith("#"):
+            continue
+        key, eq, value = line.partition("=")
+        value = value.split("#", 1)[0].strip()
+        plain = key.strip() == "blocked_file" and value in ('"BLOCKED.md"', "'BLOCKED.md'")
+        if not (eq and plain and table == "[escalation]"):
+            return False
+        found += 1
+    return found == 1
 
 
 def _head(path: str) -> str:

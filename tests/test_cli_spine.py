@@ -272,3 +272,28 @@ def test_read_commands_take_json(ws: Path) -> None:
     assert done.returncode == 0
     data = json.loads(done.stdout)
     assert data["problems"] == 0 and data["findings"]
+
+
+@pytest.mark.parametrize(
+    ("text", "plain"),
+    [
+        ('[escalation]\nblocked_file = "BLOCKED.md"\n', True),
+        ("[escalation]\nchannel = 'none'\nblocked_file = 'BLOCKED.md'  # the default\n", True),
+        ('[escalation]\nblocked_file = "STOP.md"\n', False),
+        ('[loop]\nblocked_file = "BLOCKED.md"\n', False),  # wrong table: the parser says so
+        ('escalation.blocked_file = "BLOCKED.md"\n', False),
+        ('[escalation]\nblocked_file = "BLOCKED.md"\nblocked_file = "X.md"\n', False),
+        ('[escalation]\nblocked_file = "BLOCKED.md\n', False),  # broken: the parser reports it
+    ],
+)
+def test_check_reads_the_default_blocked_file_line_without_a_parser(text: str, plain: bool) -> None:
+    from loopkit.check import _sets_the_default
+
+    assert _sets_the_default(text) is plain
+
+
+def test_check_in_a_workspace_loopkit_init_wrote(ws: Path) -> None:
+    assert loopkit("-C", str(ws), "init", "--agent", "true").returncode == 0
+    assert loopkit("-C", str(ws), "check").returncode == 0
+    (ws / "BLOCKED.md").write_text("# Blocked\n")
+    assert loopkit("-C", str(ws), "check").returncode == 2
