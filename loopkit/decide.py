@@ -243,7 +243,7 @@ def decide(
         )
     if confidence >= NOTE_FROM:
         option = recommendation.strip() if recommendation and recommendation.strip() else None
-        chosen = option or "the best-supported option"
+        chosen = option or "the option the evidence best supports (pass --recommend to name it)"
         return Verdict(
             False,
             f"Confidence {confidence:g} is between 0.5 and 0.8, so the agent proceeds with a note.",

@@ -71,8 +71,8 @@ def test_confidence_band_boundaries(
     ("recommendation", "named"),
     [
         ("flexbox", "flexbox"),
-        (None, "the best-supported option"),
-        ("  ", "the best-supported option"),
+        (None, "the option the evidence best supports"),
+        ("  ", "the option the evidence best supports"),
     ],
 )
 def test_note_names_best_supported_option(recommendation: str | None, named: str) -> None:

@@ -102,6 +102,7 @@ def ask(
                 {
                     "needs_human": asked.needs_human,
                     "reason": asked.reason,
+                    "note": asked.note,
                     "request_id": record.request_id if record else None,
                     "request": record.to_dict() if record else None,
                 },
