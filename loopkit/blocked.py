@@ -115,10 +115,25 @@ def render(workspace: Workspace, variables: dict[str, Any]) -> tuple[str, str | 
     problem: str | None = None
     if override.exists():
         try:
-            return _render_source(override.read_text("utf-8"), variables), None
+            text = _render_source(override.read_text("utf-8"), variables)
+            missing = _missing_marker(override, text, variables)
+            if missing is None:
+                return text, None
+            problem = missing + "; used the packaged template instead"
         except Exception as exc:  # any failure of the user's template falls back
             problem = _template_problem(override, exc) + "; used the packaged template instead"
     return render_packaged(variables), problem
+
+
+def _missing_marker(path: Path, text: str, variables: dict[str, Any]) -> str | None:
+    """Without its marker a BLOCKED.md names no request: nothing could answer it."""
+    found = _MARKER.search(text)
+    if found and found.group(1) == variables.get("request_id"):
+        return None
+    return (
+        f"{path}: the rendered file lacks the marker "
+        "`<!-- loopkit request: {{ request_id }} -->`; add that line"
+    )
 
 
 def render_packaged(variables: dict[str, Any]) -> str:
@@ -131,10 +146,10 @@ def check_override(workspace: Workspace, variables: dict[str, Any]) -> str | Non
     if not override.exists():
         return None
     try:
-        _render_source(override.read_text("utf-8"), variables)
+        text = _render_source(override.read_text("utf-8"), variables)
     except Exception as exc:
         return _template_problem(override, exc)
-    return None
+    return _missing_marker(override, text, variables)
 
 
 def state(path: Path) -> BlockState:
