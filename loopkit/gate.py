@@ -22,6 +22,7 @@ from loopkit.config import Config
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput
 from loopkit.escalation import Escalator
 from loopkit.message import fold
+from loopkit.redact import mask_command
 from loopkit.requests import Request, RequestStore, new_id
 from loopkit.waiting import wait_for
 from loopkit.workspace import Workspace
@@ -41,13 +42,15 @@ class GateResult:
 
 
 def _prompt(argv: Sequence[str]) -> str:
-    shown = shlex.join(argv)
+    shown = shlex.join(mask_command(list(argv)))
     room = 120 - len("Approve running ``?")
     return f"Approve running `{fold(shown, room)}`?"
 
 
 def _new_request(config: Config, argv: Sequence[str], cwd: str, digest: str) -> Request:
-    command = shlex.join(argv)
+    # What is shown and stored has its secrets masked; the hash is over the real argv.
+    shown = mask_command(list(argv))
+    command = shlex.join(shown)
     return Request(
         request_id=new_id(),
         prompt=_prompt(argv),
@@ -59,7 +62,7 @@ def _new_request(config: Config, argv: Sequence[str], cwd: str, digest: str) -> 
         timeout_default={"after_minutes": config.escalation.timeout_minutes, "action": "abort"},
         trigger="gate",
         attempted=["nothing: the command has not run; it waits for this approval"],
-        extra={"gate": {"argv": list(argv), "cwd": cwd, "sha256": digest}},
+        extra={"gate": {"argv": shown, "cwd": cwd, "sha256": digest}},
     )
 
 

@@ -49,7 +49,7 @@ def _password_of(value: str) -> list[str]:
     return [value.partition(":")[2]] if ":" in value else []
 
 
-def _pairs(text: str) -> list[str]:
+def _pairs(text: str, urls: bool = True) -> list[str]:
     """``a=1&token=X`` (a form body, a query, ``--token=X``, ``API_KEY=X``): the secrets."""
     found: list[str] = []
     for pair in text.split("&"):
@@ -61,37 +61,41 @@ def _pairs(text: str) -> list[str]:
         elif _secret_name(name):
             found.append(value)
         else:
-            found += _word_secrets(value)[0]  # --header=…, --url=https://…
+            found += _word_secrets(value, urls)[0]  # --header=…, --url=https://…
     return found
 
 
-def _url_secrets(url: str) -> list[str]:
-    """A URL whole, without its scheme, its password, key-like path segments, secret values."""
+def _url_secrets(url: str, whole: bool = True) -> list[str]:
+    """A URL whole, without its scheme, its password, key-like path segments, secret values.
+
+    ``whole=False``: only the password and the secret query values (a command shown to the
+    human who approves it keeps its host and path readable)."""
     bare = url.split("://", 1)[1]
-    found = [url, bare]
+    found = [url, bare] if whole else []
     authority, _, rest = bare.partition("/")
     if "@" in authority:
         found += _password_of(authority.rpartition("@")[0])
     path, _, query = rest.partition("?")
-    found += [segment for segment in path.split("/") if _KEYISH.fullmatch(segment)]
-    return found + _pairs(query)
+    if whole:
+        found += [segment for segment in path.split("/") if _KEYISH.fullmatch(segment)]
+    return found + _pairs(query, whole)
 
 
-def _word_secrets(word: str) -> tuple[list[str], str | None]:
+def _word_secrets(word: str, urls: bool = True) -> tuple[list[str], str | None]:
     """The secrets in one argument, and what the next argument is (``"secret"``, ``"user"``)."""
     header = _HEADER.match(word)
     if header and _secret_name(header[1]):  # "Authorization: Bearer X", "Cookie: s=X"
         value = header[2].strip()
-        return [value, *value.split()[1:], *_pairs(value.replace("; ", "&"))], None
+        return [value, *value.split()[1:], *_pairs(value.replace("; ", "&"), urls)], None
     if word.startswith("-") and "=" in word:
-        return _pairs(word), None  # --token=X, --header='Authorization: Bearer X'
+        return _pairs(word, urls), None  # --token=X, --header='Authorization: Bearer X'
     if any(c.isspace() for c in word):
-        return dial_secrets(word), None  # sh -c '… --token X'
+        return _argv_secrets(_split(word), urls), None  # sh -c '… --token X'
     scheme = word.split("://", 1)[0] if "://" in word else None
     if scheme is not None and scheme.isalnum():
-        return _url_secrets(word), None
+        return _url_secrets(word, urls), None
     if "=" in word:
-        return _pairs(word), None
+        return _pairs(word, urls), None
     if word.startswith("-"):
         flag = word.lstrip("-")
         if _USER_NAME.match(flag):
@@ -111,10 +115,29 @@ def dial_secrets(command: str) -> list[str]:
     body, ``"Authorization: Bearer X"``), a user flag's password (``-u user:pw``), and a
     credential-shaped word (16+ letters and digits mixed, not a path).
     """
+    return _argv_secrets(_split(command), urls=True)
+
+
+def mask_command(argv: list[str]) -> list[str]:
+    """``argv`` as shown to the human asked to approve it: the same secret shapes masked,
+    URLs kept readable but for their password (``postgres://app:***@db/prod``)."""
+    secrets = sorted(set(_argv_secrets(argv, urls=False)), key=len, reverse=True)
+    shown = []
+    for word in argv:
+        for secret in secrets:
+            word = word.replace(secret, MASK)
+        shown.append(word)
+    return shown
+
+
+def _split(command: str) -> list[str]:
     try:
-        words = shlex.split(command)
+        return shlex.split(command)
     except ValueError:
-        words = command.split()
+        return command.split()
+
+
+def _argv_secrets(words: list[str], urls: bool) -> list[str]:
     found: list[str] = []
     expect: str | None = None
     for word in words:
@@ -122,7 +145,7 @@ def dial_secrets(command: str) -> list[str]:
             found += [word] if expect == "secret" else _password_of(word)
             expect = None
             continue
-        secrets, expect = _word_secrets(word)
+        secrets, expect = _word_secrets(word, urls)
         found += secrets
     return [f for f in found if len(f) >= 4]
 

@@ -572,3 +572,15 @@ def test_asking_again_with_block_raises_a_question_asked_without(ws: Path) -> No
     assert f"loopkit request: {first['request_id']}" in (ws / "BLOCKED.md").read_text()
     again = ask(ws, *args, "--block")  # once raised, asking again changes nothing
     assert again.returncode == 2 and len(files(ws)) == 1
+
+
+def test_gate_shows_the_command_with_its_password_masked(ws: Path) -> None:
+    url = "postgres://app:hunter2pw@db.internal/prod"
+    argv = ["sh", "-c", 'test "$0" = "$1" && touch ran', url, url]
+    assert gate(ws, *argv).returncode == 2
+    [path] = files(ws)
+    for text in (path.read_text(), (ws / "BLOCKED.md").read_text()):
+        assert "hunter2pw" not in text and "postgres://app:***@db.internal/prod" in text
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    assert gate(ws, *argv).returncode == 0  # approved: the real argv runs, password and all
+    assert (ws / "ran").exists()
