@@ -313,9 +313,10 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
         if m:
             msg = msg[: m.start()].strip()
             raise ConfigError(
-                f"{path}:{m.group(1)}:{m.group(2)}: TOML syntax error: {msg}"
+                f"{path}:{m.group(1)}:{m.group(2)}: TOML syntax error: {msg}; fix that line "
+                "(strings need quotes; `loopkit init --force` writes a fresh file)"
             ) from None
-        raise ConfigError(f"{path}: TOML syntax error: {msg}") from None
+        raise ConfigError(f"{path}: TOML syntax error: {msg}; fix the file") from None
 
 
 def _channel_settings(environ: Mapping[str, str]) -> ChannelSettings:
