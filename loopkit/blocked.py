@@ -21,6 +21,7 @@ from loopkit.workspace import Workspace
 
 HEAD_LINES = 30
 MAX_CONTEXT_LINES = 6
+MARKER_WINDOW = 4096  # the marker is looked for in the first this-many characters
 _MARKER = re.compile(r"<!--\s*loopkit request:\s*([A-Za-z0-9][A-Za-z0-9_-]{0,63})\s*-->")
 
 BlockState = Literal["absent", "file", "other"]
@@ -127,12 +128,13 @@ def render(workspace: Workspace, variables: dict[str, Any]) -> tuple[str, str | 
 
 def _missing_marker(path: Path, text: str, variables: dict[str, Any]) -> str | None:
     """Without its marker a BLOCKED.md names no request: nothing could answer it."""
-    found = _MARKER.search(text)
+    found = _MARKER.search(text[:MARKER_WINDOW])  # where request_id_of looks for it
     if found and found.group(1) == variables.get("request_id"):
         return None
     return (
         f"{path}: the rendered file lacks the marker "
-        "`<!-- loopkit request: {{ request_id }} -->`; add that line"
+        "`<!-- loopkit request: {{ request_id }} -->` in its first 4096 characters; add that "
+        "line near the top"
     )
 
 
@@ -187,7 +189,7 @@ def request_id_of(path: Path) -> str | None:
     """The request id in BLOCKED.md's marker comment, if the file has one."""
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
-            head = handle.read(4096)
+            head = handle.read(MARKER_WINDOW)
     except OSError:
         return None
     match = _MARKER.search(head)

@@ -37,12 +37,14 @@ class BlockedSteps(Core):
             if self.options.exit_on_block:
                 raise blocked.not_a_file(path)
         present = blocked.state(path) != "absent"
-        request_id = (blocked.request_id_of(path) if present else None) or state.open_request
+        # A BLOCKED.md names its request; one without a marker is a human's own block (the
+        # request we remember is stale then). Gone: the request we remember is the one.
+        request_id = blocked.request_id_of(path) if present else state.open_request
         record = self._load(request_id)
         if not present:
             # Lifted before we waited on it (just after we raised it, or while we were down).
             return self._unblocked(record, removed=True)
-        if record is not None and record.status == "resolved":
+        if record is not None and record.status == "resolved" and not _applied(record):
             # Answered while no supervisor waited (`loopkit reply`; `run --exit-on-block`).
             return self._unblocked(record, removed=False)
         if record is not None and resend and record.is_open:
@@ -102,8 +104,9 @@ class BlockedSteps(Core):
             seen[0] = stamp  # type: ignore[call-overload]
             fresh = self._load(record.request_id)
             # Resolved, not merely closed: a request that expired with `abort` takes no
-            # answer; its block stands until a human lifts it (deletes BLOCKED.md).
-            return fresh is not None and fresh.status == "resolved"
+            # answer; its block stands until a human lifts it (deletes BLOCKED.md). And
+            # never an answer applied before (its BLOCKED.md restored by a checkout, say).
+            return fresh is not None and fresh.status == "resolved" and not _applied(fresh)
 
         return answered
 
@@ -168,7 +171,8 @@ class BlockedSteps(Core):
         """BLOCKED.md is gone, or the open request was answered."""
         if record is not None:
             record = self._load(record.request_id) or record
-            news = True  # the record's ending is new: the phone's message should show it
+            applied = _applied(record)
+            news = not applied  # the record's ending is new: the phone's message should show it
             if removed and record.status == "deferred":
                 pass  # a deferred review stays open: lifting the block is not an answer
             elif removed:
@@ -176,7 +180,7 @@ class BlockedSteps(Core):
                     record.request_id, by="human", via="blocked-file-removed"
                 )
                 record, changed = self.store.resolve(record.request_id, resolution)
-                news = changed or record.status != "expired"  # an expired one was shown
+                news = changed or (record.status != "expired" and not applied)
             else:
                 self._remove_block(record.request_id)
             if news:
@@ -185,16 +189,33 @@ class BlockedSteps(Core):
                     now=record.extra.get("raised_by") == "supervisor"
                     and (record.resolution or {}).get("chosen_option") == "abort",
                 )
-            code = self._apply(record)
+            code = None if applied else self._apply(record)
             if code is not None:
                 # The answer is applied: a restart must not find (and apply) it again, nor
                 # hand "abort" to the next agent, and starts the count afresh.
                 self.state.open_request = None
                 self.state.pending_decision = None
                 self.state.failures, self.state.failed_iterations = 0, []
-                return self._finish("aborted", code, "aborted by the human's answer")
+                finished = self._finish("aborted", code, "aborted by the human's answer")
+                self._mark_applied(record)
+                return finished
         log.info("unblocked", msg="unblocked; resuming")
-        return self._resume()
+        resumed = self._resume()
+        if record is not None and not applied:
+            self._mark_applied(record)  # after the state is saved: a crash before re-applies
+        return resumed
+
+    def _mark_applied(self, record: Request) -> None:
+        """Stamp the request: its ending is acted on, and never again."""
+        if record.is_open:
+            return  # a deferred review: nothing was decided
+        with self.store.locked():
+            try:
+                fresh = self.store.load(record.request_id)
+            except LoopkitError:
+                return
+            fresh.extra.setdefault("applied_at", clock.iso_seconds())
+            self.store.save(fresh)
 
     def _apply(self, record: Request) -> int | None:
         """Carry a human's decision to the next agent run; act on the supervisor's choices."""
@@ -227,9 +248,9 @@ class BlockedSteps(Core):
             log.info("task_skipped", task=task, msg=f"skipping task {task!r}")
 
     def _remove_block(self, request_id: str) -> None:
-        """Remove BLOCKED.md if it is still this request's block."""
+        """Remove BLOCKED.md if it is still this request's block (never a human's own)."""
         path = self.workspace.blocked
-        if blocked.state(path) == "file" and blocked.request_id_of(path) in (request_id, None):
+        if blocked.state(path) == "file" and blocked.request_id_of(path) == request_id:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
@@ -239,3 +260,7 @@ class BlockedSteps(Core):
         self.state.status = "running"
         self._save()
         return None
+
+
+def _applied(record: Request) -> bool:
+    return bool(record.extra.get("applied_at"))

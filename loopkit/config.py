@@ -11,6 +11,7 @@ they never need to live in a file.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
@@ -271,9 +272,17 @@ def _suggest(name: str, known: list[str]) -> str:
     return f"{hint}known: {', '.join(known)}"
 
 
-def _validate(path: Path, text: str, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _validate(
+    path: Path, text: str, data: dict[str, Any], lenient: bool = False
+) -> dict[str, dict[str, Any]]:
+    """The tables' values, validated; ``lenient``: what is valid is kept, the rest dropped."""
     values: dict[str, dict[str, Any]] = {name: {} for name in _SCHEMA}
     for table, body in data.items():
+        if lenient:
+            for key, raw in body.items() if isinstance(body, dict) else ():
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    values[table][key] = _SCHEMA[table][key](raw)
+            continue
         if table not in _SCHEMA:
             where = _where(path, text, table, None)
             raise ConfigError(
@@ -319,7 +328,7 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
         raise ConfigError(f"{path}: TOML syntax error: {msg}; fix the file") from None
 
 
-def _channel_settings(environ: Mapping[str, str]) -> ChannelSettings:
+def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> ChannelSettings:
     def env(name: str) -> str | None:
         value = environ.get(name, "").strip()
         return value or None
@@ -331,6 +340,8 @@ def _channel_settings(environ: Mapping[str, str]) -> ChannelSettings:
         if not part:
             continue
         if not part.lstrip("-").isdigit():
+            if lenient:
+                continue
             raise ConfigError(
                 f"LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS: {part!r} is not a numeric Telegram user "
                 "id; list numeric ids separated by commas (usernames can change)"
@@ -347,24 +358,27 @@ def _channel_settings(environ: Mapping[str, str]) -> ChannelSettings:
 
 
 def load(
-    workspace: Path, environ: Mapping[str, str] | None = None, *, use_file: bool = True
+    workspace: Path, environ: Mapping[str, str] | None = None, *, lenient: bool = False
 ) -> Config:
     """Build the Config for ``workspace``. Raises ConfigError (exit 78) when invalid.
 
-    ``use_file=False``: the defaults and the environment only (a block must be raised even
-    when ``loopkit.toml`` is broken).
+    ``lenient``: never raise — keep every valid setting and drop the rest (a block must be
+    raised even when ``loopkit.toml`` is broken; the caller reports the error).
     """
     environ = os.environ if environ is None else environ
     path = workspace / CONFIG_NAME
     values: dict[str, dict[str, Any]] = {name: {} for name in _SCHEMA}
     file: Path | None = None
-    if not use_file:
-        pass
-    elif path.is_file() or (path.exists() and not path.is_dir()):
-        text, data = read_toml(path)
-        values = _validate(path, text, data)
+    if path.is_file() or (path.exists() and not path.is_dir()):
+        try:
+            text, data = read_toml(path)
+        except ConfigError:
+            if not lenient:
+                raise
+            text, data = "", {}
+        values = _validate(path, text, data, lenient)
         file = path
-    elif path.is_dir():
+    elif path.is_dir() and not lenient:
         raise ConfigError(f"{path}: is a folder, not a file; remove it or rename it")
 
     channel = environ.get("LOOPKIT_HITL_CHANNEL", "").strip()
@@ -376,5 +390,5 @@ def load(
         loop=LoopConfig(**values["loop"]),
         escalation=EscalationConfig(**values["escalation"]),
         policy=PolicyConfig(**values["policy"]),
-        channels=_channel_settings(environ),
+        channels=_channel_settings(environ, lenient),
     )

@@ -56,7 +56,9 @@ def _new_request(config: Config, argv: Sequence[str], cwd: str, digest: str) -> 
         prompt=_prompt(argv),
         request_key=f"gate:{digest}",
         kind="approval",
-        situation=f"Command: {command}\nFolder: {cwd}\nSHA-256 of argv + folder: {digest}",
+        # The digest stays in the record only: beside a masked argv it would let anyone
+        # reading the message guess a short secret back.
+        situation=f"Command: {command}\nFolder: {cwd}",
         policy="loopkit gate: this exact command runs only after its approval",
         options=[dict(o) for o in APPROVAL_OPTIONS],
         timeout_default={"after_minutes": config.escalation.timeout_minutes, "action": "abort"},

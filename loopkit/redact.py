@@ -18,6 +18,7 @@ MASK = "***"
 _PATTERNS = (
     # Telegram bot token, as it appears in a Bot API URL path or alone: 123456:AAE...
     re.compile(r"(?<![A-Za-z0-9])\d{4,}:[A-Za-z0-9_-]{20,}"),
+    re.compile(r"(?<=/bot)\d{4,}:[A-Za-z0-9_-]{20,}"),  # ... and in a Bot API URL
     # Slack incoming-webhook path.
     re.compile(r"hooks\.slack(?:-gov)?\.com/services/[^\s\"'<>]+"),
 )
@@ -46,56 +47,60 @@ def _secret_name(name: str) -> bool:
 
 
 def _password_of(value: str) -> list[str]:
-    return [value.partition(":")[2]] if ":" in value else []
-
-
-def _pairs(text: str, urls: bool = True) -> list[str]:
-    """``a=1&token=X`` (a form body, a query, ``--token=X``, ``API_KEY=X``): the secrets."""
-    found: list[str] = []
-    for pair in text.split("&"):
-        name, eq, value = pair.partition("=")
-        if not (eq and name and value):
-            continue
-        if _USER_NAME.match(name.lstrip("-")):
-            found += _password_of(value)  # --user=ops:pw
-        elif _secret_name(name):
-            found.append(value)
-        else:
-            found += _word_secrets(value, urls)[0]  # --header=…, --url=https://…
+    """``user:password`` → the password; the user part too when it is the credential
+    (``sk_test_…:`` with an empty password, a token-shaped user)."""
+    if ":" not in value:
+        return []
+    user, _, password = value.partition(":")
+    found = [password] if password else []
+    if not password or _TOKEN_LIKE.fullmatch(user):
+        found += [user, value]
     return found
 
 
-def _url_secrets(url: str, whole: bool = True) -> list[str]:
-    """A URL whole, without its scheme, its password, key-like path segments, secret values.
+def _pairs(text: str) -> list[str]:
+    """``a=1&token=X`` (a form body, a query, ``API_KEY=X``): the secrets."""
+    return [found for pair in text.split("&") for found in _pair(pair)]
 
-    ``whole=False``: only the password and the secret query values (a command shown to the
-    human who approves it keeps its host and path readable)."""
+
+def _pair(pair: str) -> list[str]:
+    """One ``name=value`` (``--token=X``, ``--user=ops:pw``, ``--header=…``): the secrets."""
+    name, eq, value = pair.partition("=")
+    if not (eq and name and value):
+        return []
+    if _USER_NAME.match(name.lstrip("-")):
+        return _password_of(value)
+    if _secret_name(name):
+        return [value]
+    return _word_secrets(value)[0]  # --header=…, --url=https://…
+
+
+def _url_secrets(url: str) -> list[str]:
+    """A URL whole, without its scheme, its password, key-like path segments, secret values."""
     bare = url.split("://", 1)[1]
-    found = [url, bare] if whole else []
+    found = [url, bare]
     authority, _, rest = bare.partition("/")
     if "@" in authority:
         found += _password_of(authority.rpartition("@")[0])
     path, _, query = rest.partition("?")
-    if whole:
-        found += [segment for segment in path.split("/") if _KEYISH.fullmatch(segment)]
-    return found + _pairs(query, whole)
+    found += [segment for segment in path.split("/") if _KEYISH.fullmatch(segment)]
+    return found + _pairs(query)
 
 
-def _word_secrets(word: str, urls: bool = True) -> tuple[list[str], str | None]:
+def _word_secrets(word: str) -> tuple[list[str], str | None]:
     """The secrets in one argument, and what the next argument is (``"secret"``, ``"user"``)."""
     header = _HEADER.match(word)
     if header and _secret_name(header[1]):  # "Authorization: Bearer X", "Cookie: s=X"
         value = header[2].strip()
-        return [value, *value.split()[1:], *_pairs(value.replace("; ", "&"), urls)], None
+        return [value, *value.split()[1:], *_pairs(value.replace("; ", "&"))], None
     if word.startswith("-") and "=" in word:
-        return _pairs(word, urls), None  # --token=X, --header='Authorization: Bearer X'
+        return _pair(word), None  # --token=X, --header='Authorization: Bearer X'
     if any(c.isspace() for c in word):
-        return _argv_secrets(_split(word), urls), None  # sh -c '… --token X'
-    scheme = word.split("://", 1)[0] if "://" in word else None
-    if scheme is not None and scheme.isalnum():
-        return _url_secrets(word, urls), None
+        return _argv_secrets(_split(word)), None  # sh -c '… --token X'
+    if _is_url(word):
+        return _url_secrets(word), None
     if "=" in word:
-        return _pairs(word, urls), None
+        return _pairs(word), None
     if word.startswith("-"):
         flag = word.lstrip("-")
         if _USER_NAME.match(flag):
@@ -115,19 +120,91 @@ def dial_secrets(command: str) -> list[str]:
     body, ``"Authorization: Bearer X"``), a user flag's password (``-u user:pw``), and a
     credential-shaped word (16+ letters and digits mixed, not a path).
     """
-    return _argv_secrets(_split(command), urls=True)
+    return _argv_secrets(_split(command))
+
+
+def _is_url(word: str) -> bool:
+    return "://" in word and word.split("://", 1)[0].isalnum()
 
 
 def mask_command(argv: list[str]) -> list[str]:
-    """``argv`` as shown to the human asked to approve it: the same secret shapes masked,
-    URLs kept readable but for their password (``postgres://app:***@db/prod``)."""
-    secrets = sorted(set(_argv_secrets(argv, urls=False)), key=len, reverse=True)
-    shown = []
+    """``argv`` as shown to the human asked to approve it: secrets masked where they sit —
+    a URL's password and secret query values (``postgres://app:***@db/prod``), the value of
+    a flag, key or header named like a secret, a user flag's password, the token and webhook
+    shapes — and nothing else, so the human sees what they approve. No guessing by shape:
+    ``git checkout 3f9a1c0b…`` stays readable."""
+    shown: list[str] = []
+    expect: str | None = None
     for word in argv:
-        for secret in secrets:
-            word = word.replace(secret, MASK)
-        shown.append(word)
-    return shown
+        if expect is not None and not word.startswith("-"):
+            shown.append(MASK if expect == "secret" else _mask_user(word))
+            expect = None
+            continue
+        masked, expect = _mask_word(word)
+        shown.append(masked)
+    return [_mask_shapes(word) for word in shown]
+
+
+def _mask_shapes(word: str) -> str:
+    for pattern in _PATTERNS:
+        word = pattern.sub(MASK, word)
+    return word
+
+
+def _mask_user(value: str) -> str:
+    if ":" not in value:
+        return value
+    user, _, password = value.partition(":")
+    if not password or _TOKEN_LIKE.fullmatch(user):
+        return MASK
+    return f"{user}:{MASK}"
+
+
+def _mask_value(name: str, value: str) -> str:
+    if _USER_NAME.match(name.lstrip("-")):
+        return _mask_user(value)
+    if _secret_name(name):
+        return MASK
+    return _mask_word(value)[0]
+
+
+def _mask_word(word: str) -> tuple[str, str | None]:
+    header = _HEADER.match(word)
+    if header and _secret_name(header[1]):
+        return f"{header[1]}: {MASK}", None
+    if word.startswith("-") and "=" in word:
+        name, _, value = word.partition("=")
+        return f"{name}={_mask_value(name, value)}", None
+    if any(c.isspace() for c in word):
+        # A script (sh -c '…'): its words masked the same way, in place.
+        inner = _split(word)
+        changed = {w: m for w, m in zip(inner, mask_command(inner), strict=True) if w != m}
+        for original in sorted(changed, key=len, reverse=True):
+            word = word.replace(original, changed[original])
+        return word, None
+    if _is_url(word):
+        scheme, _, rest = word.partition("://")
+        authority, slash, path = rest.partition("/")
+        if "@" in authority:
+            userinfo, _, host = authority.rpartition("@")
+            authority = f"{_mask_user(userinfo)}@{host}"
+        path, question, query = path.partition("?")
+        if question:
+            query = "&".join(_mask_pair(pair) for pair in query.split("&"))
+        return f"{scheme}://{authority}{slash}{path}{question}{query}", None
+    if "=" in word and not word.startswith("-"):
+        return "&".join(_mask_pair(pair) for pair in word.split("&")), None
+    if word.startswith("-"):
+        flag = word.lstrip("-")
+        if _USER_NAME.match(flag):
+            return word, "user"
+        return word, "secret" if _secret_name(flag) else None
+    return word, None
+
+
+def _mask_pair(pair: str) -> str:
+    name, eq, value = pair.partition("=")
+    return f"{name}={_mask_value(name, value)}" if eq and name and value else pair
 
 
 def _split(command: str) -> list[str]:
@@ -137,7 +214,7 @@ def _split(command: str) -> list[str]:
         return command.split()
 
 
-def _argv_secrets(words: list[str], urls: bool) -> list[str]:
+def _argv_secrets(words: list[str]) -> list[str]:
     found: list[str] = []
     expect: str | None = None
     for word in words:
@@ -145,7 +222,7 @@ def _argv_secrets(words: list[str], urls: bool) -> list[str]:
             found += [word] if expect == "secret" else _password_of(word)
             expect = None
             continue
-        secrets, expect = _word_secrets(word, urls)
+        secrets, expect = _word_secrets(word)
         found += secrets
     return [f for f in found if len(f) >= 4]
 

@@ -198,7 +198,9 @@ class RequestStore:
     def load_unchanged(self, request_id: str, expected_updated_at: str | None) -> Request:
         """``load``, refusing (exit 4) a record changed since ``expected_updated_at``."""
         record = self.load(request_id)
-        if expected_updated_at is not None and record.updated_at != expected_updated_at:
+        if expected_updated_at is not None and not _same_time(
+            record.updated_at, expected_updated_at
+        ):
             raise RequestConflict(
                 f"request {request_id!r} changed since {expected_updated_at} (now "
                 f"{record.updated_at}); read it again with `loopkit requests show {request_id}`"
@@ -276,3 +278,13 @@ class RequestStore:
             if isinstance(record, Request) and record.request_key == key and record.is_open:
                 return record
         return None
+
+
+def _same_time(stored: str, given: str) -> bool:
+    """The same instant, however it is written (``Z`` or ``+00:00``, trailing zeros)."""
+    if stored == given:
+        return True
+    try:
+        return clock.parse_iso(stored) == clock.parse_iso(given)
+    except ValueError:
+        return False

@@ -44,8 +44,8 @@ def _task_name(task: str | None, limit: int = 80) -> str:
     return f"task '{fold(task, limit)}'" if task else "the current task"
 
 
-def _times(count: int) -> str:
-    return "once" if count == 1 else f"{count} times"
+def _in_a_row(count: int) -> str:
+    return "once" if count == 1 else f"{count} times in a row"
 
 
 def verify_failures(
@@ -69,7 +69,7 @@ def verify_failures(
     context = "\n".join(
         [
             f"Task: {task or '(one task: no task_file)'}",
-            f"{who}: `{fold(command, 100)}` failed {_times(failures)} in a row",
+            f"{who}: `{fold(command, 100)}` failed {_in_a_row(failures)}",
             *(f"> {line}" for line in sig),
         ]
     )
@@ -83,7 +83,7 @@ def verify_failures(
         "context": f"{_task_name(task)}: {sig[-1]}",
         "attempted": f"iteration{'s' if len(failed) > 1 else ''} {numbers}: {'; '.join(reasons)}",
     }
-    head = f"{who} failed {_times(failures)} in a row on "
+    head = f"{who} failed {_in_a_row(failures)} on "
     tail = ": how do I go on?"
     room = max(20, MAX_PROMPT - len(head) - len(tail) - len("task ''"))  # the rubric's 120
     return Escalation(
@@ -101,7 +101,8 @@ def missing_env(*, names: Sequence[str], task: str | None, iteration: int, pid: 
     plural = "s are" if len(names) > 1 else " is"
     return Escalation(
         question=fold(
-            f"Required environment variable{plural} not set: {listed}. Export and retry?",
+            f"Required environment variable{plural} not set: {listed}. "
+            "Restart loopkit run with it set?",
             MAX_PROMPT,
         ),
         context="\n".join(

@@ -135,6 +135,6 @@ def test_cli_corrupt_config_exits_78_with_one_line(ws: Path) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "loopkit.toml:1" in lines[0] and "Traceback" not in done.stderr
-    # ...and the question is not lost: the block is raised with the defaults all the same.
+    # ...and the question is not lost: the block is raised all the same.
     assert "the block was raised anyway" in lines[0]
     assert (ws / "BLOCKED.md").exists() and len(list((ws / "requests").glob("*.json"))) == 1

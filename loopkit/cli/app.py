@@ -31,12 +31,12 @@ class App:
         return self._config
 
     def config_for_a_block(self) -> tuple[Config, ConfigError | None]:
-        """The Config, or — when ``loopkit.toml`` is broken — the defaults and the environment
-        and the error: a question must never be lost to a typo in the config."""
+        """The Config, or — when it is broken — every valid setting kept (``blocked_file``,
+        the channel …), and the error: a question must never be lost to a typo."""
         try:
             return self.config(), None
         except ConfigError as exc:
-            self._config = config_mod.load(self.root, use_file=False)
+            self._config = config_mod.load(self.root, lenient=True)
             self.setup_logging(self._config, "warning")
             return self._config, exc
 

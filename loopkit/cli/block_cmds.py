@@ -97,7 +97,7 @@ def _blocked(broken: ConfigError | None, config: Config, request_id: str) -> int
     """Exit 2 — or 78 when loopkit.toml is broken (SPEC), the block raised all the same."""
     if broken is not None:
         raise ConfigError(
-            f"{broken}; the block was raised anyway, with the defaults "
+            f"{broken}; the block was raised anyway, with the settings that are valid "
             f"({config.escalation.blocked_file}, requests/{request_id}.json) — fix loopkit.toml"
         )
     return EXIT_BLOCKED
