@@ -25,7 +25,7 @@ from typing import Any
 
 from loopkit import blocked, clock
 from loopkit.blocking import BlockedSteps
-from loopkit.core import Options
+from loopkit.core import Options, usable_channel_problem
 from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import Escalator
 from loopkit.events import get_logger
@@ -132,6 +132,9 @@ class Supervisor(IterationSteps, BlockedSteps):
         self.reload.clear()
         try:
             new = self._reload_config()
+            unusable = usable_channel_problem(new)
+            if unusable:  # as at start: never switch to a channel that reaches nobody
+                raise ConfigError(unusable)
         except ConfigError as exc:
             log.error("reload_failed", error=str(exc), msg=f"config not reloaded: {exc}")
             return

@@ -411,6 +411,20 @@ def test_sighup_reloads_at_the_next_iteration(ws: Path) -> None:
     assert [r[1] for r in runs(ws)][3:] == ["reloaded"] * 3
 
 
+def test_sighup_to_a_channel_that_reaches_nobody_keeps_the_old_config(ws: Path) -> None:
+    setup(ws)
+    with Daemon(ws) as daemon:
+        daemon.wait_state(status="blocked", iteration=3)
+        (ws / "agent2.sh").write_text('echo "$LOOPKIT_ITERATION|reloaded|" >> runs.txt\n')
+        text = (ws / "loopkit.toml").read_text().replace("agent.sh", "agent2.sh")
+        write_config(ws, text + '[escalation]\nchannel = "slack"\n')  # no webhook is set
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        (ws / "BLOCKED.md").unlink()
+        daemon.wait_state(status="blocked", iteration=6)
+    assert [r[1] for r in runs(ws)][3:] == [""] * 3  # still the old agent: not reloaded
+    assert "config not reloaded: channel slack" in (ws / ".loopkit" / "events.jsonl").read_text()
+
+
 def test_unknown_channel_refuses_to_start(ws: Path) -> None:
     setup(ws)
     done = loopkit("-C", str(ws), "run", env=clean_env(LOOPKIT_HITL_CHANNEL="pigeon"))

@@ -32,14 +32,11 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
     from loopkit.supervisor import Options, Supervisor
 
     config = app.config(console_level="info")
-    problem = config.channel_problem()
-    if problem:  # an overnight run must not start unable to reach its human
-        raise ConfigError(f"{problem}; fix LOOPKIT_HITL_CHANNEL or [escalation] channel")
-    from loopkit import channels
+    from loopkit.core import usable_channel_problem
 
-    name = config.escalation.channel
-    for missing in channels.create(name, config.channels).problems():
-        raise ConfigError(f"channel {name}: {missing} (`loopkit doctor` checks it all)")
+    problem = usable_channel_problem(config)
+    if problem:  # an overnight run must not start unable to reach its human
+        raise ConfigError(problem)
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
     return Supervisor(config, options=options).run()
 
