@@ -125,16 +125,3 @@ class Core:
         code = EXIT_SIGINT if self.signal_received == signal.SIGINT else EXIT_SIGTERM
         name = signal.Signals(self.signal_received or signal.SIGTERM).name
         return self._finish("stopped", code, f"stopped by {name}")
-
-
-def usable_channel_problem(config: Config) -> str | None:
-    """Why the configured channel cannot reach anyone (unknown, or missing its settings)."""
-    problem = config.channel_problem()
-    if problem:
-        return f"{problem}; fix LOOPKIT_HITL_CHANNEL or [escalation] channel"
-    from loopkit import channels
-
-    name = config.escalation.channel
-    for missing in channels.create(name, config.channels).problems():
-        return f"channel {name}: {missing} (`loopkit doctor` checks it all)"
-    return None

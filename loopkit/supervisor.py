@@ -23,9 +23,9 @@ import time
 from types import FrameType
 from typing import Any
 
-from loopkit import blocked, clock
+from loopkit import blocked, channels, clock
 from loopkit.blocking import BlockedSteps
-from loopkit.core import Options, usable_channel_problem
+from loopkit.core import Options
 from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import Escalator
 from loopkit.events import get_logger
@@ -132,7 +132,7 @@ class Supervisor(IterationSteps, BlockedSteps):
         self.reload.clear()
         try:
             new = self._reload_config()
-            unusable = usable_channel_problem(new)
+            unusable = channels.unusable(new)
             if unusable:  # as at start: never switch to a channel that reaches nobody
                 raise ConfigError(unusable)
         except ConfigError as exc:

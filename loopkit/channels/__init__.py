@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from loopkit.config import ChannelSettings
+from loopkit.config import ChannelSettings, Config
 from loopkit.errors import ConfigError
 from loopkit.message import Message
 
@@ -55,3 +55,16 @@ def create(name: str, settings: ChannelSettings, **options: Any) -> Channel:
     cls = getattr(importlib.import_module(module_name), class_name)
     channel: Channel = cls(settings, **options)
     return channel
+
+
+def unusable(config: Config) -> str | None:
+    """Why ``config``'s channel reaches nobody — an unknown name, or missing settings — with
+    the fix; None when it can be used. (``run`` refuses to start, and a reload to switch, then.)
+    """
+    problem = config.channel_problem()
+    if problem:
+        return f"{problem}; fix LOOPKIT_HITL_CHANNEL or [escalation] channel"
+    name = config.escalation.channel
+    for missing in create(name, config.channels).problems():
+        return f"channel {name}: {missing} (`loopkit doctor` checks it all)"
+    return None

@@ -32,9 +32,9 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
     from loopkit.supervisor import Options, Supervisor
 
     config = app.config(console_level="info")
-    from loopkit.core import usable_channel_problem
+    from loopkit import channels
 
-    problem = usable_channel_problem(config)
+    problem = channels.unusable(config)
     if problem:  # an overnight run must not start unable to reach its human
         raise ConfigError(problem)
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
