@@ -48,8 +48,8 @@ def unblock(config: Config, *, reply: str | None, by: str) -> Unblocked:
         try:
             result = answer(store, request_id, reply, by=by, via="cli")
         except RequestConflict as conflict:
-            if "loopkit unblock" in str(conflict):
-                raise
+            if store.load(request_id).status == "expired":
+                raise  # its message already says how to lift the block
             hint = "`loopkit unblock` without --reply lifts the block"
             raise RequestConflict(f"{conflict}; {hint}") from None
         decision = result.decision
