@@ -46,16 +46,23 @@ def _secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
 
 
-def _password_of(value: str) -> list[str]:
-    """``user:password`` → the password; the user part too when it is the credential
-    (``sk_test_…:`` with an empty password, a token-shaped user)."""
+def _credential_of(value: str) -> str | None:
+    """Of ``user:password``, the secret part: the password — or all of it when the user is
+    the credential (``sk_test_…:`` with an empty password, a token-shaped user). None when
+    there is no password part. The one rule for logs and for what gate shows."""
     if ":" not in value:
+        return None
+    user, _, password = value.partition(":")
+    return value if not password or _TOKEN_LIKE.fullmatch(user) else password
+
+
+def _password_of(value: str) -> list[str]:
+    """The secrets of ``user:password`` to mask in logs (the whole, and its parts alone)."""
+    secret = _credential_of(value)
+    if secret is None:
         return []
     user, _, password = value.partition(":")
-    found = [password] if password else []
-    if not password or _TOKEN_LIKE.fullmatch(user):
-        found += [user, value]
-    return found
+    return [password] if secret == password else [p for p in (password, user, value) if p]
 
 
 def _pairs(text: str) -> list[str]:
@@ -152,12 +159,10 @@ def _mask_shapes(word: str) -> str:
 
 
 def _mask_user(value: str) -> str:
-    if ":" not in value:
+    secret = _credential_of(value)
+    if secret is None:
         return value
-    user, _, password = value.partition(":")
-    if not password or _TOKEN_LIKE.fullmatch(user):
-        return MASK
-    return f"{user}:{MASK}"
+    return MASK if secret == value else f"{value.partition(':')[0]}:{MASK}"
 
 
 def _mask_value(name: str, value: str) -> str:
