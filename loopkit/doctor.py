@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from loopkit import blocked, channels, clock
-from loopkit.blocked import Choice
+from loopkit import channels, clock
 from loopkit.channels import Outcome
 from loopkit.config import Config, load
 from loopkit.errors import ChannelError, ConfigError
-from loopkit.escalation import answer_hint
+from loopkit.escalation import blockfile
+from loopkit.escalation.blockfile import Choice
+from loopkit.escalation.escalator import answer_hint
 from loopkit.message import Message
 from loopkit.workspace import Workspace
 
@@ -36,7 +37,7 @@ class Finding:
 
 
 def _sample_vars(workspace: Workspace) -> dict[str, object]:
-    return blocked.template_vars(
+    return blockfile.template_vars(
         request_id="doctor",
         question="Which of the two payment flows should the checkout use?",
         context="Feature: checkout\nFile: app/pay.py",
@@ -81,7 +82,7 @@ def _channel_findings(config: Config) -> list[Finding]:
 
 def _telegram_findings(config: Config) -> list[Finding]:
     """getMe (the token), getChat (the chat), getWebhookInfo (taps need getUpdates)."""
-    from loopkit.channels.telegram_updates import BotClient, PollError
+    from loopkit.supervisor.phone import BotClient, PollError
 
     bot = BotClient(config)
     api = config.channels.telegram_api
@@ -129,7 +130,7 @@ def _workspace_findings(config: Config) -> list[Finding]:
     workspace = Workspace.of(config)
     found: list[Finding] = []
     sample = _sample_vars(workspace)
-    override = blocked.check_override(workspace, sample)
+    override = blockfile.check_override(workspace, sample)
     if override:
         found.append(
             Finding("problem", "template", f"{override}; fix it, or delete it to use the default")
@@ -137,7 +138,7 @@ def _workspace_findings(config: Config) -> list[Finding]:
     elif workspace.template_override.exists():
         found.append(Finding("ok", "template", f"{workspace.template_override} renders"))
     try:
-        blocked.render_packaged(sample)
+        blockfile.render_packaged(sample)
         if not workspace.template_override.exists():
             found.append(Finding("ok", "template", "the packaged BLOCKED.md template renders"))
     except Exception as exc:  # the packaged template is part of the install
@@ -151,9 +152,9 @@ def _workspace_findings(config: Config) -> list[Finding]:
                 "write requests/ or BLOCKED.md there",
             )
         )
-    state = blocked.state(workspace.blocked)
+    state = blockfile.state(workspace.blocked)
     if state == "other":
-        found.append(Finding("problem", "blocked", str(blocked.not_a_file(workspace.blocked))))
+        found.append(Finding("problem", "blocked", str(blockfile.not_a_file(workspace.blocked))))
     elif state == "file":
         found.append(Finding("note", "blocked", f"{workspace.blocked.name} exists: blocked now"))
     if config.loop.agent is None:

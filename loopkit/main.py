@@ -29,6 +29,6 @@ def main(argv: list[str] | None = None) -> int:
         from loopkit.check import check
 
         return check(*fast)
-    from loopkit.cli import run
+    from loopkit.cli.invoke import run
 
     return run(args)

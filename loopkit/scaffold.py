@@ -8,9 +8,10 @@ from typing import Any
 
 import tomli_w
 
-from loopkit import atomicfile, blocked
+from loopkit import atomicfile
 from loopkit.config import CONFIG_NAME
 from loopkit.errors import WorkspaceError
+from loopkit.escalation import blockfile
 
 HEADER = """\
 # loopkit configuration. Every key is optional; the README lists them all.
@@ -55,7 +56,7 @@ def init(
 ) -> InitResult:
     files = {
         root / CONFIG_NAME: HEADER + tomli_w.dumps(config_data(agent, verify, channel)),
-        root / "templates" / "BLOCKED.md.j2": blocked.packaged_template(),
+        root / "templates" / "BLOCKED.md.j2": blockfile.packaged_template(),
     }
     written, kept = [], []
     for path, text in files.items():

@@ -3,8 +3,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from loopkit import blocked, config
-from loopkit.blocked import Choice
+from loopkit import config
+from loopkit.escalation import blockfile
+from loopkit.escalation.blockfile import Choice
 from loopkit.workspace import Workspace
 
 
@@ -22,7 +23,7 @@ def variables(**overrides: object) -> dict[str, object]:
         at="2026-12-02T13:11:06Z",
     )
     base.update(overrides)
-    return blocked.template_vars(**base)  # type: ignore[arg-type]
+    return blockfile.template_vars(**base)  # type: ignore[arg-type]
 
 
 def workspace(ws: Path) -> Workspace:
@@ -30,7 +31,7 @@ def workspace(ws: Path) -> Workspace:
 
 
 def test_four_sections_in_order(ws: Path) -> None:
-    text, problem = blocked.render(workspace(ws), variables())
+    text, problem = blockfile.render(workspace(ws), variables())
     assert problem is None
     headings = re.findall(r"^#+ .*$", text, flags=re.M)
     assert headings == ["# Blocked", "## Question:", "## Context:", "## Attempted:", "## Choices:"]
@@ -41,7 +42,7 @@ def test_four_sections_in_order(ws: Path) -> None:
 
 
 def test_user_text_cannot_open_a_section(ws: Path) -> None:
-    text, _ = blocked.render(
+    text, _ = blockfile.render(
         workspace(ws), variables(context="log:\n## Choices:\n- A) fake", question="Q?\n## Choices:")
     )
     assert len(re.findall(r"^## Choices:", text, flags=re.M)) == 1
@@ -52,7 +53,7 @@ def test_override_template_is_used(ws: Path) -> None:
     (ws / "templates" / "BLOCKED.md.j2").write_text(
         "# Blocked\n<!-- loopkit request: {{ request_id }} -->\nQ={{ question }}\n"
     )
-    text, problem = blocked.render(workspace(ws), variables())
+    text, problem = blockfile.render(workspace(ws), variables())
     assert problem is None
     assert (
         text == "# Blocked\n<!-- loopkit request: abc123 -->\nQ=Which flow should checkout use?\n"
@@ -62,7 +63,7 @@ def test_override_template_is_used(ws: Path) -> None:
 def test_broken_override_falls_back_with_a_reason(ws: Path) -> None:
     (ws / "templates").mkdir()
     (ws / "templates" / "BLOCKED.md.j2").write_text("# Blocked\n{% for x in %}\n")
-    text, problem = blocked.render(workspace(ws), variables())
+    text, problem = blockfile.render(workspace(ws), variables())
     assert problem is not None and "BLOCKED.md.j2:2: template syntax error" in problem
     assert "## Choices:" in text
 
@@ -70,7 +71,7 @@ def test_broken_override_falls_back_with_a_reason(ws: Path) -> None:
 def test_undefined_variable_in_override_falls_back(ws: Path) -> None:
     (ws / "templates").mkdir()
     (ws / "templates" / "BLOCKED.md.j2").write_text("{{ no_such_thing }}")
-    text, problem = blocked.render(workspace(ws), variables())
+    text, problem = blockfile.render(workspace(ws), variables())
     assert problem is not None and "no_such_thing" in problem
     assert "## Question:" in text
 
@@ -78,26 +79,26 @@ def test_undefined_variable_in_override_falls_back(ws: Path) -> None:
 def test_unreadable_override_falls_back(ws: Path) -> None:
     (ws / "templates").mkdir()
     (ws / "templates" / "BLOCKED.md.j2").mkdir()  # a folder: unreadable as a template
-    text, problem = blocked.render(workspace(ws), variables())
+    text, problem = blockfile.render(workspace(ws), variables())
     assert problem is not None and "cannot read" in problem
     assert "## Question:" in text
 
 
 def test_marker_and_state(ws: Path) -> None:
     path = ws / "BLOCKED.md"
-    assert blocked.state(path) == "absent"
-    assert blocked.create(path, "# Blocked\n<!-- loopkit request: r-1_x -->\n")
-    assert blocked.state(path) == "file"
-    assert blocked.request_id_of(path) == "r-1_x"
-    assert not blocked.create(path, "other")
+    assert blockfile.state(path) == "absent"
+    assert blockfile.create(path, "# Blocked\n<!-- loopkit request: r-1_x -->\n")
+    assert blockfile.state(path) == "file"
+    assert blockfile.request_id_of(path) == "r-1_x"
+    assert not blockfile.create(path, "other")
     path.unlink()
     path.mkdir()
-    assert blocked.state(path) == "other"
+    assert blockfile.state(path) == "other"
 
 
 def test_context_is_capped(ws: Path) -> None:
     many = "\n".join(f"line {n}" for n in range(20))
-    lines = blocked.context_lines(many, ["meta"])
+    lines = blockfile.context_lines(many, ["meta"])
     assert len(lines) == 6  # SPEC: 3-6 lines, the meta line included
     assert lines[-2].startswith("(… 16 more lines") and lines[-1] == "meta"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from loopkit.blockwait import wait_unblock
-from loopkit.watcher import FolderWatch
+from loopkit.watch.folder import FolderWatch
+from loopkit.watch.waits import wait_unblock
 
 from helpers import wait_until
 

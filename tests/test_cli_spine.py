@@ -244,8 +244,8 @@ def test_help_exits_0(ws: Path) -> None:
 def test_a_bug_is_one_redacted_line_and_a_logged_traceback(
     ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loopkit import events
-    from loopkit.cli.app import App, report_bug
+    from loopkit import log as events
+    from loopkit.cli.context import App, report_bug
     from loopkit.redact import Redactor
 
     monkeypatch.setenv("LOOPKIT_HITL_TELEGRAM_TOKEN", TOKEN)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopkit.decide import CATEGORIES, P0_CATEGORIES, Verdict, decide, policy_words
+from loopkit.escalation.policy import CATEGORIES, P0_CATEGORIES, Verdict, decide, policy_words
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from loopkit import config
 from loopkit.channels import Outcome
 from loopkit.config import ChannelSettings, Config
 from loopkit.errors import BadInput
-from loopkit.escalation import Escalation, Escalator, parse_choice
+from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.message import Message
 
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from loopkit.parse import Decision, parse_reply
+from loopkit.requests.replies import Decision, parse_reply
 
 LOOP = [
     {"label": "Retry with a hint", "value": "retry"},

@@ -8,7 +8,8 @@ import pytest
 
 from loopkit import config
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound
-from loopkit.requests import Request, RequestStore, new_id, validate_id
+from loopkit.requests.record import Request, new_id, validate_id
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopkit.rubric import MAX_LABEL, MAX_OPTIONS, MAX_STEM, Violation, check, find_emoji
+from loopkit.escalation.rubric import MAX_LABEL, MAX_OPTIONS, MAX_STEM, Violation, check, find_emoji
 
 OK_LABELS = ("Yes", "No")
 

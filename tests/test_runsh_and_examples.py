@@ -81,6 +81,6 @@ def test_example_configs_are_valid(tmp_path: Path) -> None:
 
 
 def test_packaged_template_matches_the_repository_copy() -> None:
-    from loopkit.blocked import packaged_template
+    from loopkit.escalation.blockfile import packaged_template
 
     assert (ROOT / "templates" / "BLOCKED.md.j2").read_text() == packaged_template()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopkit import config as config_mod
-from loopkit.requests import RequestStore
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 from fakeserver import FakeServer

@@ -1,60 +1,11 @@
 """The command line: parse, build the Config, call one domain function, map errors to exits.
 
-Only this package turns exceptions into exit codes (see :mod:`loopkit.errors`). Click's own
-usage errors exit 64, not click's default 2: here 2 means *blocked*.
+- :mod:`~loopkit.cli.invoke`: ``run(args)``, the one place errors become exit codes.
+- :mod:`~loopkit.cli.app`: the ``loopkit`` group and its explicit command list.
+- :mod:`~loopkit.cli.context`: ``App``, what every command is handed.
+- :mod:`~loopkit.cli.loop` (``run``, ``status``), :mod:`~loopkit.cli.block` (``escalate``,
+  ``check``), :mod:`~loopkit.cli.ask` (``ask``, ``reply``, ``unblock``, ``requests``,
+  ``gate``), :mod:`~loopkit.cli.setup` (``init``, ``doctor``, ``send-test``).
+
+Click's own usage errors exit 64, not click's default 2: here 2 means *blocked*.
 """
-
-from __future__ import annotations
-
-import os
-import sys
-
-import click
-
-from loopkit.errors import EXIT_FAILURE, EXIT_SIGINT, EXIT_USAGE, LoopkitError
-
-
-def _say(line: str) -> None:
-    try:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):
-        pass
-
-
-def _usage_line(exc: click.UsageError) -> str:
-    where = ""
-    if exc.ctx is not None:
-        where = f" (see `{exc.ctx.command_path} --help`)"
-    return f"loopkit: usage error: {exc.format_message()}{where}"
-
-
-def run(args: list[str]) -> int:
-    from loopkit.cli.app import App, report_bug, root
-
-    app = App()
-    try:
-        result = root.main(args, prog_name="loopkit", standalone_mode=False, obj=app)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        if exc.ctx is not None:
-            click.echo(exc.ctx.get_help())
-        return EXIT_USAGE
-    except click.UsageError as exc:
-        _say(_usage_line(exc))
-        return EXIT_USAGE
-    except click.Abort:
-        return EXIT_SIGINT
-    except click.ClickException as exc:
-        _say(f"loopkit: error: {exc.format_message()}")
-        return EXIT_FAILURE
-    except LoopkitError as exc:
-        _say(f"loopkit: error: {exc}")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return EXIT_SIGINT
-    except BrokenPipeError:
-        return EXIT_FAILURE
-    except Exception as exc:
-        report_bug(exc, app, traceback=bool(os.environ.get("LOOPKIT_DEBUG")))
-        return EXIT_FAILURE
-    return result if isinstance(result, int) else 0

@@ -11,9 +11,9 @@ import pytest
 import structlog
 
 from loopkit import config as config_mod
-from loopkit.channels.telegram_updates import UpdatePoller
 from loopkit.config import Config
-from loopkit.escalation import Escalation, Escalator, parse_choice
+from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.supervisor.phone import UpdatePoller
 
 from fakeserver import FakeServer, Reply
 from helpers import wait_until

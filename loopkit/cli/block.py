@@ -7,7 +7,7 @@ import json
 import click
 
 from loopkit import check as check_mod
-from loopkit.cli.app import App
+from loopkit.cli.context import App
 from loopkit.config import Config
 from loopkit.errors import EXIT_BLOCKED, ConfigError
 
@@ -56,7 +56,7 @@ def escalate(
     the configured channel and records the outcome. A failed send is a warning; the block
     stands either way.
     """
-    from loopkit.escalation import Escalation, Escalator, message_for, parse_choice
+    from loopkit.escalation.escalator import Escalation, Escalator, message_for, parse_choice
 
     config, broken = app.config_for_a_block()
     escalator = Escalator(config)

@@ -21,8 +21,9 @@ from typing import Any
 from loopkit import clock
 from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
-from loopkit.parse import Decision, parse_reply
-from loopkit.requests import Request, RequestStore
+from loopkit.requests.record import Request
+from loopkit.requests.replies import Decision, parse_reply
+from loopkit.requests.store import RequestStore
 
 APPROVAL_OPTIONS = (
     {"label": "Approve", "value": "approved"},

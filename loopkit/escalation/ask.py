@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loopkit import decide as policy_mod
-from loopkit import rubric
-from loopkit.answers import options_for
 from loopkit.channels import Outcome
 from loopkit.config import Config
 from loopkit.errors import BadInput, UsageError
-from loopkit.escalation import Escalator, slug
+from loopkit.escalation import policy as policy_mod
+from loopkit.escalation import rubric
+from loopkit.escalation.escalator import Escalator, slug
 from loopkit.message import clean, fold
-from loopkit.requests import KINDS, Request, RequestStore, new_id, validate_id
+from loopkit.requests.answer import options_for
+from loopkit.requests.record import KINDS, Request, new_id, validate_id
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 

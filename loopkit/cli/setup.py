@@ -6,7 +6,7 @@ import json
 
 import click
 
-from loopkit.cli.app import App
+from loopkit.cli.context import App
 from loopkit.config import CHANNELS
 from loopkit.errors import EXIT_FAILURE, EXIT_OK
 

@@ -27,16 +27,17 @@ from typing import Any
 import httpx
 
 from loopkit import atomicfile, clock
-from loopkit.answers import answer
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
-from loopkit.events import get_logger
+from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
 from loopkit.redact import Redactor
-from loopkit.requests import Request, RequestStore
+from loopkit.requests.answer import answer
+from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
-log = get_logger(__name__)
+log = get_logger("loopkit.phone")
 
 POLL_TIMEOUT = 25  # seconds Telegram holds a getUpdates open
 MAX_BACKOFF = 60.0
@@ -418,7 +419,7 @@ class UpdatePoller:
         if message_id is None or not self.chat:
             return
         if not isinstance(original, str):
-            from loopkit.escalation import message_for
+            from loopkit.escalation.escalator import message_for
 
             original = message_for(record, Workspace.of(self.config).repo_name()).text
         self.bot.try_call(

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopkit.answers import outcome_of
 from loopkit.message import fold
-from loopkit.requests import Request, RequestStore
+from loopkit.requests.answer import outcome_of
+from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 

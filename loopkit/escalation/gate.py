@@ -17,14 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loopkit import clock
-from loopkit.answers import APPROVAL_OPTIONS, outcome_of
 from loopkit.config import Config
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput
-from loopkit.escalation import Escalator
+from loopkit.escalation.escalator import Escalator
 from loopkit.message import fold
 from loopkit.redact import mask_command
-from loopkit.requests import Request, RequestStore, new_id
-from loopkit.waiting import wait_for
+from loopkit.requests.answer import APPROVAL_OPTIONS, outcome_of
+from loopkit.requests.record import Request, new_id
+from loopkit.requests.store import RequestStore
+from loopkit.requests.waiting import wait_for
 from loopkit.workspace import Workspace
 
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from loopkit.wake import Waker
-from loopkit.watcher import FolderWatch
+from loopkit.watch.folder import FolderWatch
+from loopkit.watch.wake import Waker
 
 CONFIRM_WINDOW = 0.008  # seconds; SPEC: absence is confirmed over ≤ 10 ms
 Outcome = Literal["gone", "answered", "stopped", "timeout"]

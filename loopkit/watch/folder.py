@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from loopkit.events import get_logger
-from loopkit.wake import Waker
+from loopkit.log import get_logger
+from loopkit.watch.wake import Waker
 
-log = get_logger(__name__)
+log = get_logger("loopkit.watch")
 
 POLL_INTERVAL = 0.05  # polling fallback: how often callers re-check
 SAFETY_INTERVAL = 2.0  # with inotify: re-check this often anyway (a lost event costs ≤ 2 s)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from loopkit.cli.app import App
+from loopkit.cli.context import App
 from loopkit.errors import EXIT_OK, ConfigError
 
 
@@ -29,7 +29,7 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
     3 aborted · 1 another supervisor holds this workspace · 130/143 interrupted.
     SIGHUP reloads loopkit.toml at the next iteration.
     """
-    from loopkit.supervisor import Options, Supervisor
+    from loopkit.supervisor.loop import Options, Supervisor
 
     config = app.config(console_level="info")
     from loopkit import channels
@@ -46,8 +46,8 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
 @click.pass_obj
 def status(app: App, as_json: bool) -> int:
     """Show the supervisor's state: running / blocked / finished, iteration, task, request."""
-    from loopkit.status import render
-    from loopkit.status import status as read_status
+    from loopkit.supervisor.status import render
+    from loopkit.supervisor.status import status as read_status
 
     info = read_status(app.config())
     click.echo(json.dumps(info) if as_json else render(info))

@@ -18,13 +18,14 @@ from typing import Any
 from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
-from loopkit.escalation import Escalator
-from loopkit.events import get_logger
-from loopkit.process import Runner
-from loopkit.requests import Request, RequestStore
-from loopkit.state import State, StateFile, SupervisorLock
-from loopkit.wake import Wake
-from loopkit.watcher import FolderWatch
+from loopkit.escalation.escalator import Escalator
+from loopkit.log import get_logger
+from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
+from loopkit.supervisor.process import Runner
+from loopkit.supervisor.state import State, StateFile, SupervisorLock
+from loopkit.watch.folder import FolderWatch
+from loopkit.watch.wake import Wake
 from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.supervisor")
@@ -95,7 +96,7 @@ class Core:
         ):
             return None
         if self._poller is None:
-            from loopkit.channels.telegram_updates import UpdatePoller
+            from loopkit.supervisor.phone import UpdatePoller
 
             self._poller = UpdatePoller(self.config)
             self._poller.start()

@@ -35,7 +35,9 @@ class Choice:
 
 
 def packaged_template() -> str:
-    return (resources.files("loopkit") / "templates" / "BLOCKED.md.j2").read_text("utf-8")
+    return (resources.files("loopkit.escalation") / "templates" / "BLOCKED.md.j2").read_text(
+        "utf-8"
+    )
 
 
 def _safe_line(line: str) -> str:

@@ -13,16 +13,17 @@ import os
 import time
 from typing import Any
 
-from loopkit import blocked, triggers
 from loopkit.config import Command
-from loopkit.core import PROGRESS_EVERY, Core
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
-from loopkit.escalation import Escalation, message_for
-from loopkit.events import get_logger
-from loopkit.iterlog import IterationLog, prune
+from loopkit.escalation import blockfile
+from loopkit.escalation.escalator import Escalation, message_for
+from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.process import Finished, describe
-from loopkit.tasks import current_task
+from loopkit.supervisor import triggers
+from loopkit.supervisor.core import PROGRESS_EVERY, Core
+from loopkit.supervisor.iterlog import IterationLog, prune
+from loopkit.supervisor.process import Finished, describe
+from loopkit.supervisor.tasks import current_task
 
 log = get_logger("loopkit.supervisor")
 
@@ -161,7 +162,7 @@ class IterationSteps(Core):
         blocked_path = self.workspace.blocked
         interrupt = None
         if loop.stop_agent_on_block:
-            interrupt = lambda: blocked.state(blocked_path) == "file"  # noqa: E731
+            interrupt = lambda: blockfile.state(blocked_path) == "file"  # noqa: E731
         watch = self._watch
         agent = self._run(
             "agent",
@@ -176,10 +177,10 @@ class IterationSteps(Core):
         if self.stop.is_set():
             self._save()
             return self._stopped()
-        if blocked.state(blocked_path) != "absent":
+        if blockfile.state(blocked_path) != "absent":
             log.info("agent_blocked", msg="the agent raised a block; verify skipped")
             self.state.status = "blocked"
-            self.state.open_request = blocked.request_id_of(blocked_path)
+            self.state.open_request = blockfile.request_id_of(blocked_path)
             self._save()
             return None
         if agent.ending == "timeout" or agent.could_not_run:
@@ -194,7 +195,7 @@ class IterationSteps(Core):
                 code = self._passed()
             else:
                 code = self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
-        if code is not None or blocked.state(blocked_path) != "absent":
+        if code is not None or blockfile.state(blocked_path) != "absent":
             return code
         if loop.done is not None:
             done = self._run("done", loop.done, log_file, timeout=loop.iteration_timeout)

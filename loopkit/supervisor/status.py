@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopkit import blocked
 from loopkit.config import Config
 from loopkit.errors import LoopkitError
-from loopkit.requests import RequestStore
-from loopkit.state import StateFile, SupervisorLock
+from loopkit.escalation import blockfile
+from loopkit.requests.store import RequestStore
+from loopkit.supervisor.state import StateFile, SupervisorLock
 from loopkit.workspace import Workspace
 
 
@@ -16,14 +16,14 @@ def status(config: Config) -> dict[str, Any]:
     workspace = Workspace.of(config)
     state = StateFile(workspace).load()
     holder = SupervisorLock(workspace).holder()
-    block = blocked.state(workspace.blocked)
+    block = blockfile.state(workspace.blocked)
     if holder is not None:
         shown = "blocked" if block != "absent" else "running"
     elif state.status in ("running", "blocked"):
         shown = "stopped"  # it was running and is not any more (a crash, kill -9)
     else:
         shown = state.status
-    request_id = (blocked.request_id_of(workspace.blocked) if block == "file" else None) or (
+    request_id = (blockfile.request_id_of(workspace.blocked) if block == "file" else None) or (
         state.open_request if block != "absent" else None
     )
     request: dict[str, Any] | None = None

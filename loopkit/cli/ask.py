@@ -8,11 +8,11 @@ import os
 
 import click
 
-from loopkit.cli.app import App
+from loopkit.cli.context import App
 from loopkit.config import TIMEOUT_ACTIONS
-from loopkit.decide import CATEGORIES
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK
-from loopkit.requests import KINDS, STATUSES
+from loopkit.escalation.policy import CATEGORIES
+from loopkit.requests.record import KINDS, STATUSES
 
 
 def human() -> str:
@@ -71,8 +71,8 @@ def ask(
     BLOCKED.md and sends the message, as escalate does (exit 2). A prompt that breaks
     the rubric is refused with exit 65, the rule named, nothing written.
     """
-    from loopkit.asking import Question, prompt_block
-    from loopkit.asking import ask as do_ask
+    from loopkit.escalation.ask import Question, prompt_block
+    from loopkit.escalation.ask import ask as do_ask
 
     asked = do_ask(
         app.config(),
@@ -139,8 +139,8 @@ def reply(
     Exit 4 if the request was already answered (the first answer stands), 66 if there is no
     such request, 65 if its record is corrupt.
     """
-    from loopkit.answers import answer
-    from loopkit.requests import RequestStore
+    from loopkit.requests.answer import answer
+    from loopkit.requests.store import RequestStore
 
     app.config()
     store = RequestStore(app.workspace())
@@ -165,7 +165,7 @@ def unblock(app: App, reply: str | None, by: str | None) -> int:
     supervisor hands it to the next agent run as LOOPKIT_DECISION); without, the request
     is resolved as "unblocked by hand".
     """
-    from loopkit.unblocking import unblock as do_unblock
+    from loopkit.escalation.unblock import unblock as do_unblock
 
     outcome = do_unblock(app.config(), reply=reply, by=by or human())
     if outcome.decision is not None:
@@ -183,7 +183,7 @@ def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: 
     """List requests (oldest first). `requests show ID` is the one true read."""
     if ctx.invoked_subcommand is not None:
         return EXIT_OK
-    from loopkit.listing import listing, render
+    from loopkit.requests.listing import listing, render
 
     app: App = ctx.obj
     app.config()
@@ -200,7 +200,7 @@ def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: 
 @click.pass_obj
 def requests_show(app: App, request_id: str, as_json: bool) -> int:
     """Print the whole record as JSON: the one true read of a request's outcome."""
-    from loopkit.requests import RequestStore
+    from loopkit.requests.store import RequestStore
 
     app.config()
     record = RequestStore(app.workspace()).load(request_id)
@@ -220,9 +220,9 @@ def requests_wait(app: App, request_id: str, timeout: float | None, as_json: boo
     0 approved or an option chosen · 3 rejected, aborted or expired
     4 changes requested · 2 still open when --timeout ran out.
     """
-    from loopkit.answers import outcome_of
-    from loopkit.requests import RequestStore
-    from loopkit.waiting import exit_code, wait_for
+    from loopkit.requests.answer import outcome_of
+    from loopkit.requests.store import RequestStore
+    from loopkit.requests.waiting import exit_code, wait_for
 
     app.config()
     record = wait_for(RequestStore(app.workspace()), request_id, timeout=timeout)
@@ -254,7 +254,7 @@ def gate(app: App, wait: bool, timeout: float | None, command: tuple[str, ...]) 
     the next call runs it and exits with its code. Rejected: exit 3, not run. A changed
     command is a new request; an approval is used once.
     """
-    from loopkit.gate import gate as do_gate
+    from loopkit.escalation.gate import gate as do_gate
 
     result = do_gate(app.config(), list(command), cwd=os.getcwd(), wait=wait, timeout=timeout)
     click.echo(f"loopkit: gate: {result.message}", err=True)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import threading
 import time
 
-from loopkit.answers import outcome_of
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, EXIT_CONFLICT, EXIT_OK
-from loopkit.requests import Request, RequestStore
-from loopkit.watcher import FolderWatch
+from loopkit.requests.answer import outcome_of
+from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
+from loopkit.watch.folder import FolderWatch
 
 EXIT_BY_OUTCOME = {
     "approved": EXIT_OK,

@@ -18,18 +18,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from loopkit import blocked, channels, clock
-from loopkit.blocked import Choice
+from loopkit import channels, clock
 from loopkit.channels import Channel, Outcome
 from loopkit.config import Config
 from loopkit.errors import BadInput, LoopkitError
-from loopkit.events import get_logger
+from loopkit.escalation import blockfile
+from loopkit.escalation.blockfile import Choice
+from loopkit.log import get_logger
 from loopkit.message import Message, clean, fold
 from loopkit.redact import Redactor
-from loopkit.requests import Request, RequestStore, new_id
+from loopkit.requests.record import Request, new_id
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
-log = get_logger(__name__)
+log = get_logger("loopkit.escalation")
 
 ChannelFactory = Callable[[str], Channel]
 _DASHES = re.compile(r"\s+(?:—|–|--|-)\s+")
@@ -178,7 +180,9 @@ class Escalator:
 
     def awaits_own_block(self, record: Request) -> bool:
         """``record`` has not been asked yet: it joined another block that has gone since."""
-        return "joined_block" in record.extra and blocked.state(self.workspace.blocked) == "absent"
+        return (
+            "joined_block" in record.extra and blockfile.state(self.workspace.blocked) == "absent"
+        )
 
     def place(self, record: Request, *, persisted: bool = False, own: bool = False) -> Result:
         """Steps 1–2: persist ``record`` and create BLOCKED.md (or join the open block).
@@ -190,10 +194,10 @@ class Escalator:
         does that, outside the store lock.
         """
         path = self.workspace.blocked
-        if blocked.state(path) == "other":
-            raise blocked.not_a_file(path)
+        if blockfile.state(path) == "other":
+            raise blockfile.not_a_file(path)
         with self.store.locked():
-            if blocked.state(path) == "file":
+            if blockfile.state(path) == "file":
                 return self._join(record, persisted=persisted, own=own)
             if persisted:
                 record.extra.pop("joined_block", None)
@@ -203,7 +207,7 @@ class Escalator:
             else:
                 self.store.create(record)
             text, problem = self._render(record)
-            if not blocked.create(path, text):
+            if not blockfile.create(path, text):
                 # Someone else's BLOCKED.md appeared between our check and our write.
                 return self._join(record, persisted=True, own=own)
         if problem:
@@ -251,7 +255,7 @@ class Escalator:
             Choice(str(o.get("label", "")), str(o.get("consequence") or ""), str(o.get("value")))
             for o in record.options
         ]
-        variables = blocked.template_vars(
+        variables = blockfile.template_vars(
             request_id=record.request_id,
             question=record.prompt,
             context=record.situation,
@@ -263,7 +267,7 @@ class Escalator:
             trigger=trigger,
             at=raised_at(record),
         )
-        return blocked.render(self.workspace, variables)
+        return blockfile.render(self.workspace, variables)
 
     def _join(self, record: Request, *, persisted: bool, own: bool = False) -> Result:
         """Record this question on the open block's request; send nothing.
@@ -273,7 +277,7 @@ class Escalator:
         if own and not persisted:
             self.store.create(record)
             persisted = True
-        open_id = blocked.request_id_of(self.workspace.blocked)
+        open_id = blockfile.request_id_of(self.workspace.blocked)
         entry = {
             "at": clock.iso_seconds(),
             "question": record.prompt,

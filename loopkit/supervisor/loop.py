@@ -23,18 +23,19 @@ import time
 from types import FrameType
 from typing import Any
 
-from loopkit import blocked, channels, clock
-from loopkit.blocking import BlockedSteps
-from loopkit.core import Options
+from loopkit import channels, clock
 from loopkit.errors import EXIT_OK, ConfigError
-from loopkit.escalation import Escalator
-from loopkit.events import get_logger
-from loopkit.iteration import IterationSteps
-from loopkit.requests import RequestStore
-from loopkit.watcher import FolderWatch
+from loopkit.escalation import blockfile
+from loopkit.escalation.escalator import Escalator
+from loopkit.log import get_logger
+from loopkit.requests.store import RequestStore
+from loopkit.supervisor.blocked import BlockedSteps
+from loopkit.supervisor.core import Options
+from loopkit.supervisor.iteration import IterationSteps
+from loopkit.watch.folder import FolderWatch
 from loopkit.workspace import Workspace
 
-log = get_logger(__name__)
+log = get_logger("loopkit.supervisor")
 
 __all__ = ["Options", "Supervisor"]
 
@@ -111,7 +112,7 @@ class Supervisor(IterationSteps, BlockedSteps):
             if self.reload.is_set():
                 self._do_reload()
             # A block we know of counts even if its file went before we got to wait on it.
-            if blocked.state(self.workspace.blocked) != "absent" or self.state.open_request:
+            if blockfile.state(self.workspace.blocked) != "absent" or self.state.open_request:
                 code = self._blocked(resend=not resumed)
                 resumed = True
                 if code is not None:
@@ -125,7 +126,7 @@ class Supervisor(IterationSteps, BlockedSteps):
             if code is not None:
                 return code
             last = self.options.max_iterations is not None and done >= self.options.max_iterations
-            if not last and blocked.state(self.workspace.blocked) == "absent" and self._pause():
+            if not last and blockfile.state(self.workspace.blocked) == "absent" and self._pause():
                 return self._stopped()
 
     def _do_reload(self) -> None:

@@ -10,11 +10,11 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from loopkit import blocked
-from loopkit.answers import answer, unblocked_by_hand
 from loopkit.config import Config
 from loopkit.errors import RequestConflict, RequestNotFound
-from loopkit.requests import RequestStore
+from loopkit.escalation import blockfile
+from loopkit.requests.answer import answer, unblocked_by_hand
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 
@@ -27,9 +27,9 @@ class Unblocked:
 def unblock(config: Config, *, reply: str | None, by: str) -> Unblocked:
     workspace = Workspace.of(config)
     path = workspace.blocked
-    state = blocked.state(path)
+    state = blockfile.state(path)
     if state == "other":
-        raise blocked.not_a_file(path)
+        raise blockfile.not_a_file(path)
     if state == "absent":
         if reply is not None:
             raise RequestNotFound(
@@ -37,7 +37,7 @@ def unblock(config: Config, *, reply: str | None, by: str) -> Unblocked:
                 "answer a request with `loopkit reply --request-id ID --reply …`"
             )
         return Unblocked(f"not blocked: {path.name} is absent; nothing to do")
-    request_id = blocked.request_id_of(path)
+    request_id = blockfile.request_id_of(path)
     store = RequestStore(workspace)
     decision = None
     if reply is not None:
@@ -69,7 +69,7 @@ def unblock(config: Config, *, reply: str | None, by: str) -> Unblocked:
             message = f"request {request_id} not found; {path.name} removed"
     else:
         message = f"{path.name} removed (it named no loopkit request)"
-    if blocked.request_id_of(path) == request_id:
+    if blockfile.request_id_of(path) == request_id:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     return Unblocked(message, decision)

@@ -11,10 +11,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from loopkit.blocked import Choice
-from loopkit.escalation import Escalation
+from loopkit.escalation.blockfile import Choice
+from loopkit.escalation.escalator import Escalation
+from loopkit.escalation.rubric import MAX_STEM as MAX_PROMPT
 from loopkit.message import fold
-from loopkit.rubric import MAX_STEM as MAX_PROMPT
 
 CHOICES = (
     Choice("Retry with a hint", "the next agent run gets your reply as LOOPKIT_DECISION", "retry"),

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from loopkit.config import Command
-from loopkit.wake import Wake
+from loopkit.watch.wake import Wake
 
 TAIL_BYTES = 8192
 Ending = Literal["exited", "timeout", "stopped", "interrupted", "not-started"]

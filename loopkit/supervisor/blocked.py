@@ -13,15 +13,16 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from loopkit import atomicfile, blocked, clock
-from loopkit.answers import decision_of, is_human_decision, timed_out, unblocked_by_hand
-from loopkit.blockwait import Outcome, wait_unblock
-from loopkit.core import Core
+from loopkit import atomicfile, clock
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
-from loopkit.escalation import raised_at
-from loopkit.events import get_logger
+from loopkit.escalation import blockfile
+from loopkit.escalation.escalator import raised_at
+from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.requests import Request
+from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
+from loopkit.requests.record import Request
+from loopkit.supervisor.core import Core
+from loopkit.watch.waits import Outcome, wait_unblock
 
 log = get_logger("loopkit.supervisor")
 
@@ -30,16 +31,16 @@ class BlockedSteps(Core):
     def _blocked(self, *, resend: bool) -> int | None:
         path = self.workspace.blocked
         state = self.state
-        if blocked.state(path) == "other":
+        if blockfile.state(path) == "other":
             if not self._announced_folder:
                 self._announced_folder = True
-                log.error("blocked_not_a_file", msg=str(blocked.not_a_file(path)))
+                log.error("blocked_not_a_file", msg=str(blockfile.not_a_file(path)))
             if self.options.exit_on_block:
-                raise blocked.not_a_file(path)
-        present = blocked.state(path) != "absent"
+                raise blockfile.not_a_file(path)
+        present = blockfile.state(path) != "absent"
         # A BLOCKED.md names its request; one without a marker is a human's own block (the
         # request we remember is stale then). Gone: the request we remember is the one.
-        request_id = blocked.request_id_of(path) if present else state.open_request
+        request_id = blockfile.request_id_of(path) if present else state.open_request
         record = self._load(request_id)
         if not present:
             # Lifted before we waited on it (just after we raised it, or while we were down).
@@ -55,7 +56,7 @@ class BlockedSteps(Core):
             self._save()
         if self.options.exit_on_block:
             with contextlib.suppress(OSError):
-                self.print_head(blocked.read_head(path))
+                self.print_head(blockfile.read_head(path))
             return self._finish("blocked", EXIT_BLOCKED, "blocked (--exit-on-block)")
         question = f": {fold(record.prompt, 100)}" if record else ""
         log.info(
@@ -250,7 +251,7 @@ class BlockedSteps(Core):
     def _remove_block(self, request_id: str) -> None:
         """Remove BLOCKED.md if it is still this request's block (never a human's own)."""
         path = self.workspace.blocked
-        if blocked.state(path) == "file" and blocked.request_id_of(path) == request_id:
+        if blockfile.state(path) == "file" and blockfile.request_id_of(path) == request_id:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 

@@ -1,0 +1,13 @@
+"""Escalation: raising a block and asking a human (SPEC sections 3 and 4).
+
+- :mod:`~loopkit.escalation.escalator`: persist → BLOCKED.md → send → record (steps 1-4).
+- :mod:`~loopkit.escalation.blockfile`: rendering, creating and reading ``BLOCKED.md``.
+- :mod:`~loopkit.escalation.marker`: the request marker and the head, standard library only
+  (``loopkit check`` reads them).
+- :mod:`~loopkit.escalation.ask`, :mod:`~loopkit.escalation.policy`,
+  :mod:`~loopkit.escalation.rubric`: ``loopkit ask`` — needs a human? then the mobile rubric.
+- :mod:`~loopkit.escalation.gate`: ``loopkit gate``; :mod:`~loopkit.escalation.unblock`:
+  ``loopkit unblock``.
+
+Nothing is imported here: ``loopkit check`` imports :mod:`~loopkit.escalation.marker` alone.
+"""

@@ -1,0 +1,11 @@
+"""Requests: the record of one question to a human, and its answer (SPEC section 4).
+
+- :mod:`~loopkit.requests.record`: ``Request``, the typed, versioned record.
+- :mod:`~loopkit.requests.store`: ``RequestStore``, the locked read-modify-write.
+- :mod:`~loopkit.requests.replies`: a reply's text → a decision (pure).
+- :mod:`~loopkit.requests.answer`: recording an answer, exactly once; outcomes.
+- :mod:`~loopkit.requests.listing`: ``loopkit requests``.
+- :mod:`~loopkit.requests.waiting`: ``loopkit requests wait``.
+
+Nothing is imported here, so importing one module costs only that module.
+"""

@@ -1,0 +1,13 @@
+"""The supervisor, ``loopkit run`` (SPEC section 6).
+
+- :mod:`~loopkit.supervisor.loop`: ``Supervisor`` — the lock, signals, reload and the loop;
+  it owns its parts.
+- :mod:`~loopkit.supervisor.iteration`: one iteration (env → preflight → agent → verify → done).
+- :mod:`~loopkit.supervisor.blocked`: the blocked phase (wait, timeout, apply the answer).
+- :mod:`~loopkit.supervisor.phone`: the Telegram update poller (answers from the phone).
+- :mod:`~loopkit.supervisor.triggers`: the questions the supervisor asks itself.
+- :mod:`~loopkit.supervisor.process`, :mod:`~loopkit.supervisor.state`,
+  :mod:`~loopkit.supervisor.status`, :mod:`~loopkit.supervisor.tasks`,
+  :mod:`~loopkit.supervisor.iterlog`: running a command, state.json and the lock,
+  ``loopkit status``, the current task, the iteration logs.
+"""
