@@ -25,7 +25,6 @@ from loopkit.errors import ConfigError
 from loopkit.redact import dial_secrets
 
 CONFIG_NAME = "loopkit.toml"
-CHANNELS = ("telegram", "slack", "dial", "none")
 TIMEOUT_ACTIONS = ("skip", "queue", "retry", "abort")
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"
 
@@ -97,13 +96,6 @@ class Config:
     @property
     def blocked_path(self) -> Path:
         return self.workspace / self.escalation.blocked_file
-
-    def channel_problem(self) -> str | None:
-        """Why the configured channel cannot be used, or None. Not fatal for escalate."""
-        name = self.escalation.channel
-        if name not in CHANNELS:
-            return f"unknown channel {name!r} (valid: {', '.join(CHANNELS)})"
-        return None
 
 
 # --- parsing helpers -----------------------------------------------------------------------
@@ -362,10 +354,14 @@ def load(
 ) -> Config:
     """Build the Config for ``workspace``. Raises ConfigError (exit 78) when invalid.
 
+    The workspace is made absolute here, once: every path derived from the Config (the
+    events file included) names the same folder, whatever the process's folder is later.
+
     ``lenient``: never raise — keep every valid setting and drop the rest (a block must be
     raised even when ``loopkit.toml`` is broken; the caller reports the error).
     """
     environ = os.environ if environ is None else environ
+    workspace = workspace.resolve()
     path = workspace / CONFIG_NAME
     values: dict[str, dict[str, Any]] = {name: {} for name in _SCHEMA}
     file: Path | None = None

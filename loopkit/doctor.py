@@ -64,17 +64,12 @@ def _config_findings(root: Path) -> tuple[Config | None, list[Finding]]:
 
 def _channel_findings(config: Config) -> list[Finding]:
     name = config.escalation.channel
-    problem = config.channel_problem()
-    if problem:
-        fix = "set LOOPKIT_HITL_CHANNEL or [escalation] channel to one of them"
-        return [Finding("problem", "channel", f"{problem}; {fix}")]
+    found = [Finding("problem", p.topic, p.text) for p in channels.problems(config)]
+    if found:
+        return found
     if name == "none":
         text = "none: no message is sent, BLOCKED.md is the whole escalation"
         return [Finding("note", "channel", text)]
-    channel = channels.create(name, config.channels)
-    found = [Finding("problem", f"channel {name}", p) for p in channel.problems()]
-    if found:
-        return found
     if name == "telegram":
         return _telegram_findings(config)
     return [Finding("ok", f"channel {name}", "settings present (send-test sends one)")]

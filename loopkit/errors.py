@@ -4,6 +4,7 @@
     ├── UsageError               64   a command line loopkit cannot act on
     ├── ConfigError              78   loopkit.toml or the environment is invalid
     ├── WorkspaceError            1   a file loopkit needs cannot be read or written
+    ├── AlreadyRunning            1   another supervisor holds this workspace
     ├── RequestError             65   a request record or its input is bad
     │   ├── BadInput             65   input refused (rubric, id, corrupt record)
     │   ├── RequestNotFound      66   no such request
@@ -45,6 +46,10 @@ class ConfigError(LoopkitError):
 
 
 class WorkspaceError(LoopkitError):
+    exit_code = EXIT_FAILURE
+
+
+class AlreadyRunning(LoopkitError):
     exit_code = EXIT_FAILURE
 
 

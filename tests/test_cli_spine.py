@@ -297,3 +297,15 @@ def test_check_in_a_workspace_loopkit_init_wrote(ws: Path) -> None:
     assert loopkit("-C", str(ws), "check").returncode == 0
     (ws / "BLOCKED.md").write_text("# Blocked\n")
     assert loopkit("-C", str(ws), "check").returncode == 2
+
+
+def test_a_relative_workspace_is_resolved_once(tmp_path: Path) -> None:
+    """`loopkit -C ws run` from the parent: every file lands in ws/, none in ws/ws/."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "loopkit.toml").write_text('[loop]\nagent = "true"\npause = "0s"\n')
+    done = loopkit("-C", "ws", "run", "--max-iterations", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (ws / ".loopkit" / "events.jsonl").is_file()
+    assert (ws / ".loopkit" / "state.json").is_file()
+    assert not (ws / "ws").exists()

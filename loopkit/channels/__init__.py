@@ -57,14 +57,37 @@ def create(name: str, settings: ChannelSettings, **options: Any) -> Channel:
     return channel
 
 
-def unusable(config: Config) -> str | None:
-    """Why ``config``'s channel reaches nobody — an unknown name, or missing settings — with
-    the fix; None when it can be used. (``run`` refuses to start, and a reload to switch, then.)
-    """
-    problem = config.channel_problem()
-    if problem:
-        return f"{problem}; fix LOOPKIT_HITL_CHANNEL or [escalation] channel"
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Why a channel reaches nobody: ``topic`` (``channel``, ``channel telegram``) and what
+    is wrong, with its fix."""
+
+    topic: str
+    text: str
+
+
+def problems(config: Config) -> list[Problem]:
+    """Why ``config``'s channel reaches nobody — an unknown name, or missing settings — each
+    with its fix; ``[]`` when it can be used. The one place that decides it: ``run`` refuses
+    to start (and a reload to switch) on the first, ``doctor`` lists them all."""
     name = config.escalation.channel
-    for missing in create(name, config.channels).problems():
-        return f"channel {name}: {missing} (`loopkit doctor` checks it all)"
-    return None
+    if name not in CHANNELS:
+        return [
+            Problem(
+                "channel",
+                f"unknown channel {name!r} (valid: {', '.join(CHANNELS)}); set "
+                "LOOPKIT_HITL_CHANNEL or [escalation] channel to one of them",
+            )
+        ]
+    return [Problem(f"channel {name}", text) for text in create(name, config.channels).problems()]
+
+
+def unusable(config: Config) -> str | None:
+    """The first of :func:`problems` as one line, or None when the channel can be used."""
+    found = problems(config)
+    if not found:
+        return None
+    first = found[0]
+    if first.topic == "channel":
+        return first.text
+    return f"{first.topic}: {first.text} (`loopkit doctor` checks it all)"

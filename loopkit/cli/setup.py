@@ -6,8 +6,8 @@ import json
 
 import click
 
+from loopkit.channels import CHANNELS
 from loopkit.cli.context import App
-from loopkit.config import CHANNELS
 from loopkit.errors import EXIT_FAILURE, EXIT_OK
 
 
@@ -16,7 +16,7 @@ from loopkit.errors import EXIT_FAILURE, EXIT_OK
 @click.option("--verify", help='The verify command, e.g. "pytest -q".')
 @click.option(
     "--channel",
-    type=click.Choice(CHANNELS),
+    type=click.Choice(tuple(CHANNELS)),
     default="none",
     show_default=True,
     help="How the human is told (secrets stay in the environment).",

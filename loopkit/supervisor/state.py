@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from loopkit import atomicfile, clock
-from loopkit.errors import LoopkitError, WorkspaceError
+from loopkit.errors import AlreadyRunning, WorkspaceError
 from loopkit.workspace import Workspace
 
 SCHEMA_VERSION = 1
@@ -87,10 +87,6 @@ class StateFile:
             raise WorkspaceError(
                 f"cannot write {self.path}: {exc.strerror}; make the workspace writable"
             ) from None
-
-
-class AlreadyRunning(LoopkitError):
-    exit_code = 1
 
 
 class SupervisorLock:
