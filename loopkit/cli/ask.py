@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+from typing import cast
 
 import click
 
@@ -12,7 +13,7 @@ from loopkit.cli.context import App
 from loopkit.config import TIMEOUT_ACTIONS
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK
 from loopkit.escalation.policy import CATEGORIES
-from loopkit.requests.record import KINDS, STATUSES
+from loopkit.requests.record import KINDS, STATUSES, Kind
 
 
 def human() -> str:
@@ -90,7 +91,7 @@ def ask(
             attach=attach,
             request_id=request_id,
             key=key,
-            kind=kind,
+            kind=cast(Kind, kind),
             block=block,
         ),
     )

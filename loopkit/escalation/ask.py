@@ -9,7 +9,7 @@ message); 4. persist the record — and with ``block``, write BLOCKED.md and sen
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from loopkit.channels import Outcome
 from loopkit.config import Config
@@ -19,7 +19,7 @@ from loopkit.escalation import rubric
 from loopkit.escalation.escalator import Escalator, slug
 from loopkit.message import clean, fold
 from loopkit.requests.answer import options_for
-from loopkit.requests.record import KINDS, Request, new_id, validate_id
+from loopkit.requests.record import KINDS, Kind, Request, new_id, validate_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
@@ -39,9 +39,8 @@ class Question:
     attach: tuple[str, ...] = ()
     request_id: str | None = None
     key: str | None = None
-    kind: str = "question"
+    kind: Kind = "question"
     block: bool = False
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +143,7 @@ def ask(
     with store.locked():  # one lock from the key lookup to the write: one request per key
         found = store.find_open_by_key(question.key) if question.key else None
         if found is not None:
-            unasked = escalator.awaits_own_block(found) or found.extra.get("not_raised")
+            unasked = escalator.awaits_own_block(found) or found.not_raised
             if not (question.block and unasked):
                 return Asked(True, reason, verdict.note, found, existing=True)
             # Asked without --block, or it joined a block that has gone since: raise it now.
@@ -167,16 +166,15 @@ def ask(
                 trigger=f"ask:{question.kind}",
                 attempted=[f"policy check: {reason}"],
             )
-            record.extra["needs_human"] = {
+            record.needs_human = {
                 "reason": reason,
                 "p0": verdict.p0,
                 "category": question.category,
                 "confidence": question.confidence,
                 "irreversible": question.irreversible,
             }
-            record.extra.update(question.extra)
             if not question.block:
-                record.extra["not_raised"] = True  # a later `ask --key … --block` raises it
+                record.not_raised = True  # a later `ask --key … --block` raises it
                 store.create(record)
                 return Asked(True, reason, verdict.note, record)
             placed = escalator.place(record, own=True)

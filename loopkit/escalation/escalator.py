@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from loopkit import channels, clock
@@ -60,7 +60,10 @@ class Escalation:
     choices: list[Choice]
     trigger: str = "agent"
     request_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # extra record fields
+    raised_by: str | None = None  # "supervisor" for the loop's own blocks
+    task: str | None = None
+    iteration: int | None = None
+    summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
 
     def cleaned(self) -> Escalation:
         """The same escalation with every text safe to write (see :func:`message.clean`)."""
@@ -114,20 +117,14 @@ def answer_hint(channel: str, choices: int = 3) -> str:
     )
 
 
-def raised_at(record: Request) -> str:
-    """When the human was asked: a request that first joined another block is asked later."""
-    return str(record.extra.get("raised_at") or record.created_at)
-
-
 def message_for(record: Request, repo: str) -> Message:
     """The five lines for ``record``; a short ``summary`` (when given) feeds lines 3 and 4."""
-    summary = record.extra.get("summary")
-    summary = summary if isinstance(summary, dict) else {}
+    summary = record.summary or {}
     attempted = summary.get("attempted")
     return Message(
         request_id=record.request_id,
         repo=repo,
-        at=raised_at(record),
+        at=record.asked_at,
         question=record.prompt,
         context=str(summary.get("context") or record.situation),
         attempted=(str(attempted),) if attempted else tuple(record.attempted),
@@ -180,9 +177,8 @@ class Escalator:
 
     def awaits_own_block(self, record: Request) -> bool:
         """``record`` has not been asked yet: it joined another block that has gone since."""
-        return (
-            "joined_block" in record.extra and blockfile.state(self.workspace.blocked) == "absent"
-        )
+        joined = record.joined_block is not None
+        return joined and blockfile.state(self.workspace.blocked) == "absent"
 
     def place(self, record: Request, *, persisted: bool = False, own: bool = False) -> Result:
         """Steps 1–2: persist ``record`` and create BLOCKED.md (or join the open block).
@@ -200,9 +196,8 @@ class Escalator:
             if blockfile.state(path) == "file":
                 return self._join(record, persisted=persisted, own=own)
             if persisted:
-                record.extra.pop("joined_block", None)
-                record.extra.pop("not_raised", None)
-                record.extra["raised_at"] = clock.iso_seconds()  # its timeout starts now
+                record.joined_block, record.not_raised = None, False
+                record.raised_at = clock.iso_seconds()  # its timeout starts now
                 self.store.save(record)
             else:
                 self.store.create(record)
@@ -237,8 +232,11 @@ class Escalator:
             timeout_default=timeout,
             trigger=escalation.trigger,
             attempted=[a.strip() for a in escalation.attempted if a.strip()],
+            raised_by=escalation.raised_by,
+            task=escalation.task,
+            iteration=escalation.iteration,
+            summary=escalation.summary,
         )
-        record.extra.update(escalation.extra)
         return record
 
     def _render(self, record: Request) -> tuple[str, str | None]:
@@ -247,7 +245,7 @@ class Escalator:
         at_commit = f" at commit {commit}" if commit else ""
         meta = [
             f"Trigger: {trigger} · request: requests/{record.request_id}.json · "
-            f"raised {raised_at(record)}{at_commit}"
+            f"raised {record.asked_at}{at_commit}"
         ]
         if record.context_refs:
             meta.append("See: " + ", ".join(record.context_refs))
@@ -265,7 +263,7 @@ class Escalator:
             answer_hint=answer_hint(self.config.escalation.channel, len(choices)),
             repo=self.workspace.repo_name(),
             trigger=trigger,
-            at=raised_at(record),
+            at=record.asked_at,
         )
         return blockfile.render(self.workspace, variables)
 
@@ -289,21 +287,18 @@ class Escalator:
         target: Request | None = None
         if open_id and open_id != record.request_id:
             try:
-                target = self.store.load(open_id)
+                target = self.store.update(open_id, lambda t: t.joined.append(entry))
             except LoopkitError:
                 target = None
+        record.not_raised = False
         if target is not None:
-            target.extra.setdefault("joined", []).append(entry)
-            self.store.save(target)
             if persisted:
-                record.extra.pop("not_raised", None)
-                record.extra["joined_block"] = open_id
+                record.joined_block = open_id or ""
                 self.store.save(record)
             result = record if own else target
         else:
             # A BLOCKED.md loopkit did not write: keep the question as a record of its own.
-            record.extra["joined_block"] = open_id
-            record.extra.pop("not_raised", None)
+            record.joined_block = open_id or ""
             if persisted:
                 self.store.save(record)
             else:
@@ -353,8 +348,7 @@ class Escalator:
         return outcome
 
     def _start_delivery(self, request_id: str, channel: str, repeat: bool) -> int:
-        with self.store.locked():
-            record = self.store.load(request_id)
+        def start(record: Request) -> None:
             for entry in record.delivery:
                 if entry.get("ok") is None and entry.get("status") is None:
                     entry["ok"] = False  # no longer in flight; whether it arrived is unknown
@@ -371,19 +365,19 @@ class Escalator:
             if repeat:
                 attempt["repeat"] = True
             record.delivery.append(attempt)
-            self.store.save(record)
-            return len(record.delivery) - 1
+
+        return len(self.store.update(request_id, start).delivery) - 1
 
     def _finish_delivery(self, request_id: str, index: int, outcome: Outcome) -> None:
-        with self.store.locked():
-            record = self.store.load(request_id)
+        def finish(record: Request) -> None:
             record.delivery[index].update(
                 ok=bool(outcome.ok),
                 status=outcome.status,
                 error=outcome.error,
                 message_id=outcome.message_id,
             )
-            self.store.save(record)
+
+        self.store.update(request_id, finish)
 
     def resume_delivery(self, record: Request) -> Outcome | None:
         """After a restart: resend only an attempt left in flight (outcome unknown)."""

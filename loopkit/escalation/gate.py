@@ -65,7 +65,7 @@ def _new_request(config: Config, argv: Sequence[str], cwd: str, digest: str) -> 
         timeout_default={"after_minutes": config.escalation.timeout_minutes, "action": "abort"},
         trigger="gate",
         attempted=["nothing: the command has not run; it waits for this approval"],
-        extra={"gate": {"argv": shown, "cwd": cwd, "sha256": digest}},
+        gate={"argv": shown, "cwd": cwd, "sha256": digest},
     )
 
 
@@ -73,7 +73,7 @@ def _latest(store: RequestStore, key: str) -> Request | None:
     found = [
         r
         for _, r in store.all()
-        if isinstance(r, Request) and r.request_key == key and not r.extra.get("consumed_at")
+        if isinstance(r, Request) and r.request_key == key and not r.consumed_at
     ]
     return found[-1] if found else None
 
@@ -118,14 +118,20 @@ def _settle(
         return GateResult(
             EXIT_BLOCKED, record, f"waiting for approval: requests/{record.request_id}.json"
         )
-    with store.locked():
-        fresh = store.load(record.request_id)
-        if fresh.extra.get("consumed_at"):
-            return GateResult(EXIT_BLOCKED, fresh, "this approval was already used; ask again")
-        fresh.extra["consumed_at"] = clock.iso_seconds()
-        store.save(fresh)
+    used_before = False
+
+    def consume(fresh: Request) -> bool:
+        nonlocal used_before
+        used_before = fresh.consumed_at is not None
+        if not used_before:
+            fresh.consumed_at = clock.iso_seconds()
+        return not used_before
+
+    fresh = store.update(record.request_id, consume)
+    if used_before:
+        return GateResult(EXIT_BLOCKED, fresh, "this approval was already used; ask again")
     outcome = outcome_of(fresh)
-    approved = outcome == "approved" and fresh.extra.get("gate", {}).get("sha256") == digest
+    approved = outcome == "approved" and (fresh.gate or {}).get("sha256") == digest
     if not approved:
         reason = (fresh.resolution or {}).get("reason")
         why = f": {reason}" if reason else ""

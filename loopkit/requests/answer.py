@@ -115,32 +115,34 @@ def answer(
                 f"--expected-updated-at {expected_updated_at!r} is not a time; pass the "
                 "record's updated_at as read (e.g. 2026-12-02T13:11:06.123456Z)"
             ) from None
-    with store.locked():
-        record = store.load_unchanged(request_id, expected_updated_at)
+    outcome: list[Answer] = []
+
+    def record_it(record: Request) -> None:
         if not record.is_open:
             raise already_answered(record)
         decision, extra = parse_for(record, reply)
         now = clock.iso_seconds()
+        payload = _decision_json(record.request_id, decision, now)
         if record.kind == "review" and decision.chosen_option == "deferred":
             record.status = "deferred"
-            record.extra.setdefault("deferrals", []).append(
+            record.deferrals.append(
                 {"at": now, "by": by, "via": via, "reason": extra.get("reason")}
             )
-            store.save(record)
-            payload = _decision_json(record.request_id, decision, now)
-            return Answer(record, payload, deferred=True)
-        resolution = {
-            **_decision_json(record.request_id, decision, now),
+            outcome.append(Answer(record, payload, deferred=True))
+            return
+        record.status = "resolved"
+        record.resolution = {
+            **payload,
             **extra,
             "by": by,
             "via": via,
             **(about or {}),
             "reply": reply if len(reply) <= 10_000 else reply[:10_000],
         }
-        record.status = "resolved"
-        record.resolution = resolution
-        store.save(record)
-        return Answer(record, _decision_json(record.request_id, decision, now))
+        outcome.append(Answer(record, payload))
+
+    store.update(request_id, record_it, expected_updated_at=expected_updated_at)
+    return outcome[0]
 
 
 def _decision_json(request_id: str, decision: Decision, at: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from loopkit import clock
 from loopkit.errors import BadInput
@@ -53,14 +53,41 @@ def new_id() -> str:
     return secrets.token_hex(6)
 
 
+Kind = Literal["question", "approval", "review"]
+Status = Literal["open", "deferred", "resolved", "expired"]
+
+# Fields loopkit owns beyond SPEC section 4's: written only when set, so a record carries
+# what happened to it and nothing else.
+_WHEN_SET = (
+    "raised_by",
+    "task",
+    "iteration",
+    "summary",
+    "needs_human",
+    "gate",
+    "raised_at",
+    "not_raised",
+    "joined_block",
+    "joined",
+    "deferrals",
+    "timed_out_at",
+    "applied_at",
+    "consumed_at",
+)
+_LISTS = ("options", "delivery", "context_refs", "attempted", "joined", "deferrals")
+_DICTS = ("timeout_default", "summary", "needs_human", "gate")
+
+
 @dataclass(slots=True)
 class Request:
+    """One question to a human. SPEC section 4's fields first, then loopkit's own."""
+
     request_id: str
     prompt: str
     created_at: str = field(default_factory=clock.iso_seconds)
     updated_at: str = field(default_factory=clock.iso_millis)
     request_key: str | None = None
-    kind: str = "question"
+    kind: Kind = "question"
     situation: str = ""
     policy: str = ""
     options: list[dict[str, Any]] = field(default_factory=list)
@@ -69,23 +96,52 @@ class Request:
         default_factory=lambda: {"after_minutes": 30, "action": "abort"}
     )
     context_refs: list[str] = field(default_factory=list)
-    status: str = "open"
+    status: Status = "open"
     delivery: list[dict[str, Any]] = field(default_factory=list)
     resolution: dict[str, Any] | None = None
     trigger: str | None = None  # what raised it: agent, verify-failures, missing-env, ...
     attempted: list[str] = field(default_factory=list)
+    # Who raised it: "supervisor" for the loop's own blocks (its choices are acted on).
+    raised_by: str | None = None
+    task: str | None = None  # the supervisor's task and iteration when it raised the block
+    iteration: int | None = None
+    summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
+    needs_human: dict[str, Any] | None = None  # ask's policy verdict
+    gate: dict[str, Any] | None = None  # gate's binding: masked argv, cwd, sha256 of the real
+    raised_at: str | None = None  # when it was asked, if later than created (it joined first)
+    not_raised: bool = False  # asked without --block: a later `ask --key … --block` raises it
+    # The open block it joined instead of being asked: its request id, or "" for a block
+    # that names no request (a hand-written BLOCKED.md; null on disk). None: it joined none.
+    joined_block: str | None = None
+    joined: list[dict[str, Any]] = field(default_factory=list)  # questions that joined this
+    deferrals: list[dict[str, Any]] = field(default_factory=list)  # a review's Defer answers
+    timed_out_at: str | None = None  # a queue timeout passed: it waits with no deadline
+    applied_at: str | None = None  # the supervisor acted on its ending: never again
+    consumed_at: str | None = None  # a gate's approval was used: once
     schema_version: int = SCHEMA_VERSION
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # fields this code does not know
 
     @property
     def is_open(self) -> bool:
         return self.status in ("open", "deferred")
 
+    @property
+    def asked_at(self) -> str:
+        """When the human was asked: a request that first joined another block is asked later."""
+        return self.raised_at or self.created_at
+
     def to_dict(self) -> dict[str, Any]:
-        """Known fields in SPEC order, then the fields this code does not know, unchanged."""
+        """Known fields in SPEC order (loopkit's own only when set), then unknown ones unchanged."""
         names = [f.name for f in fields(self) if f.name != "extra"]
         names.sort(key=lambda n: _ORDER.index(n) if n in _ORDER else len(_ORDER))
-        data = {name: getattr(self, name) for name in names}
+        data = {}
+        for name in names:
+            value = getattr(self, name)
+            if name in _WHEN_SET and value in (None, False, [], {}):
+                continue
+            data[name] = value
+        if self.joined_block == "":
+            data["joined_block"] = None
         data.update(self.extra)
         return data
 
@@ -98,18 +154,15 @@ class Request:
         values.setdefault("updated_at", data.get("created_at") or clock.iso_millis())
         values.setdefault("created_at", values["updated_at"])
         values["schema_version"] = max(int(data.get("schema_version") or 0), SCHEMA_VERSION)
-        for name, kind in (
-            ("options", list),
-            ("delivery", list),
-            ("context_refs", list),
-            ("attempted", list),
-        ):
-            if values.get(name) is None:
-                values.pop(name, None)
-            elif not isinstance(values[name], kind):
-                raise BadInput(f"{source}: {name!r} must be a list; fix or restore the file")
-        if values.get("timeout_default") is None:
-            values.pop("timeout_default", None)
+        for names, kind, what in ((_LISTS, list, "a list"), (_DICTS, dict, "an object")):
+            for name in names:
+                if values.get(name) is None:
+                    values.pop(name, None)
+                elif not isinstance(values[name], kind):
+                    raise BadInput(f"{source}: {name!r} must be {what}; fix or restore the file")
+        values["not_raised"] = bool(values.get("not_raised"))
+        if "joined_block" in data and data["joined_block"] is None:
+            values["joined_block"] = ""  # joined a block that names no request
         if values.get("status") not in STATUSES:
             raise BadInput(f"{source}: unknown status {values.get('status')!r}; fix the file")
         record = cls(**values)

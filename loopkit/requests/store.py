@@ -12,13 +12,13 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from loopkit import atomicfile, clock
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
-from loopkit.requests.record import ID_RE, Request, validate_id
+from loopkit.requests.record import ID_RE, Request, Status, validate_id
 from loopkit.workspace import Workspace
 
 
@@ -127,25 +127,40 @@ class RequestStore:
         record.updated_at = clock.later_than(record.updated_at)
         self._write(record)
 
-    def resolve(
+    def update(
         self,
         request_id: str,
-        resolution: dict[str, Any],
+        change: Callable[[Request], bool | None],
         *,
-        status: str = "resolved",
+        expected_updated_at: str | None = None,
+    ) -> Request:
+        """The one read-modify-write: under the lock, load the record, ``change`` it in place,
+        save it. ``change`` returns False when it changed nothing (no write, ``updated_at``
+        stays) and raises to refuse (the record on disk is untouched then). A stale
+        ``expected_updated_at`` is a conflict (exit 4)."""
+        with self.locked():
+            record = self.load_unchanged(request_id, expected_updated_at)
+            if change(record) is not False:
+                self.save(record)
+            return record
+
+    def resolve(
+        self, request_id: str, resolution: dict[str, Any], *, status: Status = "resolved"
     ) -> tuple[Request, bool]:
         """Close an open request, once. Returns the record and whether this call closed it.
 
         A request that is no longer open is returned untouched (the first answer stands).
         """
-        with self.locked():
-            record = self.load(request_id)
+        closed = False
+
+        def close(record: Request) -> bool:
+            nonlocal closed
             if not record.is_open:
-                return record, False
-            record.status = status
-            record.resolution = resolution
-            self.save(record)
-            return record, True
+                return False
+            record.status, record.resolution, closed = status, resolution, True
+            return True
+
+        return self.update(request_id, close), closed
 
     def ids(self) -> list[str]:
         try:

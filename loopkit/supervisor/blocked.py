@@ -16,7 +16,6 @@ from collections.abc import Callable
 from loopkit import atomicfile, clock
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
 from loopkit.escalation import blockfile
-from loopkit.escalation.escalator import raised_at
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
@@ -76,12 +75,12 @@ class BlockedSteps(Core):
             return None
 
     def _deadline(self, record: Request | None) -> float | None:
-        if record is None or not record.is_open or record.extra.get("timed_out_at"):
+        if record is None or not record.is_open or record.timed_out_at:
             return None
         timeout = record.timeout_default or {}
         try:
             minutes = float(timeout.get("after_minutes") or 0)
-            created = clock.parse_iso(raised_at(record))  # from when the human was asked
+            created = clock.parse_iso(record.asked_at)  # from when the human was asked
         except (TypeError, ValueError):
             return None
         if minutes <= 0:
@@ -150,11 +149,13 @@ class BlockedSteps(Core):
             msg=f"no answer after {minutes} min; timeout action: {action}",
         )
         if action == "queue":
-            with self.store.locked():
-                fresh = self.store.load(record.request_id)
+
+            def queued(fresh: Request) -> bool:
                 if fresh.is_open:
-                    fresh.extra["timed_out_at"] = clock.iso_seconds()
-                    self.store.save(fresh)
+                    fresh.timed_out_at = clock.iso_seconds()
+                return fresh.is_open
+
+            self.store.update(record.request_id, queued)
             return -1
         resolution = timed_out(record.request_id, action)
         fresh, changed = self.store.resolve(record.request_id, resolution, status="expired")
@@ -187,7 +188,7 @@ class BlockedSteps(Core):
             if news:
                 self._announce(
                     record,
-                    now=record.extra.get("raised_by") == "supervisor"
+                    now=record.raised_by == "supervisor"
                     and (record.resolution or {}).get("chosen_option") == "abort",
                 )
             code = None if applied else self._apply(record)
@@ -210,13 +211,15 @@ class BlockedSteps(Core):
         """Stamp the request: its ending is acted on, and never again."""
         if record.is_open:
             return  # a deferred review: nothing was decided
-        with self.store.locked():
-            try:
-                fresh = self.store.load(record.request_id)
-            except LoopkitError:
-                return
-            fresh.extra.setdefault("applied_at", clock.iso_seconds())
-            self.store.save(fresh)
+
+        def stamp(fresh: Request) -> bool:
+            if fresh.applied_at:
+                return False
+            fresh.applied_at = clock.iso_seconds()
+            return True
+
+        with contextlib.suppress(LoopkitError):
+            self.store.update(record.request_id, stamp)
 
     def _apply(self, record: Request) -> int | None:
         """Carry a human's decision to the next agent run; act on the supervisor's choices."""
@@ -235,7 +238,7 @@ class BlockedSteps(Core):
             decision=decision["parsed_decision"],
             msg=f"decision: {fold(str(decision['parsed_decision']), 80)}",
         )
-        if record.extra.get("raised_by") == "supervisor":
+        if record.raised_by == "supervisor":
             if res.get("chosen_option") == "abort":
                 return EXIT_ABORTED
             if res.get("chosen_option") == "skip":
@@ -264,4 +267,4 @@ class BlockedSteps(Core):
 
 
 def _applied(record: Request) -> bool:
-    return bool(record.extra.get("applied_at"))
+    return bool(record.applied_at)

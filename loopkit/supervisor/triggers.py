@@ -36,10 +36,6 @@ def signature(output: str, lines: int = 3) -> list[str]:
     return [fold(line, 200) for line in chosen]
 
 
-def _extra(task: str | None, iteration: int) -> dict[str, Any]:
-    return {"raised_by": "supervisor", "task": task, "iteration": iteration}
-
-
 def _task_name(task: str | None, limit: int = 80) -> str:
     return f"task '{fold(task, limit)}'" if task else "the current task"
 
@@ -92,7 +88,10 @@ def verify_failures(
         attempted=attempted or [f"{failures} iterations of the agent"],
         choices=list(CHOICES),
         trigger="verify-failures",
-        extra={**_extra(task, iteration), "summary": summary},
+        raised_by="supervisor",
+        task=task,
+        iteration=iteration,
+        summary=summary,
     )
 
 
@@ -116,7 +115,9 @@ def missing_env(*, names: Sequence[str], task: str | None, iteration: int, pid: 
         attempted=[f"read the environment of loopkit run (pid {pid})"],
         choices=list(CHOICES),
         trigger="missing-credential",
-        extra=_extra(task, iteration),
+        raised_by="supervisor",
+        task=task,
+        iteration=iteration,
     )
 
 
@@ -131,5 +132,8 @@ def dependency_down(
         attempted=list(tries),
         choices=list(CHOICES),
         trigger="dependency-down",
-        extra={**_extra(task, iteration), "summary": summary},
+        raised_by="supervisor",
+        task=task,
+        iteration=iteration,
+        summary=summary,
     )
