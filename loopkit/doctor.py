@@ -77,9 +77,9 @@ def _channel_findings(config: Config) -> list[Finding]:
 
 def _telegram_findings(config: Config) -> list[Finding]:
     """getMe (the token), getChat (the chat), getWebhookInfo (taps need getUpdates)."""
-    from loopkit.supervisor.phone import BotClient, PollError
+    from loopkit.channels.telegram_api import BotApi, BotApiError
 
-    bot = BotClient(config)
+    bot = BotApi(config.channels)
     api = config.channels.telegram_api
     topic = "channel telegram"
     found: list[Finding] = []
@@ -105,7 +105,7 @@ def _telegram_findings(config: Config) -> list[Finding]:
             )
         else:
             found.append(Finding("ok", topic, "no webhook: taps and replies can be read"))
-    except PollError as exc:
+    except BotApiError as exc:
         text = str(exc)
         fix = "check LOOPKIT_HITL_TELEGRAM_TOKEN (from @BotFather)"
         if text.startswith("getChat"):

@@ -77,10 +77,12 @@ def post_json(
     redactor: Redactor,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    attempts: int = 2,
 ) -> Response:
+    """POST ``payload`` to ``url`` within ``budget`` s; ``attempts=1`` never retries."""
     deadline = clock() + budget
     last: Response | None = None
-    for attempt in (1, 2):
+    for attempt in range(1, attempts + 1):
         remaining = deadline - clock()
         if remaining <= 0:
             break
@@ -96,7 +98,7 @@ def post_json(
             return Response(answer.status_code, body)
         error = redactor.text(_describe(answer.status_code, body, answer.text))
         last = Response(answer.status_code, body, error)
-        if attempt == 2 or answer.status_code not in RETRY_STATUSES:
+        if attempt == attempts or answer.status_code not in RETRY_STATUSES:
             break
         wait = _retry_after(answer, body)
         wait = DEFAULT_RETRY_WAIT if wait is None else wait

@@ -1,8 +1,6 @@
 """Channel ``telegram``: ``sendMessage`` with one inline button per choice.
 
-Every Bot API call is a POST with a JSON body to ``{api}/bot{token}/{method}``. The token
-sits in the URL path, so URLs are never logged by us, and the redactor masks httpx's own
-request log line.
+The call goes through :class:`~loopkit.channels.telegram_api.BotApi`, the one Bot API client.
 """
 
 from __future__ import annotations
@@ -14,10 +12,9 @@ from typing import Any
 import httpx
 
 from loopkit.channels import Outcome
-from loopkit.channels.http import Response, post_json
+from loopkit.channels.telegram_api import BotApi
 from loopkit.config import ChannelSettings
 from loopkit.message import LETTERS, Message, fold
-from loopkit.redact import Redactor
 
 CALLBACK_DATA_MAX = 64  # bytes, a Bot API limit
 
@@ -34,36 +31,6 @@ def keyboard(message: Message) -> dict[str, Any] | None:
             return None  # an id this long cannot ride on a button; text replies still work
         rows.append([{"text": f"{LETTERS[index]}) {fold(label, 60)}", "callback_data": data}])
     return {"inline_keyboard": rows} if rows else None
-
-
-class BotApi:
-    """A thin Bot API client: ``call(method, payload)`` → the parsed answer, bounded in time."""
-
-    def __init__(
-        self,
-        settings: ChannelSettings,
-        *,
-        client: httpx.Client | None = None,
-        redactor: Redactor | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.settings = settings
-        self.redactor = redactor or Redactor(settings.secrets())
-        self.client = client or httpx.Client(follow_redirects=False)
-        self.sleep = sleep
-
-    def call(self, method: str, payload: dict[str, Any], *, budget: float) -> Response:
-        url = f"{self.settings.telegram_api}/bot{self.settings.telegram_token}/{method}"
-        answer = post_json(
-            self.client, url, payload, budget=budget, redactor=self.redactor, sleep=self.sleep
-        )
-        if answer.ok and not (isinstance(answer.body, dict) and answer.body.get("ok") is True):
-            error = f'HTTP {answer.status} without "ok": true'
-            return Response(answer.status, answer.body, error)
-        return answer
-
-    def close(self) -> None:
-        self.client.close()
 
 
 class TelegramChannel:
@@ -110,7 +77,7 @@ class TelegramChannel:
             payload["reply_markup"] = markup
         api = BotApi(self.settings, client=self._client, sleep=self._sleep)
         try:
-            answer = api.call("sendMessage", payload, budget=self.budget)
+            answer = api.post("sendMessage", payload, budget=self.budget)
         finally:
             if self._client is None:
                 api.close()

@@ -27,11 +27,11 @@ from typing import Any
 import httpx
 
 from loopkit import atomicfile, clock
+from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
-from loopkit.redact import Redactor
 from loopkit.requests.answer import answer
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
@@ -41,15 +41,6 @@ log = get_logger("loopkit.phone")
 
 POLL_TIMEOUT = 25  # seconds Telegram holds a getUpdates open
 MAX_BACKOFF = 60.0
-
-
-class PollError(Exception):
-    """A getUpdates that did not succeed; ``wait`` is how long to back off at least."""
-
-    def __init__(self, kind: str, message: str, wait: float | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.wait = wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,57 +60,6 @@ def _sender(user: Any) -> Sender:
     name = name or str(user.get("username") or "unknown")
     user_id = user.get("id")
     return Sender(user_id if isinstance(user_id, int) else None, fold(name, 60))
-
-
-class BotClient:
-    """Bot API calls with errors this module can act on; URLs (the token) never leave it."""
-
-    def __init__(self, config: Config, client: httpx.Client | None = None) -> None:
-        settings = config.channels
-        self.base = f"{settings.telegram_api}/bot{settings.telegram_token}"
-        self.redactor = Redactor(settings.secrets())
-        self.client = client or httpx.Client(follow_redirects=False)
-
-    def call(self, method: str, payload: dict[str, Any], *, timeout: float = 10.0) -> Any:
-        try:
-            response = self.client.post(
-                f"{self.base}/{method}", json=payload, timeout=httpx.Timeout(timeout)
-            )
-        except httpx.TimeoutException:
-            raise PollError("network", f"{method}: no answer within {timeout:g} s") from None
-        except httpx.HTTPError as exc:
-            reason = self.redactor.text(str(exc)) or type(exc).__name__
-            raise PollError("network", f"{method}: {type(exc).__name__}: {reason}") from None
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        description = ""
-        if isinstance(body, dict) and isinstance(body.get("description"), str):
-            description = ": " + self.redactor.text(body["description"][:200])
-        if response.status_code == 409:
-            raise PollError("conflict", f"{method}: HTTP 409{description}")
-        if response.status_code == 429:
-            params = body.get("parameters") if isinstance(body, dict) else None
-            retry = params.get("retry_after") if isinstance(params, dict) else None
-            wait = float(retry) if isinstance(retry, int | float) else 5.0
-            raise PollError("rate", f"{method}: HTTP 429{description}", max(0.0, wait))
-        if not (200 <= response.status_code < 300) or not (
-            isinstance(body, dict) and body.get("ok") is True
-        ):
-            raise PollError("http", f"{method}: HTTP {response.status_code}{description}")
-        return body.get("result")
-
-    def try_call(self, method: str, payload: dict[str, Any]) -> Any:
-        """A best-effort call (acknowledgements, edits): a failure is logged, never raised."""
-        try:
-            return self.call(method, payload)
-        except PollError as exc:
-            log.warning("telegram_call_failed", method=method, msg=f"telegram {exc}")
-            return None
-
-    def close(self) -> None:
-        self.client.close()
 
 
 class OffsetFile:
@@ -194,7 +134,7 @@ class UpdatePoller:
         poll_timeout: int = POLL_TIMEOUT,
     ) -> None:
         self.config = config
-        self.bot = BotClient(config, client)
+        self.bot = BotApi(config.channels, client=client)
         self.store = RequestStore(Workspace.of(config))
         self.offsets = OffsetFile(Workspace.of(config), config.channels.telegram_token)
         self.poll_timeout = poll_timeout
@@ -231,7 +171,7 @@ class UpdatePoller:
             started = time.monotonic()
             try:
                 handled = self.poll_once()
-            except PollError as exc:
+            except BotApiError as exc:
                 wait = self._failed(exc, backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF)
                 if self._wait(wait):
@@ -250,7 +190,7 @@ class UpdatePoller:
             if not handled and time.monotonic() - started < 1.0 and self._wait(1.0):
                 return  # an empty answer that did not long-poll: never spin
 
-    def _failed(self, exc: PollError, backoff: float) -> float:
+    def _failed(self, exc: BotApiError, backoff: float) -> float:
         wait = max(backoff, exc.wait or 0.0) if exc.kind != "rate" else (exc.wait or backoff)
         wait = min(wait, MAX_BACKOFF) if exc.kind != "rate" else wait
         if self._reported != exc.kind:
