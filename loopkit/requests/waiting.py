@@ -14,6 +14,7 @@ from loopkit.requests.answer import outcome_of
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.watch.folder import FolderWatch
+from loopkit.watch.waits import wait_until
 
 EXIT_BY_OUTCOME = {
     "approved": EXIT_OK,
@@ -41,20 +42,13 @@ def wait_for(
     wake = threading.Event()
     stop = stop or threading.Event()
     deadline = None if timeout is None else time.monotonic() + timeout
+
+    def look() -> Request | None:
+        fresh = store.load(request_id)
+        return fresh if not fresh.is_open or stop.is_set() else None
+
     with FolderWatch([store.folder], wake) as watch:
-        while True:
-            wake.clear()
-            watch.ensure()
-            record = store.load(request_id)
-            if not record.is_open or stop.is_set():
-                return record
-            wait = watch.timeout_hint
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return record
-                wait = min(wait, remaining)
-            wake.wait(wait)
+        return wait_until(look, watch, wake, deadline=deadline) or store.load(request_id)
 
 
 def exit_code(record: Request) -> int:

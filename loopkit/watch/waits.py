@@ -1,4 +1,8 @@
-"""Waiting out a block: until BLOCKED.md is gone, the request is answered, a stop, or a timeout.
+"""Waiting on the file system: one deadline loop, and "until BLOCKED.md is gone".
+
+:func:`wait_until` is the one loop every wait in loopkit runs: look, and if nothing is
+found, sleep on the wake-up until a watched folder changes (or the watch's safety interval,
+or the deadline). :func:`wait_unblock` is the supervisor's wait while blocked, built on it.
 
 "Gone" means the workspace folder exists and nothing is at the block path for a short
 confirmation window. Editors that save by renaming the original away and writing a new
@@ -14,13 +18,40 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from loopkit.watch.folder import FolderWatch
 from loopkit.watch.wake import Waker
 
 CONFIRM_WINDOW = 0.008  # seconds; SPEC: absence is confirmed over ≤ 10 ms
 Outcome = Literal["gone", "answered", "stopped", "timeout"]
+T = TypeVar("T")
+
+
+def wait_until(
+    look: Callable[[], T | None],
+    watch: FolderWatch,
+    wake: Waker,
+    *,
+    deadline: float | None,
+) -> T | None:
+    """``look()``'s first value that is not None, or None once ``deadline`` (a
+    ``time.monotonic()`` value) has passed. ``look`` runs at once, after every change in a
+    watched folder and at least every ``watch.timeout_hint`` seconds; ``wake`` is the
+    watch's wake-up (a stop sets it too, and ``look`` says what a stop means)."""
+    while True:
+        wake.clear()
+        watch.ensure()
+        found = look()
+        if found is not None:
+            return found
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            return None
+        wait = watch.timeout_hint
+        if deadline is not None:
+            wait = min(wait, deadline - now)
+        wake.wait(wait)
 
 
 def is_gone(path: Path) -> bool:
@@ -49,22 +80,16 @@ def wait_unblock(
     answered: Callable[[], bool] = lambda: False,
     window: float = CONFIRM_WINDOW,
 ) -> Outcome:
-    """Block until one of the outcomes; ``deadline`` is a ``time.monotonic()`` value."""
-    while True:
-        wake.clear()
-        watch.ensure()
+    """Until ``path`` is gone (confirmed over ``window``), ``answered()``, a stop, or the
+    deadline (a ``time.monotonic()`` value) — whichever comes first, looked at in that order."""
+
+    def look() -> Outcome | None:
         if stop.is_set():
             return "stopped"
-        if is_gone(path):
-            if _confirmed(path, wake, stop, window):
-                return "gone"
-            continue
-        if answered():
-            return "answered"
-        now = time.monotonic()
-        if deadline is not None and now >= deadline:
-            return "timeout"
-        wait = watch.timeout_hint
-        if deadline is not None:
-            wait = min(wait, deadline - now)
-        wake.wait(wait)
+        if is_gone(path) and _confirmed(path, wake, stop, window):
+            return "gone"
+        if stop.is_set():
+            return "stopped"
+        return "answered" if answered() else None
+
+    return wait_until(look, watch, wake, deadline=deadline) or "timeout"
