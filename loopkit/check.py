@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
+from loopkit.escalation import marker
+
 DEFAULT_BLOCKED = "BLOCKED.md"
-HEAD_LINES = 30
 EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_DATAERR, EXIT_CONFIG = 0, 2, 64, 65, 78
 
 
@@ -58,11 +59,6 @@ def _sets_the_default(text: str) -> bool:
     return found == 1
 
 
-def _head(path: str) -> str:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return "".join(line for _, line in zip(range(HEAD_LINES), handle, strict=False))
-
-
 def check(workspace: str, as_json: bool = False) -> int:
     if not os.path.isdir(workspace):
         return _error(f"workspace {workspace!r} is not a folder; pass -C an existing folder", 64)
@@ -76,15 +72,13 @@ def check(workspace: str, as_json: bool = False) -> int:
     path = os.path.join(workspace, name)
     if os.path.isfile(path):
         try:
-            head = _head(path)
+            head = marker.read_head(path)
         except OSError as exc:
             head = f"({name} exists but cannot be read: {exc.strerror})\n"
         if as_json:
             import json
 
-            marker = "<!-- loopkit request: "
-            start = head.find(marker)
-            request_id = head[start + len(marker) :].split(" ", 1)[0] if start >= 0 else None
+            request_id = marker.request_id_of(path)
             print(
                 json.dumps(
                     {"blocked": True, "blocked_file": path, "request_id": request_id, "head": head}

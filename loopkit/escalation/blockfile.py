@@ -16,13 +16,11 @@ from typing import Any, Literal
 
 from loopkit import atomicfile
 from loopkit.errors import BadInput, WorkspaceError
+from loopkit.escalation import marker
 from loopkit.message import LETTERS, fold
 from loopkit.workspace import Workspace
 
-HEAD_LINES = 30
 MAX_CONTEXT_LINES = 6
-MARKER_WINDOW = 4096  # the marker is looked for in the first this-many characters
-_MARKER = re.compile(r"<!--\s*loopkit request:\s*([A-Za-z0-9][A-Za-z0-9_-]{0,63})\s*-->")
 
 BlockState = Literal["absent", "file", "other"]
 
@@ -130,8 +128,7 @@ def render(workspace: Workspace, variables: dict[str, Any]) -> tuple[str, str | 
 
 def _missing_marker(path: Path, text: str, variables: dict[str, Any]) -> str | None:
     """Without its marker a BLOCKED.md names no request: nothing could answer it."""
-    found = _MARKER.search(text[:MARKER_WINDOW])  # where request_id_of looks for it
-    if found and found.group(1) == variables.get("request_id"):
+    if marker.request_id_in(text) == variables.get("request_id"):  # as request_id_of reads it
         return None
     return (
         f"{path}: the rendered file lacks the marker "
@@ -181,18 +178,10 @@ def create(path: Path, text: str) -> bool:
         ) from None
 
 
-def read_head(path: Path, lines: int = HEAD_LINES) -> str:
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        head = [line for _, line in zip(range(lines), handle, strict=False)]
-    return "".join(head)
+def read_head(path: Path, lines: int = marker.HEAD_LINES) -> str:
+    return marker.read_head(str(path), lines)
 
 
 def request_id_of(path: Path) -> str | None:
     """The request id in BLOCKED.md's marker comment, if the file has one."""
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            head = handle.read(MARKER_WINDOW)
-    except OSError:
-        return None
-    match = _MARKER.search(head)
-    return match.group(1) if match else None
+    return marker.request_id_of(str(path))

@@ -1,0 +1,53 @@
+"""``BLOCKED.md``'s request marker and head, read with the standard library alone.
+
+``loopkit check`` runs at the head of every loop iteration and imports this module and
+nothing heavier (not even ``re``), so the marker is parsed by hand here, for ``check`` and
+for :mod:`loopkit.escalation.blockfile` alike: one parser, one answer.
+
+The marker is ``<!-- loopkit request: <id> -->`` within the first :data:`MARKER_WINDOW`
+characters; whitespace around the id is free, the id is a valid request id.
+"""
+
+from __future__ import annotations
+
+HEAD_LINES = 30  # what `check` and `run --exit-on-block` print
+MARKER_WINDOW = 4096  # the marker is looked for in the first this-many characters
+_OPEN, _CLOSE, _LABEL = "<!--", "-->", "loopkit request:"
+_ID_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_ID_REST = _ID_FIRST | {"_", "-"}
+
+
+def _valid_id(text: str) -> bool:
+    return 0 < len(text) <= 64 and text[0] in _ID_FIRST and all(c in _ID_REST for c in text[1:])
+
+
+def request_id_in(text: str) -> str | None:
+    """The request id of the first marker in ``text``'s first MARKER_WINDOW characters."""
+    head = text[:MARKER_WINDOW]
+    start = head.find(_OPEN)
+    while start >= 0:
+        end = head.find(_CLOSE, start + len(_OPEN))
+        if end < 0:
+            return None
+        inner = head[start + len(_OPEN) : end].strip()
+        if inner.startswith(_LABEL):
+            found = inner[len(_LABEL) :].strip()
+            if _valid_id(found):
+                return found
+        start = head.find(_OPEN, start + 1)
+    return None
+
+
+def request_id_of(path: str) -> str | None:
+    """The request id in the marker of the file at ``path``, if it has one."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return request_id_in(handle.read(MARKER_WINDOW))
+    except OSError:
+        return None
+
+
+def read_head(path: str, lines: int = HEAD_LINES) -> str:
+    """The first ``lines`` lines of the file at ``path`` (undecodable bytes replaced)."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return "".join(line for _, line in zip(range(lines), handle, strict=False))
