@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 MASK = "***"
 
@@ -65,55 +66,116 @@ def _password_of(value: str) -> list[str]:
     return [password] if secret == password else [p for p in (password, user, value) if p]
 
 
-def _pairs(text: str) -> list[str]:
-    """``a=1&token=X`` (a form body, a query, ``API_KEY=X``): the secrets."""
-    return [found for pair in text.split("&") for found in _pair(pair)]
+def _mask_user(value: str) -> str:
+    secret = _credential_of(value)
+    if secret is None:
+        return value
+    return MASK if secret == value else f"{value.partition(':')[0]}:{MASK}"
 
 
-def _pair(pair: str) -> list[str]:
-    """One ``name=value`` (``--token=X``, ``--user=ops:pw``, ``--header=…``): the secrets."""
-    name, eq, value = pair.partition("=")
-    if not (eq and name and value):
-        return []
-    if _USER_NAME.match(name.lstrip("-")):
-        return _password_of(value)
-    if _secret_name(name):
-        return [value]
-    return _word_secrets(value)[0]  # --header=…, --url=https://…
+@dataclass(frozen=True, slots=True)
+class _Word:
+    """One argument as the walker saw it: ``shown`` to a human approving it (secrets masked
+    where they sit), ``secrets`` to mask in logs (whole URLs, credential-shaped words too)."""
+
+    shown: str
+    secrets: tuple[str, ...] = ()
 
 
-def _url_secrets(url: str) -> list[str]:
-    """A URL whole, without its scheme, its password, key-like path segments, secret values."""
-    bare = url.split("://", 1)[1]
-    found = [url, bare]
-    authority, _, rest = bare.partition("/")
-    if "@" in authority:
-        found += _password_of(authority.rpartition("@")[0])
-    path, _, query = rest.partition("?")
-    found += [segment for segment in path.split("/") if _KEYISH.fullmatch(segment)]
-    return found + _pairs(query)
+Expect = Literal["secret", "user"] | None
 
 
-def _word_secrets(word: str) -> tuple[list[str], str | None]:
-    """The secrets in one argument, and what the next argument is (``"secret"``, ``"user"``)."""
+def _walk(words: list[str]) -> list[_Word]:
+    """The one secret walker: each argument, and what the next one is (``--token X``)."""
+    seen: list[_Word] = []
+    expect: Expect = None
+    for word in words:
+        if expect is not None and not word.startswith("-"):
+            if expect == "secret":
+                seen.append(_Word(MASK, (word,)))
+            else:
+                seen.append(_Word(_mask_user(word), tuple(_password_of(word))))
+            expect = None
+            continue
+        found, expect = _one(word)
+        seen.append(found)
+    return seen
+
+
+def _one(word: str) -> tuple[_Word, Expect]:
     header = _HEADER.match(word)
     if header and _secret_name(header[1]):  # "Authorization: Bearer X", "Cookie: s=X"
         value = header[2].strip()
-        return [value, *value.split()[1:], *_pairs(value.replace("; ", "&"))], None
+        secrets = [value, *value.split()[1:]]
+        secrets += [s for pair in value.replace("; ", "&").split("&") for s in _pair(pair).secrets]
+        return _Word(f"{header[1]}: {MASK}", tuple(secrets)), None
     if word.startswith("-") and "=" in word:
         return _pair(word), None  # --token=X, --header='Authorization: Bearer X'
     if any(c.isspace() for c in word):
-        return _argv_secrets(_split(word)), None  # sh -c '… --token X'
+        return _script(word), None  # sh -c '… --token X'
     if _is_url(word):
-        return _url_secrets(word), None
+        return _url(word), None
     if "=" in word:
-        return _pairs(word), None
+        return _pairs(word), None  # a form body, a query, API_KEY=X
     if word.startswith("-"):
         flag = word.lstrip("-")
         if _USER_NAME.match(flag):
-            return [], "user"  # -u ops:pw
-        return [], "secret" if _secret_name(flag) else None  # --token X
-    return ([word] if _TOKEN_LIKE.fullmatch(word) else []), None
+            return _Word(word), "user"  # -u ops:pw
+        return _Word(word), "secret" if _secret_name(flag) else None  # --token X
+    return _Word(word, (word,) if _TOKEN_LIKE.fullmatch(word) else ()), None
+
+
+def _pair(pair: str) -> _Word:
+    """One ``name=value`` (``--token=X``, ``--user=ops:pw``, ``--header=…``, ``a=1``)."""
+    name, eq, value = pair.partition("=")
+    if not (eq and name and value):
+        return _Word(pair)
+    if _USER_NAME.match(name.lstrip("-")):
+        return _Word(f"{name}={_mask_user(value)}", tuple(_password_of(value)))
+    if _secret_name(name):
+        return _Word(f"{name}={MASK}", (value,))
+    inner, _ = _one(value)  # --header=…, --url=https://…
+    return _Word(f"{name}={inner.shown}", inner.secrets)
+
+
+def _pairs(text: str) -> _Word:
+    """``a=1&token=X``: each pair on its own."""
+    found = [_pair(pair) for pair in text.split("&")]
+    return _Word("&".join(w.shown for w in found), tuple(s for w in found for s in w.secrets))
+
+
+def _url(url: str) -> _Word:
+    """Shown: the password and secret query values masked. Logs: the URL whole (with and
+    without its scheme), its password, key-like path segments, secret query values."""
+    scheme, _, bare = url.partition("://")
+    authority, slash, rest = bare.partition("/")
+    secrets = [url, bare]
+    shown_authority = authority
+    if "@" in authority:
+        userinfo, _, host = authority.rpartition("@")
+        secrets += _password_of(userinfo)
+        shown_authority = f"{_mask_user(userinfo)}@{host}"
+    path, question, query = rest.partition("?")
+    secrets += [segment for segment in path.split("/") if _KEYISH.fullmatch(segment)]
+    shown_query = query
+    if question:
+        pairs = _pairs(query)
+        shown_query, secrets = pairs.shown, [*secrets, *pairs.secrets]
+    return _Word(
+        f"{scheme}://{shown_authority}{slash}{path}{question}{shown_query}", tuple(secrets)
+    )
+
+
+def _script(word: str) -> _Word:
+    """A script (``sh -c '…'``): its words walked the same way, masked in place."""
+    inner = _split(word)
+    walked = _walk(inner)
+    shown = word
+    changed = {w: _mask_shapes(m.shown) for w, m in zip(inner, walked, strict=True)}
+    changed = {w: m for w, m in changed.items() if w != m}
+    for original in sorted(changed, key=len, reverse=True):
+        shown = shown.replace(original, changed[original])
+    return _Word(shown, tuple(s for w in walked for s in w.secrets if len(s) >= 4))
 
 
 def dial_secrets(command: str) -> list[str]:
@@ -127,7 +189,7 @@ def dial_secrets(command: str) -> list[str]:
     body, ``"Authorization: Bearer X"``), a user flag's password (``-u user:pw``), and a
     credential-shaped word (16+ letters and digits mixed, not a path).
     """
-    return _argv_secrets(_split(command))
+    return [s for word in _walk(_split(command)) for s in word.secrets if len(s) >= 4]
 
 
 def _is_url(word: str) -> bool:
@@ -140,16 +202,7 @@ def mask_command(argv: list[str]) -> list[str]:
     a flag, key or header named like a secret, a user flag's password, the token and webhook
     shapes — and nothing else, so the human sees what they approve. No guessing by shape:
     ``git checkout 3f9a1c0b…`` stays readable."""
-    shown: list[str] = []
-    expect: str | None = None
-    for word in argv:
-        if expect is not None and not word.startswith("-"):
-            shown.append(MASK if expect == "secret" else _mask_user(word))
-            expect = None
-            continue
-        masked, expect = _mask_word(word)
-        shown.append(masked)
-    return [_mask_shapes(word) for word in shown]
+    return [_mask_shapes(word.shown) for word in _walk(argv)]
 
 
 def _mask_shapes(word: str) -> str:
@@ -158,78 +211,11 @@ def _mask_shapes(word: str) -> str:
     return word
 
 
-def _mask_user(value: str) -> str:
-    secret = _credential_of(value)
-    if secret is None:
-        return value
-    return MASK if secret == value else f"{value.partition(':')[0]}:{MASK}"
-
-
-def _mask_value(name: str, value: str) -> str:
-    if _USER_NAME.match(name.lstrip("-")):
-        return _mask_user(value)
-    if _secret_name(name):
-        return MASK
-    return _mask_word(value)[0]
-
-
-def _mask_word(word: str) -> tuple[str, str | None]:
-    header = _HEADER.match(word)
-    if header and _secret_name(header[1]):
-        return f"{header[1]}: {MASK}", None
-    if word.startswith("-") and "=" in word:
-        name, _, value = word.partition("=")
-        return f"{name}={_mask_value(name, value)}", None
-    if any(c.isspace() for c in word):
-        # A script (sh -c '…'): its words masked the same way, in place.
-        inner = _split(word)
-        changed = {w: m for w, m in zip(inner, mask_command(inner), strict=True) if w != m}
-        for original in sorted(changed, key=len, reverse=True):
-            word = word.replace(original, changed[original])
-        return word, None
-    if _is_url(word):
-        scheme, _, rest = word.partition("://")
-        authority, slash, path = rest.partition("/")
-        if "@" in authority:
-            userinfo, _, host = authority.rpartition("@")
-            authority = f"{_mask_user(userinfo)}@{host}"
-        path, question, query = path.partition("?")
-        if question:
-            query = "&".join(_mask_pair(pair) for pair in query.split("&"))
-        return f"{scheme}://{authority}{slash}{path}{question}{query}", None
-    if "=" in word and not word.startswith("-"):
-        return "&".join(_mask_pair(pair) for pair in word.split("&")), None
-    if word.startswith("-"):
-        flag = word.lstrip("-")
-        if _USER_NAME.match(flag):
-            return word, "user"
-        return word, "secret" if _secret_name(flag) else None
-    return word, None
-
-
-def _mask_pair(pair: str) -> str:
-    name, eq, value = pair.partition("=")
-    return f"{name}={_mask_value(name, value)}" if eq and name and value else pair
-
-
 def _split(command: str) -> list[str]:
     try:
         return shlex.split(command)
     except ValueError:
         return command.split()
-
-
-def _argv_secrets(words: list[str]) -> list[str]:
-    found: list[str] = []
-    expect: str | None = None
-    for word in words:
-        if expect is not None and not word.startswith("-"):
-            found += [word] if expect == "secret" else _password_of(word)
-            expect = None
-            continue
-        secrets, expect = _word_secrets(word)
-        found += secrets
-    return [f for f in found if len(f) >= 4]
 
 
 class Redactor:
