@@ -1,10 +1,11 @@
 """``loopkit run`` while blocked: wait for the answer or for BLOCKED.md to go, then act on it.
 
-The wait is a folder watch (:func:`loopkit.blockwait.wait_unblock`), never a sleep loop; the
+The wait is a folder watch (:func:`loopkit.watch.waits.wait_unblock`), never a sleep loop; the
 request's ``timeout_default`` is enforced meanwhile (``abort`` exits 3 and keeps the block,
 ``skip``/``retry`` go on, ``queue`` keeps waiting). A human's decision reaches the next agent
-run; the supervisor's own *Skip* and *Abort* choices are acted on here. One of the parts
-:class:`loopkit.supervisor.Supervisor` is made of; the state is :class:`loopkit.core.Core`'s.
+run; the supervisor's own *Skip* and *Abort* choices are acted on here. The supervisor owns
+one :class:`BlockedPhase`; :meth:`BlockedPhase.run` returns a
+:class:`~loopkit.supervisor.parts.Step`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from typing import Literal
 
 from loopkit import atomicfile, clock
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
@@ -20,21 +22,28 @@ from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
 from loopkit.requests.record import Request
-from loopkit.supervisor.core import Core
+from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING, Parts, Step
 from loopkit.watch.waits import Outcome, wait_unblock
 
 log = get_logger("loopkit.supervisor")
 
 
-class BlockedSteps(Core):
-    def _blocked(self, *, resend: bool) -> int | None:
-        path = self.workspace.blocked
-        state = self.state
+class BlockedPhase:
+    """The loop while blocked: ``run()`` returns once the block has ended (or to exit)."""
+
+    def __init__(self, parts: Parts, *, print_head: Callable[[str], object]) -> None:
+        self.parts = parts
+        self.print_head = print_head
+        self._announced_folder = False
+
+    def run(self, *, resend: bool) -> Step:
+        path = self.parts.workspace.blocked
+        state = self.parts.state
         if blockfile.state(path) == "other":
             if not self._announced_folder:
                 self._announced_folder = True
                 log.error("blocked_not_a_file", msg=str(blockfile.not_a_file(path)))
-            if self.options.exit_on_block:
+            if self.parts.options.exit_on_block:
                 raise blockfile.not_a_file(path)
         present = blockfile.state(path) != "absent"
         # A BLOCKED.md names its request; one without a marker is a human's own block (the
@@ -49,14 +58,14 @@ class BlockedSteps(Core):
             return self._unblocked(record, removed=False)
         if record is not None and resend and record.is_open:
             # After a restart: a send cut short by a crash goes out once more, nothing else.
-            self.escalator.resume_delivery(record)
+            self.parts.escalator.resume_delivery(record)
         if state.status != "blocked" or state.open_request != request_id:
             state.status, state.open_request = "blocked", request_id
-            self._save()
-        if self.options.exit_on_block:
+            self.parts.save()
+        if self.parts.options.exit_on_block:
             with contextlib.suppress(OSError):
                 self.print_head(blockfile.read_head(path))
-            return self._finish("blocked", EXIT_BLOCKED, "blocked (--exit-on-block)")
+            return self.parts.finish("blocked", EXIT_BLOCKED, "blocked (--exit-on-block)")
         question = f": {fold(record.prompt, 100)}" if record else ""
         log.info(
             "waiting",
@@ -69,7 +78,7 @@ class BlockedSteps(Core):
         if not request_id:
             return None
         try:
-            return self.store.load(request_id)
+            return self.parts.store.load(request_id)
         except LoopkitError as exc:
             log.warning("request_unreadable", msg=f"open request unreadable: {exc}")
             return None
@@ -91,7 +100,7 @@ class BlockedSteps(Core):
     def _answered_check(self, record: Request | None) -> Callable[[], bool]:
         if record is None:
             return lambda: False
-        path = self.store.path(record.request_id)
+        path = self.parts.store.path(record.request_id)
         seen = [None]
 
         def answered() -> bool:
@@ -110,19 +119,19 @@ class BlockedSteps(Core):
 
         return answered
 
-    def _wait(self, record: Request | None) -> int | None:
-        assert self._watch is not None
-        path = self.workspace.blocked
-        phone = self._phone()
+    def _wait(self, record: Request | None) -> Step:
+        assert self.parts.watch is not None
+        path = self.parts.workspace.blocked
+        phone = self.parts.phone()
         while True:
             if phone is not None:
                 phone.active.set()  # long-poll Telegram for taps and replies meanwhile
             try:
                 outcome: Outcome = wait_unblock(
                     path,
-                    self._watch,
-                    self.wake,
-                    self.stop,
+                    self.parts.watch,
+                    self.parts.wake,
+                    self.parts.stop,
                     deadline=self._deadline(record),
                     answered=self._answered_check(record),
                 )
@@ -130,16 +139,16 @@ class BlockedSteps(Core):
                 if phone is not None:
                     phone.active.clear()
             if outcome == "stopped":
-                return self._stopped()
+                return self.parts.stopped()
             if outcome == "timeout" and record is not None:
-                code = self._timed_out(record)
-                if code == -1:  # queue: keep waiting, now without a deadline
+                step = self._timed_out(record)
+                if step is KEEP_WAITING:  # queue: now without a deadline
                     record = self._load(record.request_id) or record
                     continue
-                return code
+                return step
             return self._unblocked(record, removed=(outcome == "gone"))
 
-    def _timed_out(self, record: Request) -> int | None:
+    def _timed_out(self, record: Request) -> Step:
         action = str((record.timeout_default or {}).get("action") or "abort")
         minutes = (record.timeout_default or {}).get("after_minutes")
         log.warning(
@@ -155,21 +164,21 @@ class BlockedSteps(Core):
                     fresh.timed_out_at = clock.iso_seconds()
                 return fresh.is_open
 
-            self.store.update(record.request_id, queued)
-            return -1
+            self.parts.store.update(record.request_id, queued)
+            return KEEP_WAITING
         resolution = timed_out(record.request_id, action)
-        fresh, changed = self.store.resolve(record.request_id, resolution, status="expired")
+        fresh, changed = self.parts.store.resolve(record.request_id, resolution, status="expired")
         if not changed:  # a human answered at the last moment: that answer stands
             return self._unblocked(fresh, removed=False)
-        self._announce(fresh, now=action == "abort")
+        self.parts.announce(fresh, now=action == "abort")
         if action == "abort":
-            return self._finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
+            return self.parts.finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
         self._remove_block(record.request_id)
         if action == "skip":
             self._skip_task()
         return self._resume()
 
-    def _unblocked(self, record: Request | None, *, removed: bool) -> int | None:
+    def _unblocked(self, record: Request | None, *, removed: bool) -> Step:
         """BLOCKED.md is gone, or the open request was answered."""
         if record is not None:
             record = self._load(record.request_id) or record
@@ -181,24 +190,25 @@ class BlockedSteps(Core):
                 resolution = unblocked_by_hand(
                     record.request_id, by="human", via="blocked-file-removed"
                 )
-                record, changed = self.store.resolve(record.request_id, resolution)
+                record, changed = self.parts.store.resolve(record.request_id, resolution)
                 news = changed or (record.status != "expired" and not applied)
             else:
                 self._remove_block(record.request_id)
             if news:
-                self._announce(
+                self.parts.announce(
                     record,
                     now=record.raised_by == "supervisor"
                     and (record.resolution or {}).get("chosen_option") == "abort",
                 )
-            code = None if applied else self._apply(record)
-            if code is not None:
+            if not applied and self._apply(record) == "abort":
                 # The answer is applied: a restart must not find (and apply) it again, nor
                 # hand "abort" to the next agent, and starts the count afresh.
-                self.state.open_request = None
-                self.state.pending_decision = None
-                self.state.failures, self.state.failed_iterations = 0, []
-                finished = self._finish("aborted", code, "aborted by the human's answer")
+                self.parts.state.open_request = None
+                self.parts.state.pending_decision = None
+                self.parts.state.failures, self.parts.state.failed_iterations = 0, []
+                finished = self.parts.finish(
+                    "aborted", EXIT_ABORTED, "aborted by the human's answer"
+                )
                 self._mark_applied(record)
                 return finished
         log.info("unblocked", msg="unblocked; resuming")
@@ -219,17 +229,18 @@ class BlockedSteps(Core):
             return True
 
         with contextlib.suppress(LoopkitError):
-            self.store.update(record.request_id, stamp)
+            self.parts.store.update(record.request_id, stamp)
 
-    def _apply(self, record: Request) -> int | None:
-        """Carry a human's decision to the next agent run; act on the supervisor's choices."""
+    def _apply(self, record: Request) -> Literal["abort"] | None:
+        """Carry a human's decision to the next agent run; act on the supervisor's choices
+        (*Skip* here; *Abort* is returned, for the caller to exit)."""
         if not is_human_decision(record):
             return None
         res = record.resolution or {}
         decision = decision_of(record)
-        self.state.pending_decision = decision
+        self.parts.state.pending_decision = decision
         try:
-            atomicfile.write_json(self.workspace.state_dir / "last_decision.json", decision)
+            atomicfile.write_json(self.parts.workspace.state_dir / "last_decision.json", decision)
         except OSError as exc:
             log.warning("decision_unwritable", msg=f"cannot write last_decision.json: {exc}")
         log.info(
@@ -240,30 +251,31 @@ class BlockedSteps(Core):
         )
         if record.raised_by == "supervisor":
             if res.get("chosen_option") == "abort":
-                return EXIT_ABORTED
+                return "abort"
             if res.get("chosen_option") == "skip":
                 self._skip_task()
         return None
 
     def _skip_task(self) -> None:
-        task = self.state.task
-        if task and task not in self.state.skipped_tasks:
-            self.state.skipped_tasks.append(task)
+        task = self.parts.state.task
+        if task and task not in self.parts.state.skipped_tasks:
+            self.parts.state.skipped_tasks.append(task)
             log.info("task_skipped", task=task, msg=f"skipping task {task!r}")
 
     def _remove_block(self, request_id: str) -> None:
         """Remove BLOCKED.md if it is still this request's block (never a human's own)."""
-        path = self.workspace.blocked
+        path = self.parts.workspace.blocked
         if blockfile.state(path) == "file" and blockfile.request_id_of(path) == request_id:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def _resume(self) -> int | None:
-        self.state.failures, self.state.failed_iterations = 0, []
-        self.state.open_request = None
-        self.state.status = "running"
-        self._save()
-        return None
+    def _resume(self) -> Step:
+        state = self.parts.state
+        state.failures, state.failed_iterations = 0, []
+        state.open_request = None
+        state.status = "running"
+        self.parts.save()
+        return CONTINUE
 
 
 def _applied(record: Request) -> bool:

@@ -2,8 +2,8 @@
 
 Failures are counted per task; at ``max_verify_failures`` (or when ``required_env`` is unset,
 or a preflight fails three times) the supervisor escalates and the loop turns to waiting
-(:mod:`loopkit.blocking`). One of the parts :class:`loopkit.supervisor.Supervisor` is made
-of; the state is :class:`loopkit.core.Core`'s.
+(:class:`~loopkit.supervisor.blocked.BlockedPhase`). The supervisor owns one
+:class:`Iteration`; :meth:`Iteration.run` returns a :class:`~loopkit.supervisor.parts.Step`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from loopkit.escalation.escalator import Escalation, message_for
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.supervisor import triggers
-from loopkit.supervisor.core import PROGRESS_EVERY, Core
 from loopkit.supervisor.iterlog import IterationLog, prune
+from loopkit.supervisor.parts import CONTINUE, Parts, Step
 from loopkit.supervisor.process import Finished, describe
 from loopkit.supervisor.tasks import current_task
 
@@ -30,15 +30,29 @@ log = get_logger("loopkit.supervisor")
 PREFLIGHT_TRIES = 3
 PREFLIGHT_TIMEOUT = 60.0
 KEEP_LOGS = 500
+PROGRESS_EVERY = 0.5  # seconds between saves of the iteration number alone
 
 
-class IterationSteps(Core):
-    def _iteration(self) -> int | None:
-        loop = self.config.loop
-        state = self.state
+class Iteration:
+    """One iteration: ``run()`` goes from the task's head to ``done`` (or a block)."""
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+        self._log_warned = False
+        self._iteration_saved = -PROGRESS_EVERY
+        # The environment children inherit, read once (decoding os.environ is not free).
+        self._base_env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("LOOPKIT_DECISION", "LOOPKIT_DECISION_REQUEST")
+        }
+
+    def run(self) -> Step:
+        loop = self.parts.config.loop
+        state = self.parts.state
         state.iteration += 1
         task = current_task(
-            self.workspace.root, loop.task_file, loop.task_pattern, state.skipped_tasks
+            self.parts.workspace.root, loop.task_file, loop.task_pattern, state.skipped_tasks
         )
         changed = task != state.task or state.status != "running"
         if task != state.task:
@@ -50,7 +64,7 @@ class IterationSteps(Core):
             # The iteration number alone is progress, not state: saved without fsync and at
             # most every PROGRESS_EVERY s, so a tight loop is not a write loop. A crash may
             # re-run an interrupted iteration under its number; counters are never lost.
-            self._save(durable=changed)
+            self.parts.save(durable=changed)
         label = f" · task: {fold(task, 60)}" if task else ""
         log.info(
             "iteration",
@@ -66,17 +80,17 @@ class IterationSteps(Core):
                     names=missing, task=task, iteration=state.iteration, pid=os.getpid()
                 )
             )
-            return None
+            return CONTINUE
         with self._iteration_log() as log_file:
             for command in loop.preflight:
                 if not self._preflight(command, log_file):
-                    return self._stopped() if self.stop.is_set() else None
+                    return self.parts.stopped() if self.parts.stop.is_set() else CONTINUE
             return self._agent_and_verify(task, log_file)
 
     @contextlib.contextmanager
     def _iteration_log(self) -> Any:
-        folder = self.workspace.state_dir / "logs"
-        handle = IterationLog(folder, self.state.iteration)
+        folder = self.parts.workspace.state_dir / "logs"
+        handle = IterationLog(folder, self.parts.state.iteration)
         try:
             yield handle
         finally:
@@ -84,14 +98,14 @@ class IterationSteps(Core):
             if handle.broken and not self._log_warned:
                 self._log_warned = True
                 log.warning("log_unwritable", msg=f"cannot write iteration logs: {handle.broken}")
-            if self.state.iteration % 50 == 0:
+            if self.parts.state.iteration % 50 == 0:
                 prune(folder, KEEP_LOGS)
 
     def _run(self, name: str, command: Command, log_file: IterationLog, **kwargs: Any) -> Finished:
         env = self._child_env()
         log_file.begin(f"--- {name}: {describe(command)}")
-        result = self.runner.run(
-            command, cwd=str(self.workspace.root), env=env, log=log_file, **kwargs
+        result = self.parts.runner.run(
+            command, cwd=str(self.parts.workspace.root), env=env, log=log_file, **kwargs
         )
         code = result.exit_code if result.exit_code is not None else result.ending
         log_file.end(f"--- {name}: {code} after {result.duration:.2f} s")
@@ -106,11 +120,11 @@ class IterationSteps(Core):
 
     def _child_env(self) -> dict[str, str]:
         env = dict(self._base_env)
-        env["LOOPKIT_WORKSPACE"] = str(self.workspace.root)
-        env["LOOPKIT_ITERATION"] = str(self.state.iteration)
-        if self.state.task:
-            env["LOOPKIT_TASK"] = self.state.task
-        decision = self.state.pending_decision
+        env["LOOPKIT_WORKSPACE"] = str(self.parts.workspace.root)
+        env["LOOPKIT_ITERATION"] = str(self.parts.state.iteration)
+        if self.parts.state.task:
+            env["LOOPKIT_TASK"] = self.parts.state.task
+        decision = self.parts.state.pending_decision
         if decision:
             env["LOOPKIT_DECISION"] = str(decision.get("parsed_decision") or "")
             env["LOOPKIT_DECISION_REQUEST"] = str(decision.get("request_id") or "")
@@ -118,16 +132,16 @@ class IterationSteps(Core):
 
     def _preflight(self, command: Command, log_file: IterationLog) -> bool:
         tries: list[str] = []
-        wait = self.config.loop.preflight_backoff  # before the 2nd try; doubled for the 3rd
+        wait = self.parts.config.loop.preflight_backoff  # before the 2nd try; doubled for the 3rd
         result: Finished | None = None
         for attempt in range(1, PREFLIGHT_TRIES + 1):
             if attempt > 1:
                 tries[-1] += f"; waited {wait:g} s"
-                if self.stop.wait(wait):
+                if self.parts.stop.wait(wait):
                     return False
                 wait *= 2
             result = self._run("preflight", command, log_file, timeout=PREFLIGHT_TIMEOUT)
-            if self.stop.is_set():
+            if self.parts.stop.is_set():
                 return False
             if result.ok:
                 return True
@@ -139,8 +153,8 @@ class IterationSteps(Core):
                 command=describe(command),
                 tries=tries,
                 last_output=result.tail,
-                task=self.state.task,
-                iteration=self.state.iteration,
+                task=self.parts.state.task,
+                iteration=self.parts.state.iteration,
             )
         )
         return False
@@ -151,19 +165,19 @@ class IterationSteps(Core):
             return f"exit {result.exit_code}"
         return result.error or result.ending
 
-    def _agent_and_verify(self, task: str | None, log_file: IterationLog) -> int | None:
-        loop = self.config.loop
-        state = self.state
+    def _agent_and_verify(self, task: str | None, log_file: IterationLog) -> Step:
+        loop = self.parts.config.loop
+        state = self.parts.state
         if loop.agent is None:
             raise ConfigError(
-                f"no [loop] agent in {self.workspace.root / 'loopkit.toml'}; set the agent "
+                f"no [loop] agent in {self.parts.workspace.root / 'loopkit.toml'}; set the agent "
                 "command (`loopkit init --agent …` writes one)"
             )
-        blocked_path = self.workspace.blocked
+        blocked_path = self.parts.workspace.blocked
         interrupt = None
         if loop.stop_agent_on_block:
             interrupt = lambda: blockfile.state(blocked_path) == "file"  # noqa: E731
-        watch = self._watch
+        watch = self.parts.watch
         agent = self._run(
             "agent",
             loop.agent,
@@ -174,62 +188,61 @@ class IterationSteps(Core):
             recheck=watch.timeout_hint if watch else None,
         )
         state.pending_decision = None  # delivered to this run; the next one starts clean
-        if self.stop.is_set():
-            self._save()
-            return self._stopped()
+        if self.parts.stop.is_set():
+            self.parts.save()
+            return self.parts.stopped()
         if blockfile.state(blocked_path) != "absent":
             log.info("agent_blocked", msg="the agent raised a block; verify skipped")
-            self.state.status = "blocked"
-            self.state.open_request = blockfile.request_id_of(blocked_path)
-            self._save()
-            return None
+            self.parts.state.status = "blocked"
+            self.parts.state.open_request = blockfile.request_id_of(blocked_path)
+            self.parts.save()
+            return CONTINUE
         if agent.ending == "timeout" or agent.could_not_run:
-            code = self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
+            self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
         elif loop.verify is None:
-            code = self._passed()
+            self._passed()
         else:
             verify = self._run("verify", loop.verify, log_file, timeout=loop.iteration_timeout)
-            if self.stop.is_set():
-                return self._stopped()
+            if self.parts.stop.is_set():
+                return self.parts.stopped()
             if verify.ok:
-                code = self._passed()
+                self._passed()
             else:
-                code = self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
-        if code is not None or blockfile.state(blocked_path) != "absent":
-            return code
+                self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
+        if blockfile.state(blocked_path) != "absent":
+            return CONTINUE  # escalated: the loop turns to the blocked phase
         if loop.done is not None:
             done = self._run("done", loop.done, log_file, timeout=loop.iteration_timeout)
-            if self.stop.is_set():
-                return self._stopped()
+            if self.parts.stop.is_set():
+                return self.parts.stopped()
             if done.ok:
-                return self._finish("finished", EXIT_OK, "done: the done command exited 0")
-        return None
+                return self.parts.finish("finished", EXIT_OK, "done: the done command exited 0")
+        return CONTINUE
 
-    def _passed(self) -> int | None:
-        if self.state.failures:
+    def _passed(self) -> None:
+        if self.parts.state.failures:
             log.info("verify_passed", msg="verify passed; failure count reset")
-            self.state.failures, self.state.failed_iterations = 0, []
-            self._save()
-        return None
+            self.parts.state.failures, self.parts.state.failed_iterations = 0, []
+            self.parts.save()
 
-    def _count_failure(self, task: str | None, reason: str, output: str) -> int | None:
-        state = self.state
+    def _count_failure(self, task: str | None, reason: str, output: str) -> None:
+        state = self.parts.state
         state.failures += 1
         sig = triggers.signature(output, 1)
         state.failed_iterations.append(
             {"iteration": state.iteration, "reason": reason, "signature": sig[0] if sig else ""}
         )
-        state.failed_iterations = state.failed_iterations[-self.config.loop.max_verify_failures :]
-        limit = self.config.loop.max_verify_failures
+        limit = self.parts.config.loop.max_verify_failures
+        state.failed_iterations = state.failed_iterations[-limit:]
         log.warning(
             "failure",
             task=task,
             failures=state.failures,
             msg=f"{reason} ({state.failures}/{limit}{' on ' + repr(task) if task else ''})",
         )
-        self._save()
+        self.parts.save()
         if state.failures >= limit:
-            loop = self.config.loop
+            loop = self.parts.config.loop
             agents_fault = reason.startswith("agent") or loop.verify is None
             command = (loop.agent if agents_fault else loop.verify) or ""
             self._escalate(
@@ -242,26 +255,25 @@ class IterationSteps(Core):
                     iteration=state.iteration,
                 )
             )
-        return None
 
     def _escalate(self, escalation: Escalation) -> None:
         try:
-            result = self.escalator.escalate(escalation)
+            result = self.parts.escalator.escalate(escalation)
         except LoopkitError as exc:
             # The block could not be raised (e.g. BLOCKED.md is a folder): never guess on.
             log.error("escalation_failed", error=str(exc), msg=f"cannot block: {exc}")
             raise
-        self.state.open_request = result.joined or result.request.request_id
-        self.state.status = "blocked"
-        self._save()
+        self.parts.state.open_request = result.joined or result.request.request_id
+        self.parts.state.status = "blocked"
+        self.parts.save()
         if not result.joined:
-            channel = self.config.escalation.channel
+            channel = self.parts.config.escalation.channel
             sent = {True: f"sent via {channel}", False: f"{channel}: not sent"}.get(
                 bool(result.outcome and result.outcome.ok), ""
             )
             if result.outcome is None:
                 sent = "channel none: BLOCKED.md is the escalation"
-            text = message_for(result.request, self.workspace.repo_name()).text
+            text = message_for(result.request, self.parts.workspace.repo_name()).text
             lines = "\n".join(f"    {line}" for line in text.splitlines())
             log.info(
                 "message",

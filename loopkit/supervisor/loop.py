@@ -10,8 +10,10 @@ Signal handlers only set events; every wait in here is on the one ``wake`` event
 stop, a child's exit and a file change are all acted on at once. State is saved to
 ``.loopkit/state.json`` at every step that matters, so a restart carries on.
 
-The steps of one iteration live in :mod:`loopkit.iteration`, the wait while blocked in
-:mod:`loopkit.blocking`, the parts and state they share in :mod:`loopkit.core`.
+:class:`Supervisor` owns its parts (:class:`~loopkit.supervisor.parts.Parts`) and its two
+phases — one :class:`~loopkit.supervisor.iteration.Iteration` and one
+:class:`~loopkit.supervisor.blocked.BlockedPhase` — and reads their
+:class:`~loopkit.supervisor.parts.Step` results top-down.
 """
 
 from __future__ import annotations
@@ -19,38 +21,46 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
+import threading
 import time
+from collections.abc import Iterator
 from types import FrameType
-from typing import Any
 
 from loopkit import channels, clock
+from loopkit import config as config_mod
+from loopkit.config import Config
 from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import blockfile
-from loopkit.escalation.escalator import Escalator
 from loopkit.log import get_logger
-from loopkit.requests.store import RequestStore
-from loopkit.supervisor.blocked import BlockedSteps
-from loopkit.supervisor.core import Options
-from loopkit.supervisor.iteration import IterationSteps
+from loopkit.supervisor.blocked import BlockedPhase
+from loopkit.supervisor.iteration import Iteration
+from loopkit.supervisor.parts import Options, Parts, Step
+from loopkit.supervisor.state import SupervisorLock
 from loopkit.watch.folder import FolderWatch
-from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.supervisor")
 
 __all__ = ["Options", "Supervisor"]
 
 
-class Supervisor(IterationSteps, BlockedSteps):
-    """The loop, its lifecycle and its signals; one iteration is in :mod:`loopkit.iteration`,
-    the wait while blocked in :mod:`loopkit.blocking`."""
+class Supervisor:
+    """The loop, its lifecycle and its signals, over the phases it owns."""
+
+    def __init__(self, config: Config, *, options: Options | None = None) -> None:
+        self.parts = Parts(config, options or Options())
+        self.lock = SupervisorLock(self.parts.workspace)
+        self.reload = threading.Event()
+        self.iteration = Iteration(self.parts)
+        self.blocked = BlockedPhase(self.parts, print_head=sys.stdout.write)
 
     # --- signals --------------------------------------------------------------------------
 
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
         """Ask the supervisor to stop (what the SIGINT/SIGTERM handlers do)."""
-        self.signal_received = signum
-        self.stop.set()
-        self.wake.set()
+        self.parts.signal_received = signum
+        self.parts.stop.set()
+        self.parts.wake.set()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGHUP:
@@ -59,8 +69,8 @@ class Supervisor(IterationSteps, BlockedSteps):
             self.request_stop(signum)
 
     @contextlib.contextmanager
-    def _signals(self) -> Any:
-        if not self.options.install_signals:
+    def _signals(self) -> Iterator[None]:
+        if not self.parts.options.install_signals:
             yield
             return
         previous = {
@@ -76,85 +86,86 @@ class Supervisor(IterationSteps, BlockedSteps):
     # --- the loop -------------------------------------------------------------------------
 
     def run(self) -> int:
+        parts = self.parts
         with self.lock.held(), self._signals(), self._in_workspace():
-            watch = FolderWatch([self.workspace.root, self.workspace.requests_dir], self.wake)
-            with watch:
-                self._watch = watch
+            folders = [parts.workspace.root, parts.workspace.requests_dir]
+            with FolderWatch(folders, parts.wake) as watch:
+                parts.watch = watch
                 try:
                     return self._loop()
                 finally:
-                    self._watch = None
-                    if self._poller is not None:
-                        self._poller.stop()
+                    parts.watch = None
+                    parts.close()
 
     @contextlib.contextmanager
-    def _in_workspace(self) -> Any:
+    def _in_workspace(self) -> Iterator[None]:
         """Run from the workspace folder, so commands can be spawned without a chdir."""
         before = os.getcwd()
-        os.chdir(self.workspace.root)
+        os.chdir(self.parts.workspace.root)
         try:
             yield
         finally:
             os.chdir(before)
 
     def _loop(self) -> int:
-        self.state = self.state_file.load()
-        self.state.pid = os.getpid()
-        self.state.started_at = clock.iso_seconds()
-        self.state.status = "running"
-        self._save()
-        log.info("started", pid=os.getpid(), msg=f"supervising {self.workspace.root.resolve()}")
+        parts = self.parts
+        parts.state = parts.state_file.load()
+        parts.state.pid = os.getpid()
+        parts.state.started_at = clock.iso_seconds()
+        parts.state.status = "running"
+        parts.save()
+        log.info("started", pid=os.getpid(), msg=f"supervising {parts.workspace.root}")
         resumed = False
         done = 0
+        limit = parts.options.max_iterations
         while True:
-            if self.stop.is_set():
-                return self._stopped()
+            if parts.stop.is_set():
+                return _code(parts.stopped())
             if self.reload.is_set():
-                self._do_reload()
+                self._reload()
             # A block we know of counts even if its file went before we got to wait on it.
-            if blockfile.state(self.workspace.blocked) != "absent" or self.state.open_request:
-                code = self._blocked(resend=not resumed)
+            if blockfile.state(parts.workspace.blocked) != "absent" or parts.state.open_request:
+                step = self.blocked.run(resend=not resumed)
                 resumed = True
-                if code is not None:
-                    return code
+                if step.action == "exit":
+                    return _code(step)
                 continue
             resumed = True
-            if self.options.max_iterations is not None and done >= self.options.max_iterations:
-                return self._finish("idle", EXIT_OK, f"stopped after {done} iteration(s)")
+            if limit is not None and done >= limit:
+                return _code(parts.finish("idle", EXIT_OK, f"stopped after {done} iteration(s)"))
             done += 1
-            code = self._iteration()
-            if code is not None:
-                return code
-            last = self.options.max_iterations is not None and done >= self.options.max_iterations
-            if not last and blockfile.state(self.workspace.blocked) == "absent" and self._pause():
-                return self._stopped()
+            step = self.iteration.run()
+            if step.action == "exit":
+                return _code(step)
+            last = limit is not None and done >= limit
+            if not last and blockfile.state(parts.workspace.blocked) == "absent" and self._pause():
+                return _code(parts.stopped())
 
-    def _do_reload(self) -> None:
+    def _reload(self) -> None:
         self.reload.clear()
         try:
-            new = self._reload_config()
+            new = config_mod.load(self.parts.workspace.root)
             unusable = channels.unusable(new)
             if unusable:  # as at start: never switch to a channel that reaches nobody
                 raise ConfigError(unusable)
         except ConfigError as exc:
             log.error("reload_failed", error=str(exc), msg=f"config not reloaded: {exc}")
             return
-        self.config = new
-        self.workspace = Workspace.of(new)
-        self.store = RequestStore(self.workspace)
-        self.escalator = Escalator(new, store=self.store)
-        self.runner.kill_grace = new.loop.kill_grace
-        if self._poller is not None:  # the phone poller restarts, on its next use, as set now
-            self._poller.stop()
-            self._poller = None
+        self.parts.use(new)
         log.info("reloaded", msg="config reloaded (SIGHUP)")
 
     def _pause(self) -> bool:
         """Sleep ``pause``; True when a stop came in meanwhile."""
-        end = time.monotonic() + self.config.loop.pause
-        while not self.stop.is_set():
+        stop = self.parts.stop
+        end = time.monotonic() + self.parts.config.loop.pause
+        while not stop.is_set():
             remaining = end - time.monotonic()
             if remaining <= 0:
                 return False
-            self.stop.wait(remaining)
+            stop.wait(remaining)
         return True
+
+
+def _code(step: Step) -> int:
+    assert step.code is not None, step
+    return step.code

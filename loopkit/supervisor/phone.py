@@ -132,10 +132,11 @@ class UpdatePoller:
         client: httpx.Client | None = None,
         wait: Callable[[float], bool] | None = None,
         poll_timeout: int = POLL_TIMEOUT,
+        store: RequestStore | None = None,
     ) -> None:
         self.config = config
         self.bot = BotApi(config.channels, client=client)
-        self.store = RequestStore(Workspace.of(config))
+        self.store = store or RequestStore(Workspace.of(config))
         self.offsets = OffsetFile(Workspace.of(config), config.channels.telegram_token)
         self.poll_timeout = poll_timeout
         self.active = threading.Event()
