@@ -94,6 +94,7 @@ def ask(
             kind=cast(Kind, kind),
             block=block,
         ),
+        store=app.store(),
     )
     record = asked.record
     code = EXIT_BLOCKED if block and record is not None else EXIT_OK
@@ -141,12 +142,10 @@ def reply(
     such request, 65 if its record is corrupt.
     """
     from loopkit.requests.answer import answer
-    from loopkit.requests.store import RequestStore
 
     app.config()
-    store = RequestStore(app.workspace())
     result = answer(
-        store, request_id, reply, by=by or human(), via="cli",
+        app.store(), request_id, reply, by=by or human(), via="cli",
         expected_updated_at=expected_updated_at,
     )  # fmt: skip
     click.echo(json.dumps(result.decision, ensure_ascii=False))
@@ -168,7 +167,7 @@ def unblock(app: App, reply: str | None, by: str | None) -> int:
     """
     from loopkit.escalation.unblock import unblock as do_unblock
 
-    outcome = do_unblock(app.config(), reply=reply, by=by or human())
+    outcome = do_unblock(app.config(), reply=reply, by=by or human(), store=app.store())
     if outcome.decision is not None:
         click.echo(json.dumps(outcome.decision, ensure_ascii=False))
     click.echo(outcome.message, err=True)
@@ -188,7 +187,7 @@ def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: 
 
     app: App = ctx.obj
     app.config()
-    rows, problems = listing(app.workspace(), status=status, kind=kind)
+    rows, problems = listing(app.store(), status=status, kind=kind)
     click.echo(json.dumps(rows, ensure_ascii=False) if as_json else render(rows))
     for problem in problems:
         click.echo(f"loopkit: warning: {problem}", err=True)
@@ -201,10 +200,9 @@ def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: 
 @click.pass_obj
 def requests_show(app: App, request_id: str, as_json: bool) -> int:
     """Print the whole record as JSON: the one true read of a request's outcome."""
-    from loopkit.requests.store import RequestStore
 
     app.config()
-    record = RequestStore(app.workspace()).load(request_id)
+    record = app.store().load(request_id)
     click.echo(json.dumps(record.to_dict(), indent=2, ensure_ascii=False))
     return EXIT_OK
 
@@ -222,11 +220,10 @@ def requests_wait(app: App, request_id: str, timeout: float | None, as_json: boo
     4 changes requested · 2 still open when --timeout ran out.
     """
     from loopkit.requests.answer import outcome_of
-    from loopkit.requests.store import RequestStore
     from loopkit.requests.waiting import exit_code, wait_for
 
     app.config()
-    record = wait_for(RequestStore(app.workspace()), request_id, timeout=timeout)
+    record = wait_for(app.store(), request_id, timeout=timeout)
     res = record.resolution or {}
     click.echo(
         json.dumps(
@@ -257,7 +254,10 @@ def gate(app: App, wait: bool, timeout: float | None, command: tuple[str, ...]) 
     """
     from loopkit.escalation.gate import gate as do_gate
 
-    result = do_gate(app.config(), list(command), cwd=os.getcwd(), wait=wait, timeout=timeout)
+    config = app.config()
+    result = do_gate(
+        config, list(command), cwd=os.getcwd(), wait=wait, timeout=timeout, store=app.store()
+    )
     click.echo(f"loopkit: gate: {result.message}", err=True)
     return result.exit_code
 

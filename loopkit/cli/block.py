@@ -59,7 +59,7 @@ def escalate(
     from loopkit.escalation.escalator import Escalation, Escalator, message_for, parse_choice
 
     config, broken = app.config_for_a_block()
-    escalator = Escalator(config)
+    escalator = Escalator(config, store=app.store())
     result = escalator.escalate(
         Escalation(
             question=question,

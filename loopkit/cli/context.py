@@ -11,6 +11,7 @@ from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.errors import ConfigError
 from loopkit.redact import Redactor
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 
@@ -21,6 +22,7 @@ class App:
     root: Path = Path(".")
     verbose: bool = False
     _config: Config | None = field(default=None, repr=False)
+    _store: RequestStore | None = field(default=None, repr=False)
 
     def config(self, *, console_level: str = "warning") -> Config:
         """The Config; the first call also sets up logging (console from ``console_level``)."""
@@ -41,6 +43,12 @@ class App:
 
     def workspace(self) -> Workspace:
         return Workspace.of(self.config())
+
+    def store(self) -> RequestStore:
+        """The one request store of this invocation, for the Config in use."""
+        if self._store is None:
+            self._store = RequestStore(Workspace.of(self._config or self.config()))
+        return self._store
 
     def setup_logging(self, config: Config, console_level: str) -> None:
         from loopkit import log as events

@@ -49,7 +49,7 @@ def status(app: App, as_json: bool) -> int:
     from loopkit.supervisor.status import render
     from loopkit.supervisor.status import status as read_status
 
-    info = read_status(app.config())
+    info = read_status(app.config(), store=app.store())
     click.echo(json.dumps(info) if as_json else render(info))
     return EXIT_OK
 

@@ -26,7 +26,6 @@ from loopkit.requests.answer import APPROVAL_OPTIONS, outcome_of
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
 from loopkit.requests.waiting import wait_for
-from loopkit.workspace import Workspace
 
 
 def command_hash(argv: Sequence[str], cwd: str) -> str:
@@ -86,10 +85,10 @@ def gate(
     wait: bool = False,
     timeout: float | None = None,
     escalator: Escalator | None = None,
+    store: RequestStore | None = None,
 ) -> GateResult:
     if not argv:
         raise BadInput("no command given: loopkit gate -- COMMAND [ARGS…]")
-    store = RequestStore(Workspace.of(config))
     escalator = escalator or Escalator(config, store=store)
     store = escalator.store
     digest = command_hash(argv, cwd)

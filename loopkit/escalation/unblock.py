@@ -24,7 +24,9 @@ class Unblocked:
     decision: dict[str, Any] | None = None
 
 
-def unblock(config: Config, *, reply: str | None, by: str) -> Unblocked:
+def unblock(
+    config: Config, *, reply: str | None, by: str, store: RequestStore | None = None
+) -> Unblocked:
     workspace = Workspace.of(config)
     path = workspace.blocked
     state = blockfile.state(path)
@@ -38,7 +40,7 @@ def unblock(config: Config, *, reply: str | None, by: str) -> Unblocked:
             )
         return Unblocked(f"not blocked: {path.name} is absent; nothing to do")
     request_id = blockfile.request_id_of(path)
-    store = RequestStore(workspace)
+    store = store or RequestStore(workspace)
     decision = None
     if reply is not None:
         if request_id is None:

@@ -9,15 +9,14 @@ from loopkit.message import fold
 from loopkit.requests.answer import outcome_of
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
-from loopkit.workspace import Workspace
 
 
 def listing(
-    workspace: Workspace, *, status: str | None = None, kind: str | None = None
+    store: RequestStore, *, status: str | None = None, kind: str | None = None
 ) -> tuple[list[dict[str, Any]], list[str]]:
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
-    for request_id, record in RequestStore(workspace).all():
+    for request_id, record in store.all():
         if not isinstance(record, Request):
             problems.append(f"requests/{request_id}.json skipped: {record}")
             continue

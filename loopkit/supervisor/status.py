@@ -12,8 +12,9 @@ from loopkit.supervisor.state import StateFile, SupervisorLock
 from loopkit.workspace import Workspace
 
 
-def status(config: Config) -> dict[str, Any]:
+def status(config: Config, *, store: RequestStore | None = None) -> dict[str, Any]:
     workspace = Workspace.of(config)
+    store = store or RequestStore(workspace)
     state = StateFile(workspace).load()
     holder = SupervisorLock(workspace).holder()
     block = blockfile.state(workspace.blocked)
@@ -29,7 +30,7 @@ def status(config: Config) -> dict[str, Any]:
     request: dict[str, Any] | None = None
     if request_id:
         try:
-            record = RequestStore(workspace).load(request_id)
+            record = store.load(request_id)
             request = {
                 "request_id": record.request_id,
                 "prompt": record.prompt,
