@@ -1,7 +1,9 @@
 """The supervisor, ``loopkit run`` (SPEC section 6).
 
 - :mod:`~loopkit.supervisor.loop`: ``Supervisor`` — the lock, signals, reload and the loop;
-  it owns its parts.
+  it owns its parts and its two phases.
+- :mod:`~loopkit.supervisor.parts`: ``Parts`` (config, store, runner, state …) and ``Step``,
+  what a phase returns.
 - :mod:`~loopkit.supervisor.iteration`: one iteration (env → preflight → agent → verify → done).
 - :mod:`~loopkit.supervisor.blocked`: the blocked phase (wait, timeout, apply the answer).
 - :mod:`~loopkit.supervisor.phone`: the Telegram update poller (answers from the phone).
