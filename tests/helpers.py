@@ -1,14 +1,20 @@
-"""Helpers shared by the tests: the installed loopkit, a clean environment, read-only mounts."""
+"""Helpers shared by the tests: the installed loopkit, a clean environment, read-only mounts,
+the request commands, a supervised loop's workspace, a phone pointed at the fake Bot API."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fakeserver import FakeServer
 
 LOOPKIT = Path(sys.executable).parent / "loopkit"
 
@@ -137,3 +143,95 @@ def alive(pid: int) -> bool:
 
 def write_config(ws: Path, text: str) -> None:
     (ws / "loopkit.toml").write_text(text)
+
+
+def lk(ws: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``loopkit -C ws ARGS…``."""
+    return loopkit("-C", str(ws), *args, env=env)
+
+
+# --- ask, reply, unblock, gate: requests through the command line --------------------------
+
+POLICY = "Escalate anything irreversible; proceed on routine refactors."
+
+ESCALATE = ["escalate", "-q", "Which flow?", "-c", "checkout", "-a", "read PROMPT.md",
+            "--choice", "Flow A — old API", "--choice", "Flow B — migration"]  # fmt: skip
+
+
+def ask(
+    ws: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return loopkit("-C", str(ws), "ask", "--policy", POLICY, *args, env=env)
+
+
+def ask_json(ws: Path, *args: str) -> dict[str, object]:
+    done = ask(ws, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def gate(ws: Path, *command: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return loopkit("-C", str(ws), "gate", "--", *command, cwd=cwd or ws)
+
+
+def record(ws: Path, request_id: str) -> dict[str, object]:
+    data = json.loads((ws / "requests" / f"{request_id}.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def files(ws: Path) -> list[Path]:
+    return sorted((ws / "requests").glob("*.json")) if (ws / "requests").exists() else []
+
+
+# --- loopkit run: a loop whose agent and verify are small shell scripts --------------------
+
+AGENT = 'echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}|${LOOPKIT_TASK-}" >> runs.txt\n'
+VERIFY_FAILS = (
+    'echo "collected 3 items"\necho "FAILED test_price.py - AssertionError: boom"\nexit 1\n'
+)
+
+
+def setup(ws: Path, extra: str = "", agent: str = AGENT, verify: str = VERIFY_FAILS) -> None:
+    """A loop running agent.sh then verify.sh (which fails); ``extra`` lines override."""
+    (ws / "agent.sh").write_text(agent)
+    (ws / "verify.sh").write_text(verify)
+    base = [
+        'agent = ["/bin/sh", "agent.sh"]',
+        'verify = ["/bin/sh", "verify.sh"]',
+        'pause = "0s"',
+        'iteration_timeout = "30s"',
+        'kill_grace = "2s"',
+    ]
+    overridden = {line.split("=")[0].strip() for line in extra.splitlines() if "=" in line}
+    kept = [line for line in base if line.split("=")[0].strip() not in overridden]
+    write_config(ws, "[loop]\n" + "\n".join(kept) + "\n" + extra + "\n")
+
+
+def runs(ws: Path) -> list[list[str]]:
+    """The agent's runs, as AGENT logs them: [iteration, decision, task]."""
+    path = ws / "runs.txt"
+    return [line.split("|") for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def records(ws: Path) -> list[dict[str, object]]:
+    """Every request record, oldest first."""
+    found = [json.loads(p.read_text()) for p in (ws / "requests").glob("*.json")]
+    return sorted(found, key=lambda r: (str(r["created_at"]), int(r.get("iteration") or 0)))  # type: ignore[call-overload]
+
+
+# --- the phone: the telegram channel, pointed at the fake Bot API ---------------------------
+
+PHONE_TOKEN = "777777:AAPhoneTestTokenNotARealOne_abcd"
+PHONE_CHAT = 5151
+
+
+def phone_env(server: FakeServer, **extra: str) -> dict[str, str]:
+    return clean_env(
+        LOOPKIT_HITL_TELEGRAM_TOKEN=PHONE_TOKEN,
+        LOOPKIT_HITL_TELEGRAM_CHAT=str(PHONE_CHAT),
+        LOOPKIT_HITL_TELEGRAM_API=server.url,
+        **extra,
+    )

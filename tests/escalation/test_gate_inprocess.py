@@ -12,6 +12,7 @@ from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput
 from loopkit.escalation.gate import GateResult, command_hash, gate
+from loopkit.redact import mask_command
 from loopkit.requests.answer import answer, timed_out
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -125,6 +126,32 @@ def test_secrets_are_masked_in_the_record_but_the_real_argv_runs(ws: Path) -> No
     approve(store, first)
     assert gate(cfg, argv, cwd=cwd).exit_code == 0
     assert (ws / "ran").read_text() == "--token=abcdef123456"
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (["psql", "postgres://app:prod@db/prod"], ["psql", "postgres://app:***@db/prod"]),
+        (["git", "checkout", "3f9a1c0b7d2e4f5a6b7c8d9e"], None),  # no guessing by shape
+        (["terraform", "destroy", "-target=aws_instance.web01"], None),
+        (["curl", "-u", "admin:admin", "https://x/admin", "--data", "user=admin"],
+         ["curl", "-u", "admin:***", "https://x/admin", "--data", "user=admin"]),
+        (["curl", "-u", "sk_test_4eC39HqLyjWDarjtT1zdp7dc:", "https://x"],
+         ["curl", "-u", "***", "https://x"]),
+        (["x", "--token=Ab&cdefghijk"], ["x", "--token=***"]),
+        (["curl", "-d", "text=hi",
+          "https://hooks.slack.com/services/T0123ABCD/B0456EFGH/abcdEFGHijklMNOPqrstUVWX"],
+         ["curl", "-d", "text=hi", "https://***"]),
+        (["curl", "https://api.telegram.org/bot123456789:AAEhBP0av28Q1s-Zz9aBcDeFgHiJkLmNoPq/getMe"],
+         ["curl", "https://api.telegram.org/bot***/getMe"]),
+        (["sh", "-c", "psql postgres://u:hunter2pw@h/db; mysql --password s3cr3t9"],
+         ["sh", "-c", "psql postgres://u:***@h/db; mysql --password ***"]),
+    ],
+)  # fmt: skip
+def test_gate_shows_the_command_with_only_its_secrets_masked(
+    argv: list[str], shown: list[str] | None
+) -> None:
+    assert mask_command(argv) == (argv if shown is None else shown)
 
 
 def test_an_expired_gate_request_is_not_an_approval(ws: Path) -> None:

@@ -10,7 +10,7 @@ from loopkit import config
 
 from helpers import LOOPKIT, clean_env, loopkit
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tests/e2e/ → the repository
 
 
 def run_sh(ws: Path) -> subprocess.CompletedProcess[str]:

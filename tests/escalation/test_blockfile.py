@@ -101,17 +101,3 @@ def test_context_is_capped(ws: Path) -> None:
     lines = blockfile.context_lines(many, ["meta"])
     assert len(lines) == 6  # SPEC: 3-6 lines, the meta line included
     assert lines[-2].startswith("(… 16 more lines") and lines[-1] == "meta"
-
-
-def test_an_override_without_the_marker_falls_back_and_doctor_says_so(tmp_path: Path) -> None:
-    from helpers import loopkit
-
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "BLOCKED.md.j2").write_text("# Blocked\n\n{{ question }}\n")
-    done = loopkit("-C", str(tmp_path), "escalate", "-q", "Which flow?", "-c", "c", "-a", "a",
-                   "--choice", "A — a")  # fmt: skip
-    assert done.returncode == 2
-    assert "<!-- loopkit request:" in (tmp_path / "BLOCKED.md").read_text()  # answerable
-    assert "lacks the marker" in done.stderr
-    doctor = loopkit("-C", str(tmp_path), "doctor")
-    assert doctor.returncode == 1 and "lacks the marker" in doctor.stdout

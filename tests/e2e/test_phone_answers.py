@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from fakeserver import FakeServer, Reply
-from helpers import Daemon, clean_env, loopkit, wait_until, write_config
+from helpers import PHONE_CHAT, PHONE_TOKEN, Daemon, loopkit, phone_env, wait_until, write_config
 
-TOKEN = "777777:AAPhoneTestTokenNotARealOne_abcd"
-CHAT = 5151
 ANA = {"id": 111, "first_name": "Ana"}
 
 
@@ -22,15 +20,6 @@ def setup(ws: Path, extra: str = "") -> None:
         ws,
         '[loop]\nagent = ["/bin/sh", "agent.sh"]\nverify = "exit 1"\npause = "0s"\n'
         f'[escalation]\nchannel = "telegram"\n{extra}',
-    )
-
-
-def env(server: FakeServer, **extra: str) -> dict[str, str]:
-    return clean_env(
-        LOOPKIT_HITL_TELEGRAM_TOKEN=TOKEN,
-        LOOPKIT_HITL_TELEGRAM_CHAT=str(CHAT),
-        LOOPKIT_HITL_TELEGRAM_API=server.url,
-        **extra,
     )
 
 
@@ -50,7 +39,7 @@ def tap(server: FakeServer, request_id: str, index: int, message_id: int, **over
         callback_query={
             "id": f"cb-{request_id}-{index}",
             "from": over.get("user", ANA),
-            "message": {"message_id": message_id, "chat": {"id": CHAT}, "text": "five lines"},
+            "message": {"message_id": message_id, "chat": {"id": PHONE_CHAT}, "text": "five lines"},
             "data": f"{request_id}:{index}",
         }
     )
@@ -58,7 +47,7 @@ def tap(server: FakeServer, request_id: str, index: int, message_id: int, **over
 
 def test_a_tap_resumes_the_loop_with_the_decision(ws: Path, server: FakeServer) -> None:
     setup(ws)
-    with Daemon(ws, env=env(server, LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS="111")) as daemon:
+    with Daemon(ws, env=phone_env(server, LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS="111")) as daemon:
         daemon.wait_state(status="blocked", iteration=3)
         request_id, message_id = sent(server)
         tap(server, request_id, 0, message_id)
@@ -74,7 +63,7 @@ def test_a_tap_resumes_the_loop_with_the_decision(ws: Path, server: FakeServer) 
 
 def test_a_stranger_decides_nothing(ws: Path, server: FakeServer) -> None:
     setup(ws)
-    with Daemon(ws, env=env(server, LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS="111")) as daemon:
+    with Daemon(ws, env=phone_env(server, LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS="111")) as daemon:
         daemon.wait_state(status="blocked", iteration=3)
         request_id, message_id = sent(server)
         tap(server, request_id, 2, message_id, user={"id": 999, "first_name": "Eve"})
@@ -89,7 +78,7 @@ def test_a_stranger_decides_nothing(ws: Path, server: FakeServer) -> None:
 
 def test_an_abort_tap_exits_3(ws: Path, server: FakeServer) -> None:
     setup(ws)
-    with Daemon(ws, env=env(server)) as daemon:
+    with Daemon(ws, env=phone_env(server)) as daemon:
         daemon.wait_state(status="blocked", iteration=3)
         request_id, message_id = sent(server)
         tap(server, request_id, 2, message_id)
@@ -100,7 +89,7 @@ def test_an_abort_tap_exits_3(ws: Path, server: FakeServer) -> None:
     assert "Resolved: Abort the loop" in server.calls("/editMessageText")[0].body["text"]
     assert json.loads((ws / ".loopkit" / "telegram.json").read_text())["offset"] > 0
     # And the answer is applied once: a restart does not abort again.
-    restarted = loopkit("-C", str(ws), "run", "--max-iterations", "1", env=env(server))
+    restarted = loopkit("-C", str(ws), "run", "--max-iterations", "1", env=phone_env(server))
     assert restarted.returncode == 0, restarted.stderr
     assert len(runs(ws)) == 4
 
@@ -109,14 +98,14 @@ def test_an_answer_sent_while_down_is_applied_after_the_restart(
     ws: Path, server: FakeServer
 ) -> None:
     setup(ws)
-    with Daemon(ws, env=env(server)) as first:
+    with Daemon(ws, env=phone_env(server)) as first:
         first.wait_state(status="blocked", iteration=3)
         request_id, message_id = sent(server)
         wait_until(lambda: server.calls("/getUpdates"), what="the first long poll")
         os.kill(first.proc.pid, signal.SIGKILL)
         first.wait()
     tap(server, request_id, 0, message_id)  # nobody polls now
-    with Daemon(ws, env=env(server)) as second:
+    with Daemon(ws, env=phone_env(server)) as second:
         second.wait_state(status="blocked", iteration=6)
         assert runs(ws)[3] == "4|retry"
         assert len(server.calls("/sendMessage")) == 2  # the old block's was not sent again
@@ -124,7 +113,7 @@ def test_an_answer_sent_while_down_is_applied_after_the_restart(
 
 def test_a_restart_after_an_answer_does_not_apply_it_again(ws: Path, server: FakeServer) -> None:
     setup(ws)
-    with Daemon(ws, env=env(server)) as first:
+    with Daemon(ws, env=phone_env(server)) as first:
         first.wait_state(status="blocked", iteration=3)
         request_id, message_id = sent(server)
         update_id = tap(server, request_id, 0, message_id)
@@ -132,7 +121,7 @@ def test_a_restart_after_an_answer_does_not_apply_it_again(ws: Path, server: Fak
         os.kill(first.proc.pid, signal.SIGKILL)
         first.wait()
     calls = len(server.calls("/getUpdates"))
-    with Daemon(ws, env=env(server)) as second:
+    with Daemon(ws, env=phone_env(server)) as second:
         second.wait_state(status="blocked", iteration=6)
         wait_until(lambda: len(server.calls("/getUpdates")) > calls, what="a poll after restart")
         assert server.offsets()[calls] == update_id + 1  # resumes after the handled tap
@@ -144,7 +133,7 @@ def test_409_is_one_warning_and_a_backoff(ws: Path, server: FakeServer) -> None:
     setup(ws)
     conflict = {"ok": False, "error_code": 409, "description": "Conflict: other getUpdates"}
     server.queue("/getUpdates", Reply(409, conflict), Reply(409, conflict))
-    with Daemon(ws, env=env(server)) as daemon:
+    with Daemon(ws, env=phone_env(server)) as daemon:
         daemon.wait_state(status="blocked", iteration=3)
         request_id, message_id = sent(server)
         wait_until(lambda: len(server.calls("/getUpdates")) >= 3, timeout=20, what="3 polls")
@@ -152,12 +141,12 @@ def test_409_is_one_warning_and_a_backoff(ws: Path, server: FakeServer) -> None:
         daemon.wait_state(status="blocked", iteration=6)
         errors = daemon.stderr()
     assert errors.count("another process is polling this bot") == 1
-    assert TOKEN not in errors and "Traceback" not in errors
+    assert PHONE_TOKEN not in errors and "Traceback" not in errors
 
 
 def test_a_timeout_edits_the_message(ws: Path, server: FakeServer) -> None:
     setup(ws, 'timeout_minutes = 0.004\ntimeout_action = "abort"\n')
-    with Daemon(ws, env=env(server)) as daemon:
+    with Daemon(ws, env=phone_env(server)) as daemon:
         assert daemon.wait() == 3
     [edit] = server.calls("/editMessageText")
     assert "Expired after 0.004 min" in edit.body["text"]
@@ -165,7 +154,7 @@ def test_a_timeout_edits_the_message(ws: Path, server: FakeServer) -> None:
     assert edit.body["reply_markup"] == {"inline_keyboard": []}  # it takes no answer now
     # A tap on a stale copy of the message, after a restart, is acknowledged: it is refused.
     request_id, message_id = sent(server)
-    with Daemon(ws, env=env(server)) as daemon:
+    with Daemon(ws, env=phone_env(server)) as daemon:
         daemon.wait_state(status="blocked")
         tap(server, request_id, 1, message_id)
         wait_until(lambda: server.calls("/answerCallbackQuery"), what="the tap's ack")
@@ -177,33 +166,9 @@ def test_a_timeout_edits_the_message(ws: Path, server: FakeServer) -> None:
 
 def test_unblocking_by_hand_edits_the_message(ws: Path, server: FakeServer) -> None:
     setup(ws)
-    with Daemon(ws, env=env(server)) as daemon:
+    with Daemon(ws, env=phone_env(server)) as daemon:
         daemon.wait_state(status="blocked", iteration=3)
         (ws / "BLOCKED.md").unlink()
         daemon.wait_state(status="blocked", iteration=6)
         wait_until(lambda: server.calls("/editMessageText"), what="the edit")
     assert "Unblocked by hand" in server.calls("/editMessageText")[0].body["text"]
-
-
-def test_doctor_checks_the_bot_the_chat_and_the_webhook(ws: Path, server: FakeServer) -> None:
-    server.queue("/getMe", Reply(200, {"ok": True, "result": {"username": "loopkit_bot"}}))
-    server.queue("/getChat", Reply(200, {"ok": True, "result": {"type": "private"}}))
-    server.queue("/getWebhookInfo", Reply(200, {"ok": True, "result": {"url": ""}}))
-    good = loopkit("-C", str(ws), "doctor", env=env(server, LOOPKIT_HITL_CHANNEL="telegram"))
-    assert good.returncode == 0, good.stdout
-    assert "the token works: bot @loopkit_bot" in good.stdout
-    assert "no webhook" in good.stdout
-    server.queue("/getWebhookInfo", Reply(200, {"ok": True, "result": {"url": "https://x/y"}}))
-    hooked = loopkit("-C", str(ws), "doctor", env=env(server, LOOPKIT_HITL_CHANNEL="telegram"))
-    assert hooked.returncode == 1
-    assert "a webhook is set on this bot" in hooked.stdout and "deleteWebhook" in hooked.stdout
-    server.queue("/getMe", Reply(401, {"ok": False, "description": "Unauthorized"}))
-    bad = loopkit("-C", str(ws), "doctor", env=env(server, LOOPKIT_HITL_CHANNEL="telegram"))
-    assert bad.returncode == 1 and "getMe: HTTP 401: Unauthorized" in bad.stdout
-    server.queue(
-        "/getChat", Reply(400, {"ok": False, "description": "Bad Request: chat not found"})
-    )
-    nochat = loopkit("-C", str(ws), "doctor", env=env(server, LOOPKIT_HITL_CHANNEL="telegram"))
-    assert nochat.returncode == 1 and "send the bot a message" in nochat.stdout
-    for out in (good.stdout, hooked.stdout, bad.stdout, nochat.stdout):
-        assert TOKEN not in out

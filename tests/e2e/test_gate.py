@@ -1,0 +1,93 @@
+"""``loopkit gate -- CMD…``: the exact command runs only after its approval, once; what the
+human is shown keeps the command readable and its secrets out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import files, gate, lk, loopkit, record
+
+
+def open_gate_request(ws: Path) -> dict[str, object]:
+    [row] = json.loads(loopkit("-C", str(ws), "requests", "--status", "open", "--json").stdout)
+    assert isinstance(row, dict)
+    return row
+
+
+def test_gate_runs_only_after_approval_of_that_command(ws: Path) -> None:
+    command = ["sh", "-c", "touch ran.txt; exit 7"]
+    first = gate(ws, *command)
+    assert first.returncode == 2 and not (ws / "ran.txt").exists()
+    assert (ws / "BLOCKED.md").exists()
+    request = open_gate_request(ws)
+    shown = record(ws, str(request["request_id"]))
+    assert shown["kind"] == "approval" and "touch ran.txt" in str(shown["prompt"])
+    assert len(str(shown["gate"]["sha256"])) == 64  # type: ignore[index]
+    assert gate(ws, *command).returncode == 2  # still waiting: no second request
+    assert len(files(ws)) == 1
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    ran = gate(ws, *command)
+    assert ran.returncode == 7 and (ws / "ran.txt").exists()
+    # An approval is used once: the same command asks again.
+    (ws / "ran.txt").unlink()
+    assert gate(ws, *command).returncode == 2 and not (ws / "ran.txt").exists()
+    assert len(files(ws)) == 2
+
+
+def test_gate_rejected_does_not_run(ws: Path) -> None:
+    command = ["sh", "-c", "touch ran.txt"]
+    assert gate(ws, *command).returncode == 2
+    assert loopkit("-C", str(ws), "unblock", "--reply", "reject: not on a Friday").returncode == 0
+    done = gate(ws, *command)
+    assert done.returncode == 3 and "not on a Friday" in done.stderr
+    assert not (ws / "ran.txt").exists()
+
+
+def test_gate_changed_command_is_a_new_request(ws: Path, tmp_path: Path) -> None:
+    assert gate(ws, "sh", "-c", "touch a.txt").returncode == 2
+    first = open_gate_request(ws)
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    # A different argument: not the approved command.
+    assert gate(ws, "sh", "-c", "touch b.txt").returncode == 2
+    assert not (ws / "b.txt").exists()
+    second = open_gate_request(ws)
+    assert second["request_id"] != first["request_id"]
+    # The approved argv from another folder: not the approved command either.
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (ws / "BLOCKED.md").unlink()
+    assert gate(ws, "sh", "-c", "touch a.txt", cwd=other).returncode == 2
+    assert not (other / "a.txt").exists()
+    # The approved one, from its own folder, runs.
+    (ws / "BLOCKED.md").unlink()
+    assert gate(ws, "sh", "-c", "touch a.txt").returncode == 0
+    assert (ws / "a.txt").exists()
+
+
+def test_gate_approved_but_not_runnable(ws: Path) -> None:
+    assert gate(ws, "no-such-program-xyz").returncode == 2
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    done = gate(ws, "no-such-program-xyz")
+    assert done.returncode == 127
+    assert "cannot run" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_gate_shows_the_command_with_its_password_masked(ws: Path) -> None:
+    url = "postgres://app:hunter2pw@db.internal/prod"
+    argv = ["sh", "-c", 'test "$0" = "$1" && touch ran', url, url]
+    assert gate(ws, *argv).returncode == 2
+    [path] = files(ws)
+    for text in (path.read_text(), (ws / "BLOCKED.md").read_text()):
+        assert "hunter2pw" not in text and "postgres://app:***@db.internal/prod" in text
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    assert gate(ws, *argv).returncode == 0  # approved: the real argv runs, password and all
+    assert (ws / "ran").exists()
+
+
+def test_the_gate_digest_is_not_shown_beside_the_masked_command(ws: Path) -> None:
+    assert lk(ws, "gate", "--", "mysql", "--password", "4821", "prod").returncode == 2
+    [path] = files(ws)
+    digest = json.loads(path.read_text())["gate"]["sha256"]
+    assert digest not in (ws / "BLOCKED.md").read_text()
+    assert "4821" not in (ws / "BLOCKED.md").read_text() + path.read_text()

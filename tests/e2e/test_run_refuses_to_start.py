@@ -1,0 +1,42 @@
+"""``loopkit run`` refuses to start beside another supervisor or with a channel that reaches
+nobody; ``status`` names the one running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+from helpers import Daemon, clean_env, lk, loopkit, records, runs, setup
+
+
+def test_a_second_supervisor_names_the_first(ws: Path) -> None:
+    setup(ws)
+    with Daemon(ws) as daemon:
+        daemon.wait_state(status="blocked")
+        other = loopkit("-C", str(ws), "run")
+        assert other.returncode == 1
+        assert f"pid {daemon.proc.pid}" in other.stderr
+        status = json.loads(loopkit("-C", str(ws), "status", "--json").stdout)
+        assert status["state"] == "blocked" and status["pid"] == daemon.proc.pid
+        assert status["open_request"]["request_id"] == records(ws)[0]["request_id"]
+        os.kill(daemon.proc.pid, signal.SIGTERM)
+        daemon.wait()
+    status = json.loads(loopkit("-C", str(ws), "status", "--json").stdout)
+    assert status["state"] == "stopped" and status["pid"] is None
+
+
+def test_unknown_channel_refuses_to_start(ws: Path) -> None:
+    setup(ws)
+    done = loopkit("-C", str(ws), "run", env=clean_env(LOOPKIT_HITL_CHANNEL="pigeon"))
+    assert done.returncode == 78 and "unknown channel 'pigeon'" in done.stderr
+
+
+def test_run_refuses_a_channel_that_cannot_reach_anyone(ws: Path) -> None:
+    setup(ws)
+    for channel, variable in (("telegram", "TOKEN"), ("slack", "WEBHOOK"), ("dial", "DIAL_CMD")):
+        done = lk(ws, "run", env=clean_env(LOOPKIT_HITL_CHANNEL=channel))
+        assert done.returncode == 78, done.stderr
+        assert variable in done.stderr and "Traceback" not in done.stderr
+    assert not runs(ws)  # refused before the first iteration
