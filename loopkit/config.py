@@ -53,11 +53,24 @@ class LoopConfig:
 
 @dataclass(frozen=True, slots=True)
 class EscalationConfig:
-    channel: str = "none"
+    # The ladder: the first channel is tried first; the next when the one before failed
+    # hard, or nobody answered within ``escalate_after``.
+    ladder: tuple[str, ...] = ("none",)
     blocked_file: str = "BLOCKED.md"
     timeout_minutes: float = 30
-    timeout_action: TimeoutAction = "abort"
+    # For blocks without a stated action (the supervisor's own, an agent's): keep waiting.
+    timeout_action: TimeoutAction = "queue"
     send_timeout: float = 10.0
+    retry_backoff: float = 30.0  # a failed delivery is retried after this, doubled each time
+    retry_backoff_max: float = 900.0
+    escalate_after: float | None = None  # seconds without an answer before the next rung
+    remind_every: float | None = None  # seconds between reminders
+    max_reminders: int = 2
+
+    @property
+    def channel(self) -> str:
+        """The first rung: the channel a block is sent to first."""
+        return self.ladder[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +195,34 @@ def _bool(value: object) -> bool:
     return value
 
 
+def _ladder(value: object) -> tuple[str, ...]:
+    """``"telegram"``, ``"telegram,dial"`` or ``["telegram", "dial"]``: the channel ladder."""
+    if isinstance(value, str):
+        names = [part.strip() for part in value.split(",")]
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        names = [str(v).strip() for v in value]
+    else:
+        raise ValueError('expected a channel name or a list of them, e.g. ["telegram", "dial"]')
+    names = [name for name in names if name]
+    if not names:
+        raise ValueError("name at least one channel (none sends nothing)")
+    if len(set(names)) != len(names):
+        raise ValueError("a channel appears twice in the ladder")
+    return tuple(names)
+
+
+def _opt_duration(value: object) -> float | None:
+    if value in ("off", "", 0):
+        return None
+    return parse_duration(value) or None
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("expected a whole number, 0 or more")
+    return value
+
+
 def _timeout_action(value: object) -> str:
     if value not in TIMEOUT_ACTIONS:
         raise ValueError(f"expected one of {', '.join(TIMEOUT_ACTIONS)}, got {value!r}")
@@ -224,11 +265,15 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
         "kill_grace": parse_duration,
     },
     "escalation": {
-        "channel": _str,
+        "channel": _ladder,
         "blocked_file": _relative_file,
         "timeout_minutes": _positive_number,
         "timeout_action": _timeout_action,
         "send_timeout": parse_duration,
+        "retry_backoff": parse_duration,
+        "escalate_after": _opt_duration,
+        "remind_every": _opt_duration,
+        "max_reminders": _count,
     },
     "policy": {
         "escalate_words": _strs,
@@ -379,12 +424,19 @@ def load(
 
     channel = environ.get("LOOPKIT_HITL_CHANNEL", "").strip()
     if channel:
-        values["escalation"]["channel"] = channel
+        try:
+            values["escalation"]["channel"] = _ladder(channel)
+        except ValueError as exc:
+            if not lenient:
+                raise ConfigError(f"LOOPKIT_HITL_CHANNEL={channel!r}: {exc}") from None
+    escalation = dict(values["escalation"])
+    if "channel" in escalation:
+        escalation["ladder"] = escalation.pop("channel")
     return Config(
         workspace=workspace,
         file=file,
         loop=LoopConfig(**values["loop"]),
-        escalation=EscalationConfig(**values["escalation"]),
+        escalation=EscalationConfig(**escalation),
         policy=PolicyConfig(**values["policy"]),
         channels=_channel_settings(environ, lenient),
     )

@@ -7,6 +7,15 @@ from dataclasses import dataclass
 
 LETTERS = "ABC"
 MAX_FIELD = 280  # one line on a phone screen or two; the full text lives in BLOCKED.md
+MAX_QUESTION = 120  # the mobile rubric (SPEC section 4): what a phone shows of the question
+MAX_LABEL = 24  # ... and of a choice's label
+_EMOJI_BLOCKS = ((0x1F000, 0x1FAFF), (0x2600, 0x27BF))
+_EMOJI_PRESENTATION = frozenset(
+    {0x231A, 0x231B, 0x23E9, 0x23EA, 0x23EB, 0x23EC, 0x23F0, 0x23F3, 0x25FD, 0x25FE}
+    | {0x2B1B, 0x2B1C, 0x2B50, 0x2B55}
+)
+_VS16 = "\ufe0f"
+_KEYCAP = "\u20e3"
 
 _SPACE = re.compile(r"\s+")
 
@@ -29,6 +38,44 @@ def fold(text: str, limit: int = MAX_FIELD) -> str:
     return line
 
 
+def find_emoji(text: str) -> str | None:
+    """The first emoji in ``text`` (with its modifier, if any), else ``None``."""
+    for index, char in enumerate(text):
+        after = text[index + 1 : index + 2]
+        if _is_pictograph(ord(char)) or after in (_VS16, _KEYCAP):
+            return char + after if after in (_VS16, _KEYCAP) else char
+        if char in (_VS16, _KEYCAP) and index == 0:
+            return char
+    return None
+
+
+def _is_pictograph(code: int) -> bool:
+    return code in _EMOJI_PRESENTATION or any(lo <= code <= hi for lo, hi in _EMOJI_BLOCKS)
+
+
+def strip_emoji(text: str) -> str:
+    """``text`` without its emoji (and their modifiers), spaces folded."""
+    kept = [c for c in text if not (_is_pictograph(ord(c)) or c in (_VS16, _KEYCAP, "\u200d"))]
+    return " ".join("".join(kept).split())
+
+
+def for_phone(text: str, limit: int) -> str:
+    """The mobile rubric applied to what is sent: one line, no emoji, at most ``limit``."""
+    return fold(strip_emoji(text), limit)
+
+
+def age(seconds: float) -> str:
+    """``45s``, ``12m``, ``2h``, ``1h30m``: how long a block has waited."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, rest = divmod(minutes, 60)
+    return f"{hours}h{rest}m" if rest else f"{hours}h"
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     request_id: str
@@ -38,17 +85,51 @@ class Message:
     context: str
     attempted: tuple[str, ...]
     choices: tuple[str, ...]  # labels, at most three
+    reply_to: int | str | None = None  # the block's message comes first: it replies to none
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The choices' labels as a phone shows them (the rubric's 24 characters, no emoji)."""
+        return tuple(for_phone(c, MAX_LABEL) for c in self.choices)
 
     @property
     def text(self) -> str:
+        """The five lines, with the mobile rubric applied (BLOCKED.md keeps the full text)."""
         attempted = "; ".join(fold(a) for a in self.attempted if a.strip()) or "nothing yet"
-        choices = " | ".join(f"{LETTERS[i]}) {fold(c, 60)}" for i, c in enumerate(self.choices))
+        choices = " | ".join(f"{LETTERS[i]}) {c}" for i, c in enumerate(self.labels))
         return "\n".join(
             (
                 f"[loopkit] blocked in {fold(self.repo, 100)} on {self.at}",
-                f"Q: {fold(self.question)}",
+                f"Q: {for_phone(self.question, MAX_QUESTION)}",
                 f"Context: {fold(self.context) or '-'}",
                 f"Attempted: {fold(attempted)}",
                 f"Choices: {choices or '-'}",
             )
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Reminder:
+    """``[loopkit] still blocked in <repo> for 2h: <question>`` — one line, no buttons; on
+    Telegram a reply to the block's message (``reply_to``)."""
+
+    request_id: str
+    repo: str
+    question: str
+    waited: float  # seconds since the human was asked
+    reply_to: int | str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def text(self) -> str:
+        question = for_phone(self.question, MAX_QUESTION)
+        return (
+            f"[loopkit] still blocked in {fold(self.repo, 100)} for {age(self.waited)}: {question}"
+        )
+
+
+Note = Message | Reminder  # what a channel sends

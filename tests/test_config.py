@@ -20,7 +20,7 @@ def test_defaults_without_a_file(ws: Path) -> None:
     assert cfg.loop.iteration_timeout == 3600.0
     assert cfg.escalation.channel == "none"
     assert cfg.escalation.blocked_file == "BLOCKED.md"
-    assert cfg.escalation.timeout_action == "abort"
+    assert cfg.escalation.timeout_action == "queue"  # SPEC §9: nothing irreversible while waiting
     assert cfg.channels.telegram_api == "https://api.telegram.org"
 
 
@@ -58,7 +58,7 @@ timeout_action = "skip"
     ("text", "expected"),
     [
         ('[loop]\nagent = "a"\nverfy = "pytest"\n', ":3: unknown key 'verfy' in [loop]"),
-        ("[escalation]\nchannel = 3\n", ":2: [escalation] channel: expected a string"),
+        ("[escalation]\nchannel = 3\n", ":2: [escalation] channel: expected a channel name"),
         ('[loop]\npause = "soon"\n', ":2: [loop] pause: 'soon' is not a duration"),
         ("[loop]\nmax_verify_failures = 0\n", ":2: [loop] max_verify_failures"),
         ('[escalation]\ntimeout_action = "later"\n', "expected one of skip, queue, retry, abort"),

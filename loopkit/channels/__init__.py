@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from loopkit.config import ChannelSettings, Config
 from loopkit.errors import ConfigError
-from loopkit.message import Message
+from loopkit.message import Note
+
+if TYPE_CHECKING:
+    from loopkit.channels.http import Response
 
 CHANNELS: dict[str, str] = {
     "telegram": "loopkit.channels.telegram:TelegramChannel",
@@ -30,12 +33,21 @@ class Outcome:
     status: int | str | None = None  # HTTP status, exit code, or "timeout" / "error"
     error: str | None = None
     message_id: int | str | None = None
+    earlier: tuple[Outcome, ...] = ()  # failed tries within this send, each one attempt
+
+    @staticmethod
+    def of(response: Response, *, message_id: int | str | None = None) -> Outcome:
+        """The outcome of an HTTP send, its failed tries included."""
+        earlier = tuple(Outcome(False, t.status, t.error) for t in response.tries)
+        if response.error:
+            return Outcome(False, response.status, response.error, None, earlier)
+        return Outcome(True, response.status, None, message_id, earlier)
 
 
 class Channel(Protocol):
     name: str
 
-    def send(self, message: Message) -> Outcome: ...
+    def send(self, message: Note) -> Outcome: ...
 
     def problems(self) -> list[str]:
         """What is missing from the settings, each with its fix (for doctor)."""
@@ -67,19 +79,22 @@ class Problem:
 
 
 def problems(config: Config) -> list[Problem]:
-    """Why ``config``'s channel reaches nobody — an unknown name, or missing settings — each
-    with its fix; ``[]`` when it can be used. The one place that decides it: ``run`` refuses
-    to start (and a reload to switch) on the first, ``doctor`` lists them all."""
-    name = config.escalation.channel
-    if name not in CHANNELS:
-        return [
-            Problem(
-                "channel",
+    """Why a rung of ``config``'s channel ladder reaches nobody — an unknown name, or missing
+    settings — each with its fix; ``[]`` when it can be used. The one place that decides it:
+    ``run`` refuses to start (and a reload to switch) on the first, ``doctor`` lists them all.
+    """
+    found: list[Problem] = []
+    for name in config.escalation.ladder:
+        if name not in CHANNELS:
+            text = (
                 f"unknown channel {name!r} (valid: {', '.join(CHANNELS)}); set "
-                "LOOPKIT_HITL_CHANNEL or [escalation] channel to one of them",
+                "LOOPKIT_HITL_CHANNEL or [escalation] channel to one of them"
             )
-        ]
-    return [Problem(f"channel {name}", text) for text in create(name, config.channels).problems()]
+            found.append(Problem("channel", text))
+            continue
+        channel = create(name, config.channels)
+        found += [Problem(f"channel {name}", text) for text in channel.problems()]
+    return found
 
 
 def unusable(config: Config) -> str | None:

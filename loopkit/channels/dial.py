@@ -18,7 +18,7 @@ from typing import Any
 
 from loopkit.channels import Outcome
 from loopkit.config import ChannelSettings
-from loopkit.message import Message, fold
+from loopkit.message import Note, fold
 from loopkit.redact import Redactor
 
 DIAL_TIMEOUT = 30.0
@@ -49,7 +49,7 @@ class DialChannel:
             return [f"{problem}: export the command that should get the message on stdin"]
         return []
 
-    def send(self, message: Message) -> Outcome:
+    def send(self, message: Note) -> Outcome:
         argv, problem = self._argv()
         if argv is None:
             return Outcome(ok=False, status="error", error=problem)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import email.utils
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -27,6 +27,7 @@ class Response:
     status: int | str  # HTTP status, or "timeout" / "error" when there was no answer
     body: Any = None  # parsed JSON, when the answer was JSON
     error: str | None = None  # why this is not a success; None for a 2xx
+    tries: tuple[Response, ...] = ()  # the failed tries before this one (a 500, then a 200)
 
     @property
     def ok(self) -> bool:
@@ -79,7 +80,13 @@ def post_json(
     clock: Callable[[], float] = time.monotonic,
     attempts: int = 2,
 ) -> Response:
-    """POST ``payload`` to ``url`` within ``budget`` s; ``attempts=1`` never retries."""
+    """POST ``payload`` to ``url`` within ``budget`` s; ``attempts=1`` never retries. The
+    answer carries the failed tries before it (``tries``): each is one delivery attempt."""
+    failed: list[Response] = []
+
+    def done(response: Response) -> Response:
+        return replace(response, tries=tuple(failed))
+
     deadline = clock() + budget
     last: Response | None = None
     for attempt in range(1, attempts + 1):
@@ -89,13 +96,13 @@ def post_json(
         try:
             answer = client.post(url, json=payload, timeout=httpx.Timeout(remaining))
         except httpx.TimeoutException:
-            return Response("timeout", error=f"no answer within {budget:g} s")
+            return done(Response("timeout", error=f"no answer within {budget:g} s"))
         except httpx.HTTPError as exc:
             reason = redactor.text(str(exc)) or type(exc).__name__
-            return Response("error", error=f"{type(exc).__name__}: {reason}")
+            return done(Response("error", error=f"{type(exc).__name__}: {reason}"))
         body = _json(answer)
         if 200 <= answer.status_code < 300:
-            return Response(answer.status_code, body)
+            return done(Response(answer.status_code, body))
         error = redactor.text(_describe(answer.status_code, body, answer.text))
         last = Response(answer.status_code, body, error)
         if attempt == attempts or answer.status_code not in RETRY_STATUSES:
@@ -103,10 +110,8 @@ def post_json(
         wait = _retry_after(answer, body)
         wait = DEFAULT_RETRY_WAIT if wait is None else wait
         if wait >= deadline - clock():
-            return Response(
-                last.status,
-                body,
-                f"{last.error}; asked to retry after {wait:g} s, beyond the {budget:g} s budget",
-            )
+            beyond = f"; asked to retry after {wait:g} s, beyond the {budget:g} s budget"
+            return done(Response(last.status, body, f"{last.error}{beyond}"))
+        failed.append(last)
         sleep(wait)
-    return last or Response("timeout", error=f"no answer within {budget:g} s")
+    return done(last or Response("timeout", error=f"no answer within {budget:g} s"))

@@ -6,7 +6,7 @@ from typing import Any
 
 from loopkit.channels import Outcome
 from loopkit.config import ChannelSettings
-from loopkit.message import Message
+from loopkit.message import Note
 
 
 class NoChannel:
@@ -15,7 +15,7 @@ class NoChannel:
     def __init__(self, settings: ChannelSettings, **_: Any) -> None:
         self.settings = settings
 
-    def send(self, message: Message) -> Outcome:
+    def send(self, message: Note) -> Outcome:
         return Outcome(ok=None)
 
     def problems(self) -> list[str]:

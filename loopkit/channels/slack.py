@@ -14,7 +14,7 @@ import httpx
 from loopkit.channels import Outcome
 from loopkit.channels.http import post_json
 from loopkit.config import ChannelSettings
-from loopkit.message import Message
+from loopkit.message import Note
 from loopkit.redact import Redactor
 
 
@@ -44,7 +44,7 @@ class SlackChannel:
             return ["LOOPKIT_HITL_SLACK_WEBHOOK is not an http(s) URL: copy the whole webhook URL"]
         return []
 
-    def send(self, message: Message) -> Outcome:
+    def send(self, message: Note) -> Outcome:
         missing = self.problems()
         if missing or not self.settings.slack_webhook:
             return Outcome(ok=False, status="error", error=missing[0].split(":")[0])
@@ -61,6 +61,4 @@ class SlackChannel:
         finally:
             if self._client is None:
                 client.close()
-        if answer.error:
-            return Outcome(ok=False, status=answer.status, error=answer.error)
-        return Outcome(ok=True, status=answer.status)
+        return Outcome.of(answer)

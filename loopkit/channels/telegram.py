@@ -14,7 +14,7 @@ import httpx
 from loopkit.channels import Outcome
 from loopkit.channels.telegram_api import BotApi
 from loopkit.config import ChannelSettings
-from loopkit.message import LETTERS, Message, fold
+from loopkit.message import LETTERS, Note
 
 CALLBACK_DATA_MAX = 64  # bytes, a Bot API limit
 
@@ -23,13 +23,13 @@ def callback_data(request_id: str, index: int) -> str:
     return f"{request_id}:{index}"
 
 
-def keyboard(message: Message) -> dict[str, Any] | None:
+def keyboard(message: Note) -> dict[str, Any] | None:
     rows = []
-    for index, label in enumerate(message.choices):
+    for index, label in enumerate(message.labels):
         data = callback_data(message.request_id, index)
         if len(data.encode()) > CALLBACK_DATA_MAX:
             return None  # an id this long cannot ride on a button; text replies still work
-        rows.append([{"text": f"{LETTERS[index]}) {fold(label, 60)}", "callback_data": data}])
+        rows.append([{"text": f"{LETTERS[index]}) {label}", "callback_data": data}])
     return {"inline_keyboard": rows} if rows else None
 
 
@@ -63,7 +63,7 @@ class TelegramChannel:
             )
         return found
 
-    def send(self, message: Message) -> Outcome:
+    def send(self, message: Note) -> Outcome:
         missing = self.problems()
         if missing:
             return Outcome(ok=False, status="error", error=missing[0].split(":")[0])
@@ -75,14 +75,17 @@ class TelegramChannel:
         markup = keyboard(message)
         if markup:
             payload["reply_markup"] = markup
+        if message.reply_to is not None:  # a reminder: a reply to the block's message
+            payload["reply_parameters"] = {
+                "message_id": message.reply_to,
+                "allow_sending_without_reply": True,
+            }
         api = BotApi(self.settings, client=self._client, sleep=self._sleep)
         try:
             answer = api.post("sendMessage", payload, budget=self.budget)
         finally:
             if self._client is None:
                 api.close()
-        if answer.error:
-            return Outcome(ok=False, status=answer.status, error=answer.error)
         result = answer.body.get("result") if isinstance(answer.body, dict) else None
         message_id = result.get("message_id") if isinstance(result, dict) else None
-        return Outcome(ok=True, status=answer.status, message_id=message_id)
+        return Outcome.of(answer, message_id=None if answer.error else message_id)

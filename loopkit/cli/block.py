@@ -56,7 +56,8 @@ def escalate(
     the configured channel and records the outcome. A failed send is a warning; the block
     stands either way.
     """
-    from loopkit.escalation.escalator import Escalation, Escalator, message_for, parse_choice
+    from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+    from loopkit.escalation.sender import message_for
 
     config, broken = app.config_for_a_block()
     escalator = Escalator(config, store=app.store())

@@ -137,7 +137,9 @@ def ask(
     escalator = escalator or Escalator(config, store=store)
     if escalator.store is not store:
         raise ValueError("the escalator must share the store")  # a programming error
-    action = question.on_timeout or ("abort" if verdict.p0 else config.escalation.timeout_action)
+    # SPEC §9: P0 asks, approvals and reviews keep abort; other questions wait (the config).
+    irreversible = verdict.p0 or question.kind != "question"
+    action = question.on_timeout or ("abort" if irreversible else config.escalation.timeout_action)
     minutes = question.timeout_minutes or config.escalation.timeout_minutes
     minutes = int(minutes) if float(minutes).is_integer() else minutes
     with store.locked():  # one lock from the key lookup to the write: one request per key

@@ -14,26 +14,23 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
-from loopkit import channels, clock
-from loopkit.channels import Channel, Outcome
+from loopkit import clock
+from loopkit.channels import Outcome
 from loopkit.config import Config
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
+from loopkit.escalation.sender import ChannelFactory, Sender
 from loopkit.log import get_logger
-from loopkit.message import Message, clean, fold
-from loopkit.redact import Redactor
+from loopkit.message import clean, fold
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.escalation")
 
-ChannelFactory = Callable[[str], Channel]
 _DASHES = re.compile(r"\s+(?:—|–|--|-)\s+")
 
 
@@ -98,13 +95,6 @@ class Result:
     template_problem: str | None = None
 
 
-def default_factory(config: Config) -> ChannelFactory:
-    def create(name: str) -> Channel:
-        return channels.create(name, config.channels, budget=config.escalation.send_timeout)
-
-    return create
-
-
 def answer_hint(channel: str, choices: int = 3) -> str:
     """The last line of the Choices section: how this channel's human answers."""
     tap = "tap a button in Telegram, " if channel == "telegram" else ""
@@ -114,21 +104,6 @@ def answer_hint(channel: str, choices: int = 3) -> str:
     return (
         f"To answer: {one_way}{tap}run `loopkit unblock --reply A` ({alternatives}), "
         "or delete this file to resume."
-    )
-
-
-def message_for(record: Request, repo: str) -> Message:
-    """The five lines for ``record``; a short ``summary`` (when given) feeds lines 3 and 4."""
-    summary = record.summary or {}
-    attempted = summary.get("attempted")
-    return Message(
-        request_id=record.request_id,
-        repo=repo,
-        at=record.asked_at,
-        question=record.prompt,
-        context=str(summary.get("context") or record.situation),
-        attempted=(str(attempted),) if attempted else tuple(record.attempted),
-        choices=tuple(str(o.get("label", "")) for o in record.options),
     )
 
 
@@ -159,8 +134,7 @@ class Escalator:
         self.config = config
         self.workspace = Workspace.of(config)
         self.store = store or RequestStore(self.workspace)
-        self.channel_factory = channel_factory or default_factory(config)
-        self.redactor = Redactor(config.channels.secrets())
+        self.sender = Sender(config, self.store, channel_factory=channel_factory)
 
     def escalate(self, escalation: Escalation) -> Result:
         escalation = escalation.cleaned()
@@ -172,7 +146,7 @@ class Escalator:
         placed = self.place(record)
         if placed.joined:
             return placed
-        outcome = self.deliver(record)
+        outcome = self.sender.deliver(record)
         return Result(self.store.load(record.request_id), None, outcome, placed.template_problem)
 
     def awaits_own_block(self, record: Request) -> bool:
@@ -314,74 +288,10 @@ class Escalator:
         )
         return Result(result, joined=open_id or result.request_id)
 
-    def deliver(self, record: Request, *, repeat: bool = False) -> Outcome | None:
-        """Steps 3 and 4: send the message and record the outcome. Never raises for a send."""
-        name = self.config.escalation.channel
-        if name == "none":
-            return None
-        index = self._start_delivery(record.request_id, name, repeat)
-        message = message_for(record, self.workspace.repo_name())
-        try:
-            outcome = self.channel_factory(name).send(message)
-        except LoopkitError as exc:
-            outcome = Outcome(ok=False, status="error", error=str(exc))
-        except Exception as exc:  # a channel bug must not lose the block
-            outcome = Outcome(ok=False, status="error", error=f"{type(exc).__name__}: {exc}")
-        outcome = Outcome(
-            outcome.ok,
-            outcome.status,
-            self.redactor.text(outcome.error) if outcome.error else None,
-            outcome.message_id,
-        )
-        self._finish_delivery(record.request_id, index, outcome)
-        if outcome.ok:
-            log.info("delivered", request_id=record.request_id, channel=name, msg=f"sent: {name}")
-        else:
-            log.warning(
-                "delivery_failed",
-                request_id=record.request_id,
-                channel=name,
-                status=outcome.status,
-                error=outcome.error,
-                msg=f"{name} delivery failed: {outcome.error}; BLOCKED.md is in place",
-            )
-        return outcome
-
-    def _start_delivery(self, request_id: str, channel: str, repeat: bool) -> int:
-        def start(record: Request) -> None:
-            for entry in record.delivery:
-                if entry.get("ok") is None and entry.get("status") is None:
-                    entry["ok"] = False  # no longer in flight; whether it arrived is unknown
-                    entry["status"] = "interrupted"
-                    entry["error"] = "loopkit stopped mid-send; outcome unknown"
-            attempt: dict[str, Any] = {
-                "channel": channel,
-                "at": clock.iso_seconds(),
-                "ok": None,
-                "status": None,
-                "error": None,
-                "message_id": None,
-            }
-            if repeat:
-                attempt["repeat"] = True
-            record.delivery.append(attempt)
-
-        return len(self.store.update(request_id, start).delivery) - 1
-
-    def _finish_delivery(self, request_id: str, index: int, outcome: Outcome) -> None:
-        def finish(record: Request) -> None:
-            record.delivery[index].update(
-                ok=bool(outcome.ok),
-                status=outcome.status,
-                error=outcome.error,
-                message_id=outcome.message_id,
-            )
-
-        self.store.update(request_id, finish)
+    def deliver(self, record: Request) -> Outcome | None:
+        """Steps 3 and 4 (:meth:`Sender.deliver`): send what is due now, record each attempt."""
+        return self.sender.deliver(record)
 
     def resume_delivery(self, record: Request) -> Outcome | None:
         """After a restart: resend only an attempt left in flight (outcome unknown)."""
-        if any(e.get("ok") is None and e.get("status") is None for e in record.delivery):
-            # An attempt cut short by a crash: its outcome is unknown, so send once more.
-            return self.deliver(record, repeat=True)
-        return None
+        return self.sender.resume(record)

@@ -34,6 +34,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from loopkit.message import find_emoji
+
 MAX_STEM = 120
 MAX_LABEL = 24
 MAX_OPTIONS = 3
@@ -54,13 +56,6 @@ _JOINED_ASK = re.compile(
     rf"|;\s*{_MODAL}(?!\w)",
     re.IGNORECASE,
 )
-_EMOJI_BLOCKS = ((0x1F000, 0x1FAFF), (0x2600, 0x27BF))
-_EMOJI_PRESENTATION = frozenset(
-    {0x231A, 0x231B, 0x23E9, 0x23EA, 0x23EB, 0x23EC, 0x23F0, 0x23F3, 0x25FD, 0x25FE}
-    | {0x2B1B, 0x2B1C, 0x2B50, 0x2B55}
-)
-_VS16 = "\ufe0f"
-_KEYCAP = "\u20e3"
 
 
 def check(prompt: str, labels: Sequence[str]) -> list[Violation]:
@@ -143,21 +138,6 @@ def check(prompt: str, labels: Sequence[str]) -> list[Violation]:
                 )
             )
     return found
-
-
-def find_emoji(text: str) -> str | None:
-    """The first emoji in ``text`` (with its modifier, if any), else ``None``."""
-    for index, char in enumerate(text):
-        after = text[index + 1 : index + 2]
-        if _is_pictograph(ord(char)) or after in (_VS16, _KEYCAP):
-            return char + after if after in (_VS16, _KEYCAP) else char
-        if char in (_VS16, _KEYCAP) and index == 0:
-            return char
-    return None
-
-
-def _is_pictograph(code: int) -> bool:
-    return code in _EMOJI_PRESENTATION or any(lo <= code <= hi for lo, hi in _EMOJI_BLOCKS)
 
 
 def _second_question(stem: str) -> str | None:

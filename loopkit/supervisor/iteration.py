@@ -16,7 +16,8 @@ from typing import Any
 from loopkit.config import Command
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
 from loopkit.escalation import blockfile
-from loopkit.escalation.escalator import Escalation, message_for
+from loopkit.escalation.escalator import Escalation
+from loopkit.escalation.sender import message_for
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.supervisor import triggers

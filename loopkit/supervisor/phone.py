@@ -360,7 +360,7 @@ class UpdatePoller:
         if message_id is None or not self.chat:
             return
         if not isinstance(original, str):
-            from loopkit.escalation.escalator import message_for
+            from loopkit.escalation.sender import message_for
 
             original = message_for(record, Workspace.of(self.config).repo_name()).text
         self.bot.try_call(

@@ -94,7 +94,10 @@ def test_500_is_retried_once_then_succeeds(server: FakeServer) -> None:
     server.queue("XXXXSECRET", Reply(500, "internal_error"))
     sleeps = Sleeps()
     outcome = _channel(server, sleeps).send(_message())
-    assert outcome == Outcome(ok=True, status=200)
+    # The failed first try is an attempt of its own (SPEC §9: every attempt one entry).
+    assert outcome == Outcome(
+        ok=True, status=200, earlier=(Outcome(False, 500, "HTTP 500: internal_error"),)
+    )
     first, second = server.wait_for("XXXXSECRET", 2)
     assert first.body == second.body == {"text": _message().text}
     assert len(sleeps.waits) == 1

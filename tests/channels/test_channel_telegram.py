@@ -199,7 +199,9 @@ def test_429_waits_retry_after_then_retries_once(server: FakeServer, reply: Repl
     server.queue("sendMessage", reply, Reply(200, {"ok": True, "result": {"message_id": 9}}))
     sleeps = Sleeps()
     outcome = _channel(server, sleeps).send(_message())
-    assert outcome == Outcome(ok=True, status=200, message_id=9)
+    assert (outcome.ok, outcome.status, outcome.message_id) == (True, 200, 9)
+    # The 429 is an attempt of its own (SPEC §9: every attempt one entry).
+    assert [(t.ok, t.status) for t in outcome.earlier] == [(False, 429)]
     first, second = server.wait_for("sendMessage", 2)
     assert len(server.calls("sendMessage")) == 2
     assert sleeps.waits == [3.0]

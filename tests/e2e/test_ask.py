@@ -59,7 +59,7 @@ def test_the_prompt_block(ws: Path) -> None:
         "Which flow?",
         "  A) Flow A",
         "  B) Flow B  (recommended)",
-        "On timeout (45 min): abort",
+        "On timeout (45 min): queue",  # SPEC §9: a non-P0 question keeps waiting
         "Context: docs/flows.md",
     ]
     assert lines[5].startswith("Request: requests/")

@@ -98,7 +98,7 @@ def test_options_recommendation_attachments_and_timeout(ws: Path) -> None:
         ("Flow A", "a"), ("Flow B", "b"), ("Flow C", "flow-c")
     ]  # fmt: skip
     assert record.recommendation == "b" and record.context_refs == ["docs/flows.md"]
-    assert record.timeout_default == {"after_minutes": 45, "action": "abort"}
+    assert record.timeout_default == {"after_minutes": 45, "action": "queue"}  # SPEC §9
     assert record.prompt == "Which flow?" and record.not_raised
 
 

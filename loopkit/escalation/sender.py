@@ -1,0 +1,199 @@
+"""Steps 3 and 4 of an escalation: send over the channel ladder, record every attempt.
+
+What to send and when is :mod:`~loopkit.escalation.delivery`'s plan; this module carries it
+out. A delivery entry is written with ``ok: null`` *before* sending, so a crash mid-send is
+visible afterwards and the message is sent once more, marked as a repeat. Each try — the
+failed first try of a send retried within its budget included — is one entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from loopkit import channels, clock
+from loopkit.channels import Channel, Outcome
+from loopkit.config import Config
+from loopkit.errors import ConfigError, LoopkitError
+from loopkit.escalation import delivery
+from loopkit.log import get_logger
+from loopkit.message import Message, Note, Reminder
+from loopkit.redact import Redactor
+from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
+from loopkit.workspace import Workspace
+
+log = get_logger("loopkit.escalation")
+
+ChannelFactory = Callable[[str], Channel]
+
+
+def default_factory(config: Config) -> ChannelFactory:
+    def create(name: str) -> Channel:
+        return channels.create(name, config.channels, budget=config.escalation.send_timeout)
+
+    return create
+
+
+def message_for(record: Request, repo: str) -> Message:
+    """The five lines for ``record``; a short ``summary`` (when given) feeds lines 3 and 4."""
+    summary = record.summary or {}
+    attempted = summary.get("attempted")
+    return Message(
+        request_id=record.request_id,
+        repo=repo,
+        at=record.asked_at,
+        question=record.prompt,
+        context=str(summary.get("context") or record.situation),
+        attempted=(str(attempted),) if attempted else tuple(record.attempted),
+        choices=tuple(str(o.get("label", "")) for o in record.options),
+    )
+
+
+class Sender:
+    """Sends a workspace's blocks. ``channel_factory`` is the seam for tests."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: RequestStore,
+        *,
+        channel_factory: ChannelFactory | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.workspace = Workspace.of(config)
+        self.channel_factory = channel_factory or default_factory(config)
+        self.redactor = Redactor(config.channels.secrets())
+
+    def deliver(self, record: Request) -> Outcome | None:
+        """Steps 3 and 4: send what is due now and record each attempt. Never raises for a
+        send. The first rung is tried first; a rung that fails hard hands over to the next at
+        once; a soft failure is retried later (:mod:`~loopkit.escalation.delivery`, by
+        whoever watches the block). Returns the last outcome, None when nothing was due."""
+        outcome: Outcome | None = None
+        for _ in range(len(self.config.escalation.ladder) + 1):
+            fresh = self.store.load(record.request_id)
+            due = delivery.next_due(fresh, self.config.escalation, clock.now())
+            if due is None or due.at > clock.now() or due.kind == "reminder":
+                break
+            outcome = self.send(fresh, due)
+            if outcome.ok:
+                break
+        return outcome
+
+    def send(self, record: Request, due: delivery.Due) -> Outcome:
+        """One send of ``due`` (the message, a repeat, or a reminder), recorded."""
+        name = due.channel
+        index = self._start_delivery(record.request_id, name, due.kind)
+        hard = False
+        try:
+            channel = self.channel_factory(name)
+            missing = channel.problems()
+            if missing:
+                hard = True
+                outcome = Outcome(ok=False, status="error", error=missing[0].split(":")[0])
+            else:
+                outcome = channel.send(self._note(record, due))
+        except LoopkitError as exc:
+            hard = isinstance(exc, ConfigError)
+            outcome = Outcome(ok=False, status="error", error=str(exc))
+        except Exception as exc:  # a channel bug must not lose the block
+            outcome = Outcome(ok=False, status="error", error=f"{type(exc).__name__}: {exc}")
+        self._finish_delivery(record.request_id, index, self._redacted(outcome), hard=hard)
+        what = "reminder" if due.kind == "reminder" else "message"
+        if outcome.ok:
+            shown = f"sent: {name}" + (" (reminder)" if what == "reminder" else "")
+            log.info("delivered", request_id=record.request_id, channel=name, kind=what, msg=shown)
+        else:
+            log.warning(
+                "delivery_failed",
+                request_id=record.request_id,
+                channel=name,
+                status=outcome.status,
+                error=self.redactor.text(outcome.error or ""),
+                msg=f"{name} delivery failed: {self.redactor.text(outcome.error or '')}; "
+                "BLOCKED.md is in place",
+            )
+        return outcome
+
+    def _note(self, record: Request, due: delivery.Due) -> Note:
+        repo = self.workspace.repo_name()
+        if due.kind != "reminder":
+            return message_for(record, repo)
+        try:
+            waited = (clock.now() - clock.parse_iso(record.asked_at)).total_seconds()
+        except ValueError:
+            waited = 0.0
+        return Reminder(
+            request_id=record.request_id,
+            repo=repo,
+            question=record.prompt,
+            waited=waited,
+            reply_to=delivery.message_id(record, due.channel),
+        )
+
+    def _redacted(self, outcome: Outcome) -> Outcome:
+        def clean(o: Outcome) -> Outcome:
+            return replace(o, error=self.redactor.text(o.error) if o.error else None)
+
+        return replace(clean(outcome), earlier=tuple(clean(o) for o in outcome.earlier))
+
+    def _start_delivery(self, request_id: str, channel: str, kind: delivery.Kind) -> int:
+        def start(record: Request) -> None:
+            for entry in record.delivery:
+                if delivery.in_flight(entry):
+                    entry["ok"] = False  # no longer in flight; whether it arrived is unknown
+                    entry["status"] = "interrupted"
+                    entry["error"] = "loopkit stopped mid-send; outcome unknown"
+            attempt: dict[str, Any] = {
+                "channel": channel,
+                "at": clock.iso_millis(),
+                "ok": None,
+                "status": None,
+                "error": None,
+                "message_id": None,
+            }
+            if kind == "repeat":
+                attempt["repeat"] = True
+            if kind == "reminder":
+                attempt["reminder"] = True
+            record.delivery.append(attempt)
+
+        return len(self.store.update(request_id, start).delivery) - 1
+
+    def _finish_delivery(
+        self, request_id: str, index: int, outcome: Outcome, *, hard: bool = False
+    ) -> None:
+        """The attempt at ``index`` gets the first try's outcome; a try retried within the
+        send (a 500, then a 200) is an attempt of its own, recorded after it."""
+        tries = [*outcome.earlier, outcome]
+
+        def finish(record: Request) -> None:
+            base = record.delivery[index]
+            entries = []
+            for number, one in enumerate(tries):
+                entry = dict(base) if number == 0 else {**base, "at": clock.iso_millis()}
+                entry.update(
+                    ok=bool(one.ok),
+                    status=one.status,
+                    error=one.error,
+                    message_id=one.message_id,
+                )
+                if hard and one is outcome:
+                    entry["hard"] = True
+                entries.append(entry)
+            record.delivery[index : index + 1] = entries
+
+        self.store.update(request_id, finish)
+
+    def resume(self, record: Request) -> Outcome | None:
+        """After a restart: resend only an attempt left in flight (outcome unknown)."""
+        for entry in record.delivery:
+            if delivery.in_flight(entry) and entry.get("channel") in delivery.rungs(
+                self.config.escalation
+            ):
+                # An attempt cut short by a crash: its outcome is unknown, so send once more.
+                return self.send(record, delivery.Due(entry["channel"], clock.now(), "repeat"))
+        return None
