@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
+from loopkit.discover import NotAFolder, find_workspace
 from loopkit.escalation import marker
 
 DEFAULT_BLOCKED = "BLOCKED.md"
@@ -59,9 +60,12 @@ def _sets_the_default(text: str) -> bool:
     return found == 1
 
 
-def check(workspace: str, as_json: bool = False) -> int:
-    if not os.path.isdir(workspace):
-        return _error(f"workspace {workspace!r} is not a folder; pass -C an existing folder", 64)
+def check(explicit: str | None, as_json: bool = False) -> int:
+    """``explicit``: the ``-C`` folder, if given; else the workspace is found (SPEC §9)."""
+    try:
+        workspace = find_workspace(explicit)
+    except NotAFolder as exc:
+        return _error(str(exc), EXIT_USAGE)
     try:
         name = _blocked_name(workspace)
     except Exception as exc:  # ConfigError, without importing errors eagerly

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 
 
-def _fast_check(args: list[str]) -> tuple[str, bool] | None:
-    workspace = "."
+def _fast_check(args: list[str]) -> tuple[str | None, bool] | None:
+    workspace: str | None = None
     if len(args) >= 2 and args[0] in ("-C", "--workspace"):
         workspace, args = args[1], args[2:]
     if args == ["check"]:

@@ -46,7 +46,7 @@ def config_data(agent: str | None, verify: str | None, channel: str) -> dict[str
             "channel": channel,
             "blocked_file": "BLOCKED.md",
             "timeout_minutes": 30,
-            "timeout_action": "abort",
+            "timeout_action": "queue",
         },
     }
 

@@ -8,6 +8,8 @@ import click
 
 from loopkit.cli import ask, block, loop, setup
 from loopkit.cli.context import App
+from loopkit.discover import NotAFolder, find_workspace
+from loopkit.errors import UsageError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -17,22 +19,27 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
     "-C",
     "--workspace",
     "workspace",
-    default=".",
+    default=None,
     metavar="DIR",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Workspace folder (default: the current folder).",
+    help="Workspace folder (default: $LOOPKIT_WORKSPACE, else the nearest folder upward "
+    "with loopkit.toml or .loopkit/, else the current folder).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show debug events on the console.")
 @click.version_option(package_name="loopkit", prog_name="loopkit")
 @click.pass_obj
-def root(app: App, workspace: Path, verbose: bool) -> None:
+def root(app: App, workspace: Path | None, verbose: bool) -> None:
     """Supervise an AI coding-agent loop; when it is stuck, ask one human one clear question.
 
     \b
     Exit codes: 0 ok · 1 failure · 2 blocked · 3 aborted · 4 conflict · 64 usage
     65 bad input · 66 no such request · 78 config error · 130/143 interrupted.
     """
-    app.root = workspace
+    app.explicit = workspace
+    try:
+        app.root = Path(find_workspace(None if workspace is None else str(workspace)))
+    except NotAFolder as exc:
+        raise UsageError(str(exc)) from None
     app.verbose = verbose
 
 

@@ -19,7 +19,8 @@ from loopkit.workspace import Workspace
 class App:
     """What every command needs: the workspace, and a Config built once, on first use."""
 
-    root: Path = Path(".")
+    root: Path = Path(".")  # the workspace, as found (SPEC §9)
+    explicit: Path | None = None  # the -C folder, if one was given
     verbose: bool = False
     _config: Config | None = field(default=None, repr=False)
     _store: RequestStore | None = field(default=None, repr=False)

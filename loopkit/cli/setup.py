@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -24,10 +25,16 @@ from loopkit.errors import EXIT_FAILURE, EXIT_OK
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @click.pass_obj
 def init(app: App, agent: str | None, verify: str | None, channel: str, force: bool) -> int:
-    """Write loopkit.toml and templates/BLOCKED.md.j2; existing files are kept unless --force."""
+    """Write loopkit.toml and templates/BLOCKED.md.j2; existing files are kept unless --force.
+
+    It writes into -C DIR, else the current folder: init makes a workspace where you are
+    (it does not look upward for one, as the other commands do).
+    """
     from loopkit.scaffold import init as do_init
 
-    result = do_init(app.root, agent=agent, verify=verify, channel=channel, force=force)
+    result = do_init(
+        app.explicit or Path("."), agent=agent, verify=verify, channel=channel, force=force
+    )
     for path in result.written:
         click.echo(f"wrote {path}")
     for path in result.kept:

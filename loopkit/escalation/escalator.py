@@ -141,6 +141,23 @@ class Escalator:
         escalation.validate()
         return self.raise_block(self._new_record(escalation))
 
+    def adopt(self, escalation: Escalation) -> Result:
+        """An agent's hand-written BLOCKED.md (no marker): persist its request, leave the file
+        exactly as it is, send. Nothing is refused: the question must reach the human."""
+        escalation = escalation.cleaned()
+        record = self._new_record(escalation)
+        record.adopted = True
+        self.store.create(record)
+        log.info(
+            "adopted",
+            request_id=record.request_id,
+            question=fold(record.prompt),
+            msg=f"the agent wrote {self.workspace.blocked.name} by hand: adopted as "
+            f"requests/{record.request_id}.json (the file is left as it is)",
+        )
+        outcome = self.sender.deliver(record)
+        return Result(self.store.load(record.request_id), None, outcome)
+
     def raise_block(self, record: Request) -> Result:
         """Steps 1–4 for a record not yet persisted (``escalate``, ``ask --block``, ``gate``)."""
         placed = self.place(record)
@@ -288,9 +305,9 @@ class Escalator:
         )
         return Result(result, joined=open_id or result.request_id)
 
-    def deliver(self, record: Request) -> Outcome | None:
+    def deliver(self, record: Request, *, reminders: bool = False) -> Outcome | None:
         """Steps 3 and 4 (:meth:`Sender.deliver`): send what is due now, record each attempt."""
-        return self.sender.deliver(record)
+        return self.sender.deliver(record, reminders=reminders)
 
     def resume_delivery(self, record: Request) -> Outcome | None:
         """After a restart: resend only an attempt left in flight (outcome unknown)."""

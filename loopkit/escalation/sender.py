@@ -67,19 +67,20 @@ class Sender:
         self.channel_factory = channel_factory or default_factory(config)
         self.redactor = Redactor(config.channels.secrets())
 
-    def deliver(self, record: Request) -> Outcome | None:
+    def deliver(self, record: Request, *, reminders: bool = False) -> Outcome | None:
         """Steps 3 and 4: send what is due now and record each attempt. Never raises for a
         send. The first rung is tried first; a rung that fails hard hands over to the next at
         once; a soft failure is retried later (:mod:`~loopkit.escalation.delivery`, by
-        whoever watches the block). Returns the last outcome, None when nothing was due."""
+        whoever watches the block, which also sends the ``reminders``). Returns the last
+        outcome, None when nothing was due."""
         outcome: Outcome | None = None
         for _ in range(len(self.config.escalation.ladder) + 1):
             fresh = self.store.load(record.request_id)
             due = delivery.next_due(fresh, self.config.escalation, clock.now())
-            if due is None or due.at > clock.now() or due.kind == "reminder":
+            if due is None or due.at > clock.now() or (due.kind == "reminder" and not reminders):
                 break
             outcome = self.send(fresh, due)
-            if outcome.ok:
+            if outcome.ok or due.kind == "reminder":
                 break
         return outcome
 

@@ -41,6 +41,12 @@ QUESTION_OPTIONS = (
     {"label": "Abort", "value": "abort"},
 )
 DECISION_KEYS = ("request_id", "chosen_option", "free_text", "parsed_decision", "resolved_at")
+# "B, this task is obsolete" / "2: later" / "A - use the v2 API": an option, then words.
+_INDEXED = re.compile(
+    r"^\s*([A-Za-z]|\d{1,2})\s*(?:[,:;)]|\.(?=\s)|\s[-–—]|[-–—]\s)\s*(\S.*)$", re.S
+)
+_YES = frozenset({"yes", "y", "approve", "approved", "ok", "lgtm", "👍"})
+_NO = frozenset({"no", "n", "reject", "rejected", "deny"})
 _REASON_SPLIT = re.compile(r"\s*(?::|—|–|\s-\s|,|;|\n)\s*|\s+(?=because\b)", re.IGNORECASE)
 
 
@@ -72,10 +78,44 @@ def _with_reason(reply: str, record: Request) -> tuple[Decision, str | None]:
     return whole, None
 
 
+def _indexed(reply: str, record: Request) -> tuple[Decision, str] | None:
+    """An option's letter or number followed by a separator and words: the option, the words."""
+    match = _INDEXED.match(reply)
+    if match is None:
+        return None
+    head = parse_reply(match.group(1), record.options, record.recommendation)
+    if head.chosen_option is None or head.matched_by not in ("letter", "number"):
+        return None
+    return head, " ".join(match.group(2).split())
+
+
+def _yes_or_no(reply: str) -> str | None:
+    """For approvals: exactly a yes word approves, a no word rejects (punctuation aside)."""
+    word = reply.strip().rstrip(".!?,;:").strip().casefold()
+    if word in _YES:
+        return "approved"
+    return "rejected" if word in _NO else None
+
+
 def parse_for(record: Request, reply: str) -> tuple[Decision, dict[str, Any]]:
-    """The parsed decision and the extra resolution fields for ``record``'s kind."""
+    """The parsed decision and the extra resolution fields for ``record``'s kind.
+
+    Before the kind's own rules: a letter or number, a separator and words (``B, this task
+    is obsolete``) picks that option and keeps the words as ``note``; for approvals, a lone
+    yes word approves and a no word rejects."""
+    whole = parse_reply(reply, record.options, record.recommendation)
+    indexed = _indexed(reply, record) if whole.chosen_option is None else None
+    if record.kind == "approval" and whole.chosen_option is None and indexed is None:
+        verdict = _yes_or_no(reply)
+        if verdict is not None:
+            return Decision(verdict, None, verdict, "value"), {"outcome": verdict}
     if record.kind not in ("approval", "review"):
-        return parse_reply(reply, record.options, record.recommendation), {"outcome": "answered"}
+        if indexed is not None:
+            return indexed[0], {"outcome": "answered", "note": indexed[1]}
+        return whole, {"outcome": "answered"}
+    if indexed is not None:
+        decision, note = indexed
+        return decision, {"outcome": decision.chosen_option, "reason": note, "note": note}
     decision, reason = _with_reason(reply, record)
     if decision.chosen_option is None:
         # Words that pick no option are feedback: changes requested, never an approval.
@@ -224,7 +264,7 @@ def timed_out(request_id: str, action: str) -> dict[str, Any]:
 def decision_of(record: Request) -> dict[str, Any]:
     """What the next agent run gets (``LOOPKIT_DECISION``, ``last_decision.json``)."""
     res = record.resolution or {}
-    decision = {k: res.get(k) for k in (*DECISION_KEYS, "by", "via")}
+    decision = {k: res.get(k) for k in (*DECISION_KEYS, "note", "by", "via")}
     decision["request_id"] = record.request_id
     return decision
 

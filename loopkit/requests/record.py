@@ -60,6 +60,7 @@ Status = Literal["open", "deferred", "resolved", "expired"]
 # what happened to it and nothing else.
 _WHEN_SET = (
     "raised_by",
+    "adopted",
     "task",
     "iteration",
     "summary",
@@ -103,6 +104,7 @@ class Request:
     attempted: list[str] = field(default_factory=list)
     # Who raised it: "supervisor" for the loop's own blocks (its choices are acted on).
     raised_by: str | None = None
+    adopted: bool = False  # an agent's hand-written BLOCKED.md, left as it was written
     task: str | None = None  # the supervisor's task and iteration when it raised the block
     iteration: int | None = None
     summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
@@ -161,6 +163,7 @@ class Request:
                 elif not isinstance(values[name], kind):
                     raise BadInput(f"{source}: {name!r} must be {what}; fix or restore the file")
         values["not_raised"] = bool(values.get("not_raised"))
+        values["adopted"] = bool(values.get("adopted"))
         if "joined_block" in data and data["joined_block"] is None:
             values["joined_block"] = ""  # joined a block that names no request
         if values.get("status") not in STATUSES:

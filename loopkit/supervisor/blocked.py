@@ -17,7 +17,7 @@ from typing import Literal
 
 from loopkit import atomicfile, clock
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
-from loopkit.escalation import blockfile
+from loopkit.escalation import blockfile, delivery
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
@@ -35,6 +35,17 @@ class BlockedPhase:
         self.parts = parts
         self.print_head = print_head
         self._announced_folder = False
+        self._announced_pause = False
+
+    def _block_request(self) -> str | None:
+        """The request of the BLOCKED.md there: its marker's, else the adopted request the
+        supervisor remembers (an agent's hand-written file, kept as the agent wrote it)."""
+        path = self.parts.workspace.blocked
+        marked = blockfile.request_id_of(path)
+        if marked is not None or blockfile.state(path) != "file":
+            return marked
+        remembered = self._load(self.parts.state.open_request)
+        return remembered.request_id if remembered is not None and remembered.adopted else None
 
     def run(self, *, resend: bool) -> Step:
         path = self.parts.workspace.blocked
@@ -46,10 +57,18 @@ class BlockedPhase:
             if self.parts.options.exit_on_block:
                 raise blockfile.not_a_file(path)
         present = blockfile.state(path) != "absent"
-        # A BLOCKED.md names its request; one without a marker is a human's own block (the
-        # request we remember is stale then). Gone: the request we remember is the one.
-        request_id = blockfile.request_id_of(path) if present else state.open_request
+        # A BLOCKED.md names its request; one without a marker is the agent's when we adopted
+        # it, else a human's own pause (the request we remember is stale then). Gone: the
+        # request we remember is the one.
+        request_id = self._block_request() if present else state.open_request
         record = self._load(request_id)
+        if present and record is None and not self._announced_pause:
+            self._announced_pause = True
+            log.info(
+                "human_pause",
+                msg=f"{path.name} names no loopkit request and no agent wrote it: a human's "
+                "pause; nothing is sent, the loop waits until it is gone",
+            )
         if not present:
             # Lifted before we waited on it (just after we raised it, or while we were down).
             return self._unblocked(record, removed=True)
@@ -97,6 +116,21 @@ class BlockedPhase:
         remaining = created.timestamp() + minutes * 60 - time.time()
         return time.monotonic() + max(0.0, remaining)
 
+    def _next_event(self, record: Request | None) -> float | None:
+        """The monotonic time of the next thing to do: the expiry, or the next send."""
+        events = [self._deadline(record)]
+        if record is not None:
+            now = clock.now()
+            due = delivery.next_due(record, self.parts.config.escalation, now)
+            if due is not None:
+                events.append(time.monotonic() + max(0.0, (due.at - now).total_seconds()))
+        found = [e for e in events if e is not None]
+        return min(found) if found else None
+
+    def _expired(self, record: Request) -> bool:
+        deadline = self._deadline(record)
+        return deadline is not None and time.monotonic() >= deadline
+
     def _answered_check(self, record: Request | None) -> Callable[[], bool]:
         if record is None:
             return lambda: False
@@ -132,7 +166,7 @@ class BlockedPhase:
                     self.parts.watch,
                     self.parts.wake,
                     self.parts.stop,
-                    deadline=self._deadline(record),
+                    deadline=self._next_event(record),
                     answered=self._answered_check(record),
                 )
             finally:
@@ -140,6 +174,11 @@ class BlockedPhase:
                     phone.active.clear()
             if outcome == "stopped":
                 return self.parts.stopped()
+            if outcome == "timeout" and record is not None and not self._expired(record):
+                # A send is due: a retry, the next rung, a reminder. Then wait on.
+                self.parts.escalator.deliver(record, reminders=True)
+                record = self._load(record.request_id) or record
+                continue
             if outcome == "timeout" and record is not None:
                 step = self._timed_out(record)
                 if step is KEEP_WAITING:  # queue: now without a deadline
@@ -173,7 +212,7 @@ class BlockedPhase:
         self.parts.announce(fresh, now=action == "abort")
         if action == "abort":
             return self.parts.finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
-        self._remove_block(record.request_id)
+        self._remove_block(record)
         if action == "skip":
             self._skip_task()
         return self._resume()
@@ -193,7 +232,7 @@ class BlockedPhase:
                 record, changed = self.parts.store.resolve(record.request_id, resolution)
                 news = changed or (record.status != "expired" and not applied)
             else:
-                self._remove_block(record.request_id)
+                self._remove_block(record)
             if news:
                 self.parts.announce(
                     record,
@@ -262,10 +301,14 @@ class BlockedPhase:
             self.parts.state.skipped_tasks.append(task)
             log.info("task_skipped", task=task, msg=f"skipping task {task!r}")
 
-    def _remove_block(self, request_id: str) -> None:
-        """Remove BLOCKED.md if it is still this request's block (never a human's own)."""
+    def _remove_block(self, record: Request) -> None:
+        """Remove BLOCKED.md if it is still this request's block: its marker names it, or it
+        is the agent's hand-written file this request adopted (never a human's own)."""
         path = self.parts.workspace.blocked
-        if blockfile.state(path) == "file" and blockfile.request_id_of(path) == request_id:
+        if blockfile.state(path) != "file":
+            return
+        marked = blockfile.request_id_of(path)
+        if marked == record.request_id or (marked is None and record.adopted):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 

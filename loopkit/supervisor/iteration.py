@@ -15,8 +15,8 @@ from typing import Any
 
 from loopkit.config import Command
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
-from loopkit.escalation import blockfile
-from loopkit.escalation.escalator import Escalation
+from loopkit.escalation import adoption, blockfile
+from loopkit.escalation.escalator import Escalation, Result
 from loopkit.escalation.sender import message_for
 from loopkit.log import get_logger
 from loopkit.message import fold
@@ -45,7 +45,7 @@ class Iteration:
         self._base_env = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("LOOPKIT_DECISION", "LOOPKIT_DECISION_REQUEST")
+            if k not in ("LOOPKIT_DECISION", "LOOPKIT_DECISION_REQUEST", "LOOPKIT_DECISION_NOTE")
         }
 
     def run(self) -> Step:
@@ -129,6 +129,8 @@ class Iteration:
         if decision:
             env["LOOPKIT_DECISION"] = str(decision.get("parsed_decision") or "")
             env["LOOPKIT_DECISION_REQUEST"] = str(decision.get("request_id") or "")
+            if decision.get("note"):
+                env["LOOPKIT_DECISION_NOTE"] = str(decision["note"])
         return env
 
     def _preflight(self, command: Command, log_file: IterationLog) -> bool:
@@ -194,8 +196,11 @@ class Iteration:
             return self.parts.stopped()
         if blockfile.state(blocked_path) != "absent":
             log.info("agent_blocked", msg="the agent raised a block; verify skipped")
+            request_id = blockfile.request_id_of(blocked_path)
+            if request_id is None and blockfile.state(blocked_path) == "file":
+                request_id = self._adopt(task)
             self.parts.state.status = "blocked"
-            self.parts.state.open_request = blockfile.request_id_of(blocked_path)
+            self.parts.state.open_request = request_id
             self.parts.save()
             return CONTINUE
         if agent.ending == "timeout" or agent.could_not_run:
@@ -257,6 +262,15 @@ class Iteration:
                 )
             )
 
+    def _adopt(self, task: str | None) -> str:
+        """The agent wrote BLOCKED.md by hand (seed 001): raise it as a request, as it is."""
+        state = self.parts.state
+        written = adoption.read(self.parts.workspace.blocked)
+        escalation = triggers.adopted(written, task=task, iteration=state.iteration)
+        result = self.parts.escalator.adopt(escalation)
+        self._announce(result)
+        return result.request.request_id
+
     def _escalate(self, escalation: Escalation) -> None:
         try:
             result = self.parts.escalator.escalate(escalation)
@@ -268,16 +282,21 @@ class Iteration:
         self.parts.state.status = "blocked"
         self.parts.save()
         if not result.joined:
-            channel = self.parts.config.escalation.channel
-            sent = {True: f"sent via {channel}", False: f"{channel}: not sent"}.get(
-                bool(result.outcome and result.outcome.ok), ""
-            )
-            if result.outcome is None:
-                sent = "channel none: BLOCKED.md is the escalation"
-            text = message_for(result.request, self.parts.workspace.repo_name()).text
-            lines = "\n".join(f"    {line}" for line in text.splitlines())
-            log.info(
-                "message",
-                request_id=result.request.request_id,
-                msg=f"the question ({sent}):\n{lines}",
-            )
+            self._announce(result)
+
+    def _announce(self, result: Result) -> None:
+        """The question on the console, with where it went."""
+        outcome = result.request.delivery[-1] if result.request.delivery else None
+        if outcome is None:
+            sent = "channel none: BLOCKED.md is the escalation"
+        elif outcome.get("ok"):
+            sent = f"sent via {outcome.get('channel')}"
+        else:
+            sent = f"{outcome.get('channel')}: not sent"
+        text = message_for(result.request, self.parts.workspace.repo_name()).text
+        lines = "\n".join(f"    {line}" for line in text.splitlines())
+        log.info(
+            "message",
+            request_id=result.request.request_id,
+            msg=f"the question ({sent}):\n{lines}",
+        )

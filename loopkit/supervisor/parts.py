@@ -90,7 +90,7 @@ class Parts:
     def phone(self) -> UpdatePoller | None:
         """The Telegram answer poller, when the channel is telegram (started on first use)."""
         channels = self.config.channels
-        if self.config.escalation.channel != "telegram" or not (
+        if "telegram" not in self.config.escalation.ladder or not (
             channels.telegram_token and channels.telegram_chat
         ):
             return None

@@ -1,14 +1,16 @@
 """The questions the supervisor asks itself (SPEC section 3, triggers 1–3).
 
 Each block the supervisor raises offers, in this order: A) Retry with a hint, B) Skip the
-task, C) Abort the loop. Context is an error signature — the few lines of output that say
-what failed — never a wall of log; the full output is in ``.loopkit/logs/``.
+task (only when there is a task), C) Abort the loop. Context is an error signature — the
+few lines of output that say what failed — never a wall of log; the full output is in
+``.loopkit/logs/``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from loopkit.escalation.blockfile import Choice
@@ -22,6 +24,13 @@ CHOICES = (
     Choice("Abort the loop", "loopkit run stops (exit 3)", "abort"),
 )
 SUPERVISOR_ACTIONS = ("retry", "skip", "abort")
+
+
+def choices(task: str | None) -> list[Choice]:
+    """The supervisor's own choices: *Skip the task* only when there is a task to skip."""
+    return [c for c in CHOICES if task or c.value != "skip"]
+
+
 _ERRORISH = re.compile(
     r"error|fail|exception|traceback|assert|panic|fatal|denied|refused|not found|timed? ?out",
     re.IGNORECASE,
@@ -86,7 +95,7 @@ def verify_failures(
         question=f"{head}{_task_name(task, room)}{tail}",
         context=context,
         attempted=attempted or [f"{failures} iterations of the agent"],
-        choices=list(CHOICES),
+        choices=choices(task),
         trigger="verify-failures",
         raised_by="supervisor",
         task=task,
@@ -113,7 +122,7 @@ def missing_env(*, names: Sequence[str], task: str | None, iteration: int, pid: 
             ]
         ),
         attempted=[f"read the environment of loopkit run (pid {pid})"],
-        choices=list(CHOICES),
+        choices=choices(task),
         trigger="missing-credential",
         raised_by="supervisor",
         task=task,
@@ -130,10 +139,23 @@ def dependency_down(
         question=f"Preflight `{fold(command, 60)}` failed {len(tries)} times: is something down?",
         context="\n".join([f"Preflight: `{fold(command, 100)}`", *(f"> {line}" for line in sig)]),
         attempted=list(tries),
-        choices=list(CHOICES),
+        choices=choices(task),
         trigger="dependency-down",
         raised_by="supervisor",
         task=task,
         iteration=iteration,
         summary=summary,
+    )
+
+
+def adopted(escalation: Escalation, *, task: str | None, iteration: int) -> Escalation:
+    """An agent's hand-written block, as the supervisor raises it. A file offering no
+    choices gets the supervisor's own (and so its *Skip* and *Abort* are acted on)."""
+    own = not escalation.choices
+    return replace(
+        escalation,
+        choices=escalation.choices or choices(task),
+        raised_by="supervisor" if own else None,
+        task=task,
+        iteration=iteration,
     )

@@ -15,10 +15,13 @@ ANA = {"id": 111, "first_name": "Ana"}
 
 
 def setup(ws: Path, extra: str = "") -> None:
+    """A failing loop with tasks to skip, so the supervisor offers Retry / Skip / Abort."""
     (ws / "agent.sh").write_text('echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> runs.txt\n')
+    (ws / "PLAN.md").write_text("- [ ] the first task\n- [ ] the second task\n")
     write_config(
         ws,
         '[loop]\nagent = ["/bin/sh", "agent.sh"]\nverify = "exit 1"\npause = "0s"\n'
+        'task_file = "PLAN.md"\n'
         f'[escalation]\nchannel = "telegram"\n{extra}',
     )
 

@@ -59,7 +59,7 @@ def test_an_abort_answer_is_applied_once(ws: Path) -> None:
     assert loopkit("-C", str(ws), "run", "--exit-on-block").returncode == 2
     [record] = records(ws)
     done = loopkit(
-        "-C", str(ws), "reply", "--request-id", str(record["request_id"]), "--reply", "C"
+        "-C", str(ws), "reply", "--request-id", str(record["request_id"]), "--reply", "abort"
     )
     assert done.returncode == 0
     with Daemon(ws) as daemon:
@@ -74,7 +74,8 @@ def test_after_an_applied_abort_the_next_agent_gets_no_decision(ws: Path) -> Non
     setup(ws, "max_verify_failures = 1")
     assert lk(ws, "run", "--exit-on-block").returncode == 2
     [first] = records(ws)
-    assert lk(ws, "reply", "--request-id", str(first["request_id"]), "--reply", "C").returncode == 0
+    answered = lk(ws, "reply", "--request-id", str(first["request_id"]), "--reply", "abort")
+    assert answered.returncode == 0
     with Daemon(ws) as daemon:
         assert daemon.wait() == 3
     lk(ws, "run", "--exit-on-block", "--max-iterations", "1")
@@ -98,7 +99,7 @@ def test_a_restored_block_does_not_apply_its_answer_again(ws: Path) -> None:
     assert lk(ws, "run", "--exit-on-block").returncode == 2
     request_id = str(records(ws)[0]["request_id"])
     saved = (ws / "BLOCKED.md").read_text()
-    assert lk(ws, "reply", "--request-id", request_id, "--reply", "C").returncode == 0  # Abort
+    assert lk(ws, "reply", "--request-id", request_id, "--reply", "abort").returncode == 0  # Abort
     assert lk(ws, "run", "--exit-on-block", "--max-iterations", "1").returncode == 3
     (ws / "BLOCKED.md").write_text(saved)  # a checkout, a stash pop, an editor's re-save
     again = lk(ws, "run", "--exit-on-block", "--max-iterations", "1")

@@ -1,0 +1,106 @@
+"""Adopting an agent's hand-written ``BLOCKED.md`` (SPEC section 9).
+
+Seed 001 tells agents to write ``BLOCKED.md`` themselves and exit. A file without a loopkit
+marker that appears while the agent runs is the agent's escalation: :func:`read` turns it
+into an :class:`~loopkit.escalation.escalator.Escalation` and the supervisor raises it as a
+request (``trigger: "agent-file"``, ``adopted: true``) without touching the file.
+
+Anything goes in such a file, so :func:`parse` never fails: the four sections are found by
+their headings (``## Question:``, ``## Context:``, ``## Attempted:``, ``## Choices:``, any
+case, the colon optional); missing ones are empty; choices are ``- A) label — consequence``
+lines (the letter optional), at most three, duplicates made distinct; with no question
+section the question is the file's first line of text. Only the first :data:`READ_LIMIT`
+bytes are read, undecodable bytes replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from loopkit.errors import BadInput
+from loopkit.escalation.blockfile import Choice
+from loopkit.escalation.escalator import Escalation, parse_choice
+
+READ_LIMIT = 64 * 1024
+MAX_CHOICES = 3
+_HEADING = re.compile(r"^#{1,6}\s*(question|context|attempted|choices)\s*:?\s*$", re.I)
+_ANY_HEADING = re.compile(r"^#{1,6}\s")
+_CHOICE = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:[A-Za-z][).:]\s+)?(?P<text>\S.*)$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*")
+
+
+def read(path: Path) -> Escalation:
+    """The escalation an agent's hand-written file stands for (never raises for content)."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(READ_LIMIT)
+    except OSError:
+        raw = b""
+    return parse(raw.decode("utf-8", "replace"))
+
+
+def _sections(text: str) -> tuple[dict[str, list[str]], list[str]]:
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    loose: list[str] = []  # lines outside any of the four sections
+    for line in text.replace("\x00", "").splitlines():
+        heading = _HEADING.match(line.strip())
+        if heading:
+            current = heading.group(1).lower()
+            sections.setdefault(current, [])
+        elif _ANY_HEADING.match(line.strip()):
+            current = None
+            loose.append(line)
+        elif current is not None:
+            sections[current].append(line)
+        else:
+            loose.append(line)
+    return sections, loose
+
+
+def _text(lines: list[str]) -> list[str]:
+    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("<!--")]
+
+
+def _question(sections: dict[str, list[str]], loose: list[str]) -> str:
+    asked = _text(sections.get("question", []))
+    if asked:
+        return " ".join(asked)
+    lines = _text(loose) or _text([line for body in sections.values() for line in body])
+    titled = [line for line in lines if line.lstrip("#").strip().lower() != "blocked"]
+    first = (titled or lines or ["The agent wrote BLOCKED.md"])[0]
+    return first.lstrip("#").strip() or "The agent wrote BLOCKED.md"
+
+
+def _choices(lines: list[str]) -> list[Choice]:
+    found: list[Choice] = []
+    labels: set[str] = set()
+    for line in _text(lines):
+        match = _CHOICE.match(line)
+        if match is None or len(found) == MAX_CHOICES:
+            continue
+        try:
+            choice = parse_choice(match["text"])
+        except BadInput:
+            continue
+        label = choice.label
+        number = 2
+        while label.lower() in labels:
+            label, number = f"{choice.label} ({number})", number + 1
+        labels.add(label.lower())
+        found.append(Choice(label, choice.consequence, choice.value if label == choice.label
+                            else f"{choice.value}-{number - 1}"))  # fmt: skip
+    return found
+
+
+def parse(text: str) -> Escalation:
+    sections, loose = _sections(text)
+    attempted = [_BULLET.sub("", line) for line in _text(sections.get("attempted", []))]
+    return Escalation(
+        question=_question(sections, loose),
+        context="\n".join(_text(sections.get("context", []))),
+        attempted=[a for a in attempted if a],
+        choices=_choices(sections.get("choices", [])),
+        trigger="agent-file",
+    )
