@@ -7,6 +7,8 @@ changes anything and never sends a message; send-test sends exactly one.
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ from typing import Literal
 
 from loopkit import channels, clock
 from loopkit.channels import Outcome
-from loopkit.config import Config, load
+from loopkit.config import Command, Config, load
 from loopkit.errors import ChannelError, ConfigError
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
@@ -63,16 +65,89 @@ def _config_findings(root: Path) -> tuple[Config | None, list[Finding]]:
 
 
 def _channel_findings(config: Config) -> list[Finding]:
-    name = config.escalation.channel
     found = [Finding("problem", p.topic, p.text) for p in channels.problems(config)]
     if found:
         return found
-    if name == "none":
-        text = "none: no message is sent, BLOCKED.md is the whole escalation"
-        return [Finding("note", "channel", text)]
-    if name == "telegram":
-        return _telegram_findings(config)
-    return [Finding("ok", f"channel {name}", "settings present (send-test sends one)")]
+    for name in config.escalation.ladder:
+        if name == "none":
+            text = "none: no message is sent, BLOCKED.md is the whole escalation"
+            found.append(Finding("note", "channel", text))
+        elif name == "telegram":
+            found += _telegram_findings(config)
+        else:
+            found.append(Finding("ok", f"channel {name}", "settings present (send-test sends one)"))
+    return found
+
+
+_BUILTINS = frozenset(
+    [
+        "cd",
+        "exit",
+        "true",
+        "false",
+        "test",
+        "[",
+        "echo",
+        "export",
+        "set",
+        ":",
+        ".",
+        "source",
+        "exec",
+        "eval",
+        "command",
+        "printf",
+        "read",
+    ]
+)
+
+
+def _program(command: Command) -> str | None:
+    """The program a command runs (its first word past ``NAME=value`` assignments), or None
+    when that cannot be told without running it (a shell builtin, unbalanced quotes)."""
+    if isinstance(command, tuple):
+        return command[0]
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    while words and "=" in words[0] and not words[0].startswith(("/", ".", "=")):
+        words = words[1:]
+    if not words or words[0] in _BUILTINS or words[0][0] in "({$`":
+        return None
+    return words[0]
+
+
+def _found(program: str, root: Path) -> bool:
+    if "/" in program:
+        path = Path(program) if Path(program).is_absolute() else root / program
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(program) is not None
+
+
+def _loop_findings(config: Config) -> list[Finding]:
+    """The agent's, verify's, done's and preflight's programs, the task file, required_env."""
+    loop = config.loop
+    found: list[Finding] = []
+    if loop.agent is None:
+        found.append(Finding("note", "loop", "no [loop] agent: `loopkit run` needs one "
+                             "(`loopkit init --agent …` writes one)"))  # fmt: skip
+    named = [("agent", loop.agent), ("verify", loop.verify), ("done", loop.done)]
+    named += [("preflight", command) for command in loop.preflight]
+    for name, command in named:
+        program = _program(command) if command is not None else None
+        if program is not None and not _found(program, config.workspace):
+            found.append(Finding("problem", "loop", f"[loop] {name}: {program!r} is not found "
+                                 "(not on PATH, or not executable); install it or fix the "
+                                 f"command in {config.workspace / 'loopkit.toml'}"))  # fmt: skip
+    if loop.task_file and not (config.workspace / loop.task_file).is_file():
+        text = f"[loop] task_file {loop.task_file!r} does not exist in {config.workspace}"
+        found.append(Finding("problem", "loop", f"{text}; create it or fix the name"))
+    missing = [name for name in loop.required_env if not os.environ.get(name)]
+    if missing:
+        found.append(Finding("problem", "loop", f"required_env not set now: {', '.join(missing)}; "
+                             "export them where `loopkit run` starts"))  # fmt: skip
+    return found
 
 
 def _telegram_findings(config: Config) -> list[Finding]:
@@ -152,8 +227,6 @@ def _workspace_findings(config: Config) -> list[Finding]:
         found.append(Finding("problem", "blocked", str(blockfile.not_a_file(workspace.blocked))))
     elif state == "file":
         found.append(Finding("note", "blocked", f"{workspace.blocked.name} exists: blocked now"))
-    if config.loop.agent is None:
-        found.append(Finding("note", "loop", "no [loop] agent: `loopkit run` needs one"))
     return found
 
 
@@ -161,7 +234,7 @@ def diagnose(root: Path) -> list[Finding]:
     config, found = _config_findings(root)
     if config is None:
         return found
-    return found + _channel_findings(config) + _workspace_findings(config)
+    return found + _channel_findings(config) + _workspace_findings(config) + _loop_findings(config)
 
 
 def test_message(workspace: Workspace) -> Message:

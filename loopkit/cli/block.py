@@ -9,7 +9,14 @@ import click
 from loopkit import check as check_mod
 from loopkit.cli.context import App
 from loopkit.config import Config
-from loopkit.errors import EXIT_BLOCKED, ConfigError
+from loopkit.errors import (
+    EXIT_BLOCKED,
+    EXIT_FAILURE,
+    EXIT_OK,
+    ChannelError,
+    ConfigError,
+    RequestNotFound,
+)
 
 
 @click.command()
@@ -115,4 +122,38 @@ def check(app: App, as_json: bool) -> int:
     return check_mod.check(str(app.root), as_json)
 
 
-COMMANDS = (escalate, check)
+@click.command()
+@click.pass_obj
+def resend(app: App) -> int:
+    """Send the open block's message again now (exit 0 sent, 1 failed, 66 no open block)."""
+    from loopkit import clock
+    from loopkit.escalation import delivery
+    from loopkit.escalation.sender import Sender
+    from loopkit.supervisor.status import block_request_id
+
+    config = app.config(console_level="info")
+    request_id = block_request_id(app.workspace())
+    if request_id is None:
+        raise RequestNotFound(
+            f"not blocked ({config.escalation.blocked_file} is absent or names no request): "
+            "nothing to resend"
+        )
+    record = app.store().load(request_id)
+    if not record.is_open:
+        raise RequestNotFound(f"request {request_id} is {record.status}: nothing to resend")
+    ladder = delivery.rungs(config.escalation)
+    if not ladder:
+        raise ChannelError(
+            "the channel is none, so there is nothing to send; set LOOPKIT_HITL_CHANNEL "
+            "to telegram, slack or dial"
+        )
+    channel = ladder[delivery.current_rung(record, ladder)]
+    outcome = Sender(config, app.store()).send(record, delivery.Due(channel, clock.now()))
+    if outcome.ok:
+        click.echo(f"sent via {channel}: requests/{request_id}.json")
+        return EXIT_OK
+    click.echo(f"loopkit: error: {channel}: not sent: {outcome.error}", err=True)
+    return EXIT_FAILURE
+
+
+COMMANDS = (escalate, check, resend)

@@ -37,6 +37,11 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
     problem = channels.unusable(config)
     if problem:  # an overnight run must not start unable to reach its human
         raise ConfigError(problem)
+    if config.loop.agent is None:  # before iteration 1, not at it
+        raise ConfigError(
+            f"no [loop] agent in {config.workspace / 'loopkit.toml'}; set the agent command "
+            "(`loopkit init --agent …` writes one)"
+        )
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
     return Supervisor(config, options=options).run()
 

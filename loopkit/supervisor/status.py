@@ -2,31 +2,55 @@
 
 from __future__ import annotations
 
+import contextlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+from loopkit import clock
 from loopkit.config import Config
 from loopkit.errors import LoopkitError
-from loopkit.escalation import blockfile
+from loopkit.escalation import blockfile, delivery
+from loopkit.message import age
+from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
-from loopkit.supervisor.state import StateFile, SupervisorLock
+from loopkit.supervisor.state import State, StateFile, SupervisorLock
 from loopkit.workspace import Workspace
 
 
+def block_request_id(workspace: Workspace, state: State | None = None) -> str | None:
+    """The request of the BLOCKED.md there: its marker's, else the one the supervisor
+    remembers for it (an adopted, hand-written file). None when not blocked."""
+    block = blockfile.state(workspace.blocked)
+    if block == "absent":
+        return None
+    marked = blockfile.request_id_of(workspace.blocked) if block == "file" else None
+    return marked or (state or StateFile(workspace).load()).open_request
+
+
 def status(config: Config, *, store: RequestStore | None = None) -> dict[str, Any]:
+    """What ``loopkit status`` shows: the loop's state (``blocked`` whenever BLOCKED.md
+    stands, whether or not a supervisor waits on it), the supervisor's, and the block:
+    since when, the question, the deadline and its action, the last delivery per channel."""
     workspace = Workspace.of(config)
     store = store or RequestStore(workspace)
     state = StateFile(workspace).load()
     holder = SupervisorLock(workspace).holder()
     block = blockfile.state(workspace.blocked)
     if holder is not None:
-        shown = "blocked" if block != "absent" else "running"
+        supervisor = "running"
     elif state.status in ("running", "blocked"):
-        shown = "stopped"  # it was running and is not any more (a crash, kill -9)
+        supervisor = "stopped"  # it was running and is not any more (a crash, kill -9, a signal)
     else:
-        shown = state.status
-    request_id = (blockfile.request_id_of(workspace.blocked) if block == "file" else None) or (
-        state.open_request if block != "absent" else None
-    )
+        supervisor = None
+    if block != "absent":
+        shown = "blocked"
+    elif holder is not None:
+        shown = "running"
+    else:
+        shown = supervisor or state.status
+    request_id = block_request_id(workspace, state)
+    record: Request | None = None
     request: dict[str, Any] | None = None
     if request_id:
         try:
@@ -40,31 +64,94 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
             }
         except LoopkitError:
             request = {"request_id": request_id, "prompt": None, "status": "unreadable"}
-    return {
+    info: dict[str, Any] = {
         "state": shown,
+        "supervisor": supervisor,
         "pid": holder if holder and holder > 0 else None,
         "blocked": block != "absent",
         "iteration": state.iteration,
         "task": state.task,
         "failures": state.failures,
         "max_verify_failures": config.loop.max_verify_failures,
-        "open_request": request,
+        "open_request": request if record is None or record.is_open else None,
+        "block_request": request,
         "last_exit": state.last_exit,
         "updated_at": state.updated_at,
     }
+    info.update(_block(config, workspace.blocked, record) if block != "absent" else _no_block())
+    return info
+
+
+def _no_block() -> dict[str, Any]:
+    keys = ("blocked_since", "age_seconds", "deadline", "timeout_action", "next_send")
+    return {**dict.fromkeys(keys), "deliveries": []}
+
+
+def _block(config: Config, path: Path, record: Request | None) -> dict[str, Any]:
+    now = clock.now()
+    since: datetime | None = None
+    if record is not None:
+        with contextlib.suppress(ValueError):
+            since = clock.parse_iso(record.asked_at)
+    if since is None:
+        with contextlib.suppress(OSError):
+            since = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    info = _no_block()
+    if since is not None:
+        info["blocked_since"] = clock.iso_seconds(since)
+        info["age_seconds"] = max(0, int((now - since).total_seconds()))
+    if record is None:
+        return info
+    timeout = record.timeout_default or {}
+    info["timeout_action"] = timeout.get("action")
+    minutes = timeout.get("after_minutes")
+    if record.is_open and not record.timed_out_at and since and isinstance(minutes, int | float):
+        info["deadline"] = clock.iso_seconds(since + timedelta(minutes=minutes))
+    last: dict[str, dict[str, Any]] = {}
+    for entry in record.delivery:
+        last[str(entry.get("channel"))] = entry
+    info["deliveries"] = [
+        {k: entry.get(k) for k in ("channel", "ok", "at", "status", "error")}
+        for entry in last.values()
+    ]
+    due = delivery.next_due(record, config.escalation, now)
+    if due is not None:
+        info["next_send"] = {
+            "channel": due.channel,
+            "at": clock.iso_seconds(due.at),
+            "kind": due.kind,
+        }
+    return info
 
 
 def render(info: dict[str, Any]) -> str:
     pid = f" (pid {info['pid']})" if info["pid"] else ""
-    lines = [f"state:     {info['state']}{pid}", f"iteration: {info['iteration']}"]
+    who = f"; supervisor {info['supervisor']}" if info["blocked"] and info["supervisor"] else ""
+    lines = [f"state:     {info['state']}{pid}{who}", f"iteration: {info['iteration']}"]
     if info["task"]:
         lines.append(f"task:      {info['task']}")
     lines.append(f"failures:  {info['failures']} of {info['max_verify_failures']}")
-    request = info["open_request"]
+    request = info["block_request"]
+    if info["blocked_since"]:
+        since = info["blocked_since"][11:16]
+        lines.append(f"blocked:   since {since} UTC ({age(info['age_seconds'])})")
     if request:
         lines.append(
-            f"open:      {request['request_id']} ({request['status']}): {request['prompt'] or '?'}"
+            f"request:   {request['request_id']} ({request['status']}): {request['prompt'] or '?'}"
         )
     elif info["blocked"]:
-        lines.append("open:      BLOCKED.md exists (no loopkit request)")
+        lines.append("request:   none (BLOCKED.md names no loopkit request)")
+    if info["deadline"]:
+        lines.append(
+            f"deadline:  times out at {info['deadline'][11:16]} UTC → {info['timeout_action']}"
+        )
+    elif info["timeout_action"] and request and request["status"] in ("open", "deferred"):
+        lines.append(f"deadline:  none left (timed out → {info['timeout_action']}: waits)")
+    if info["next_send"]:
+        send = info["next_send"]
+        lines.append(f"next:      {send['kind']} via {send['channel']} at {send['at'][11:19]} UTC")
+    for entry in info["deliveries"]:
+        ok = {True: "sent", False: "failed", None: "in flight"}[entry["ok"]]
+        error = f": {entry['error']}" if entry.get("error") else ""
+        lines.append(f"delivery:  {entry['channel']} {ok} at {entry['at']}{error}")
     return "\n".join(lines)

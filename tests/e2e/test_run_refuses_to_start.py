@@ -24,7 +24,9 @@ def test_a_second_supervisor_names_the_first(ws: Path) -> None:
         os.kill(daemon.proc.pid, signal.SIGTERM)
         daemon.wait()
     status = json.loads(loopkit("-C", str(ws), "status", "--json").stdout)
-    assert status["state"] == "stopped" and status["pid"] is None
+    # SPEC §9: while BLOCKED.md stands the loop is blocked, whoever (if anyone) waits on it.
+    assert status["state"] == "blocked" and status["supervisor"] == "stopped"
+    assert status["pid"] is None
 
 
 def test_unknown_channel_refuses_to_start(ws: Path) -> None:
