@@ -40,9 +40,9 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
     if holder is not None:
         supervisor = "running"
     elif state.status in ("running", "blocked"):
-        supervisor = "stopped"  # it was running and is not any more (a crash, kill -9, a signal)
+        supervisor = "stopped"  # it was running and is not any more (a crash, kill -9)
     else:
-        supervisor = None
+        supervisor = state.status if state.pid else None  # how it ended: stopped, aborted …
     if block != "absent":
         shown = "blocked"
     elif holder is not None:
