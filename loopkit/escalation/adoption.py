@@ -70,7 +70,7 @@ def _question(sections: dict[str, list[str]], loose: list[str]) -> str:
     lines = _text(loose) or _text([line for body in sections.values() for line in body])
     titled = [line for line in lines if line.lstrip("#").strip().lower() != "blocked"]
     first = (titled or lines or ["The agent wrote BLOCKED.md"])[0]
-    return first.lstrip("#").strip() or "The agent wrote BLOCKED.md"
+    return _BULLET.sub("", first.lstrip("#").strip()) or "The agent wrote BLOCKED.md"
 
 
 def _choices(lines: list[str]) -> list[Choice]:
