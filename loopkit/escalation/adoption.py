@@ -21,6 +21,8 @@ from pathlib import Path
 from loopkit.errors import BadInput
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import Escalation, parse_choice
+from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
 
 READ_LIMIT = 64 * 1024
 MAX_CHOICES = 3
@@ -28,6 +30,13 @@ _HEADING = re.compile(r"^#{1,6}\s*(question|context|attempted|choices)\s*:?\s*$"
 _ANY_HEADING = re.compile(r"^#{1,6}\s")
 _CHOICE = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:[A-Za-z][).:]\s+)?(?P<text>\S.*)$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*")
+
+
+def open_request(store: RequestStore) -> str | None:
+    """The request of an agent's hand-written BLOCKED.md (it has no marker to name it): the
+    newest open adopted one."""
+    found = [r for _, r in store.all() if isinstance(r, Request) and r.adopted and r.is_open]
+    return found[-1].request_id if found else None
 
 
 def read(path: Path) -> Escalation:

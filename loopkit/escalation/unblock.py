@@ -12,7 +12,7 @@ from typing import Any
 
 from loopkit.config import Config
 from loopkit.errors import RequestConflict, RequestNotFound
-from loopkit.escalation import blockfile
+from loopkit.escalation import adoption, blockfile
 from loopkit.requests.answer import answer, unblocked_by_hand
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -39,8 +39,9 @@ def unblock(
                 "answer a request with `loopkit reply --request-id ID --reply …`"
             )
         return Unblocked(f"not blocked: {path.name} is absent; nothing to do")
-    request_id = blockfile.request_id_of(path)
     store = store or RequestStore(workspace)
+    marked = blockfile.request_id_of(path)
+    request_id = marked or adoption.open_request(store)
     decision = None
     if reply is not None:
         if request_id is None:
@@ -71,7 +72,7 @@ def unblock(
             message = f"request {request_id} not found; {path.name} removed"
     else:
         message = f"{path.name} removed (it named no loopkit request)"
-    if blockfile.request_id_of(path) == request_id:
+    if blockfile.request_id_of(path) == marked:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     return Unblocked(message, decision)

@@ -17,7 +17,7 @@ from typing import Literal
 
 from loopkit import atomicfile, clock
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
-from loopkit.escalation import blockfile, delivery
+from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
@@ -45,7 +45,10 @@ class BlockedPhase:
         if marked is not None or blockfile.state(path) != "file":
             return marked
         remembered = self._load(self.parts.state.open_request)
-        return remembered.request_id if remembered is not None and remembered.adopted else None
+        if remembered is not None and remembered.adopted:
+            return remembered.request_id
+        # Killed between adopting it and saving the state: the store knows.
+        return adoption.open_request(self.parts.store)
 
     def run(self, *, resend: bool) -> Step:
         path = self.parts.workspace.blocked

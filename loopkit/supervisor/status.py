@@ -10,7 +10,7 @@ from typing import Any
 from loopkit import clock
 from loopkit.config import Config
 from loopkit.errors import LoopkitError
-from loopkit.escalation import blockfile, delivery
+from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.message import age
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
@@ -25,7 +25,8 @@ def block_request_id(workspace: Workspace, state: State | None = None) -> str | 
     if block == "absent":
         return None
     marked = blockfile.request_id_of(workspace.blocked) if block == "file" else None
-    return marked or (state or StateFile(workspace).load()).open_request
+    remembered = (state or StateFile(workspace).load()).open_request
+    return marked or remembered or adoption.open_request(RequestStore(workspace))
 
 
 def status(config: Config, *, store: RequestStore | None = None) -> dict[str, Any]:
@@ -37,12 +38,13 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
     state = StateFile(workspace).load()
     holder = SupervisorLock(workspace).holder()
     block = blockfile.state(workspace.blocked)
+    supervisor: str | None
     if holder is not None:
         supervisor = "running"
     elif state.status in ("running", "blocked"):
         supervisor = "stopped"  # it was running and is not any more (a crash, kill -9)
     else:
-        supervisor = state.status if state.pid else None  # how it ended: stopped, aborted …
+        supervisor = state.status if state.pid else None  # how it ended: stopped, aborted
     if block != "absent":
         shown = "blocked"
     elif holder is not None:

@@ -1,0 +1,185 @@
+"""SPEC §9, end to end: every block reaches a human — adopted files, subfolders, failed
+sends retried by the waiting daemon, a ladder, restarts in the backoff, reminders."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from fakeserver import FakeServer, Reply
+from helpers import Daemon, clean_env, loopkit, wait_until, write_config
+
+SEED_FILE = """# Blocked
+
+## Question:
+Which payment provider should checkout use?
+
+## Context:
+Feature: checkout. File: app/pay.py.
+
+## Attempted:
+- read PROMPT.md: it names both
+
+## Choices:
+- A) Stripe — keeps the current SDK
+- B) Adyen — needs a new contract
+"""
+
+
+def slack_env(server: FakeServer, **extra: str) -> dict[str, str]:
+    return clean_env(
+        LOOPKIT_HITL_CHANNEL="slack", LOOPKIT_HITL_SLACK_WEBHOOK=f"{server.url}/hook", **extra
+    )
+
+
+def loop(ws: Path, agent: str, extra: str = "") -> None:
+    (ws / "agent.py").write_text(agent)
+    write_config(
+        ws,
+        f'[loop]\nagent = ["{sys.executable}", "agent.py"]\npause = "0s"\n'
+        f'iteration_timeout = "30s"\n[escalation]\n{extra}\n',
+    )
+
+
+def the_record(ws: Path) -> dict[str, Any]:
+    found = [json.loads(p.read_text()) for p in (ws / "requests").glob("*.json")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_hand_written_block_is_adopted_left_as_written_and_sent(
+    ws: Path, server: FakeServer
+) -> None:
+    seed = SEED_FILE.replace("\n", "\\n")
+    loop(ws, f'open("BLOCKED.md", "w").write("{seed}")\nraise SystemExit(2)\n')
+    done = loopkit("-C", str(ws), "run", "--exit-on-block", env=slack_env(server))
+    assert done.returncode == 2, done.stderr
+    assert (ws / "BLOCKED.md").read_text() == SEED_FILE  # byte for byte
+    record = the_record(ws)
+    assert record["trigger"] == "agent-file" and record["adopted"] is True
+    assert record["prompt"] == "Which payment provider should checkout use?"
+    assert [o["label"] for o in record["options"]] == ["Stripe", "Adyen"]
+    [sent] = server.calls("/hook")
+    lines = sent.body["text"].splitlines()
+    assert len(lines) == 5 and lines[1] == "Q: Which payment provider should checkout use?"
+    assert lines[4] == "Choices: A) Stripe | B) Adyen"
+    # Answered from a terminal, the agent's file goes and the next run gets the decision.
+    answered = loopkit("-C", str(ws), "unblock", "--reply", "B", env=slack_env(server))
+    assert answered.returncode == 0, answered.stderr
+    assert not (ws / "BLOCKED.md").exists()
+
+
+def test_a_block_nobody_ran_is_a_human_pause_and_sends_nothing(
+    ws: Path, server: FakeServer
+) -> None:
+    loop(ws, "print('never runs')\n")
+    (ws / "BLOCKED.md").write_text("# Blocked\nback after lunch\n")
+    done = loopkit("-C", str(ws), "run", "--exit-on-block", env=slack_env(server))
+    assert done.returncode == 2
+    assert server.calls("/hook") == [] and not (ws / "requests").exists()
+    assert "a human's pause" in done.stderr
+
+
+def test_an_agent_in_a_subfolder_blocks_the_workspace(ws: Path) -> None:
+    (ws / "src").mkdir()
+    loopkit_bin = Path(sys.executable).parent / "loopkit"
+    loop(
+        ws,
+        "import os, subprocess\nos.chdir('src')\n"
+        f"raise SystemExit(subprocess.call([{str(loopkit_bin)!r}, 'escalate', '-q', 'Which?', "
+        "'-c', 'ctx', '-a', 'tried', '--choice', 'A — a']))\n",
+    )
+    done = loopkit("-C", str(ws), "run", "--exit-on-block")
+    assert done.returncode == 2, done.stderr
+    assert (ws / "BLOCKED.md").is_file() and not (ws / "src" / "BLOCKED.md").exists()
+    assert len(list((ws / "requests").glob("*.json"))) == 1
+    assert not (ws / "src" / "requests").exists()
+
+
+def test_a_failing_slack_is_retried_by_the_waiting_daemon(ws: Path, server: FakeServer) -> None:
+    server.queue("/hook", *(Reply(500, "internal_error") for _ in range(3)))
+    loop(
+        ws,
+        "open('BLOCKED.md', 'w').write('## Question:\\nProceed?\\n')\n",
+        'retry_backoff = "100ms"',
+    )
+    with Daemon(ws, env=slack_env(server)) as daemon:
+        wait_until(lambda: len(server.calls("/hook")) >= 4, 20, "four tries")
+        record = wait_until(lambda: (r := the_record(ws))["delivery"][-1]["ok"] and r, 10)
+        assert isinstance(record, dict)
+        oks = [(e["ok"], e["status"]) for e in record["delivery"]]
+        assert oks == [(False, 500), (False, 500), (False, 500), (True, 200)]
+        status = json.loads(loopkit("-C", str(ws), "status", "--json").stdout)
+        assert status["state"] == "blocked" and status["supervisor"] == "running"
+        assert status["deliveries"] == [
+            {"channel": "slack", "ok": True, "at": record["delivery"][-1]["at"], "status": 200,
+             "error": None}
+        ]  # fmt: skip
+        assert status["blocked_since"] and status["timeout_action"] == "queue"
+        assert status["deadline"] and status["next_send"] is None
+        daemon.stop()
+
+
+def test_a_ladder_moves_on_from_a_404_at_once(ws: Path, server: FakeServer, tmp_path: Path) -> None:
+    server.queue("/hook", Reply(404, "no_service"))
+    out = tmp_path / "dialled.txt"
+    dial = f"{sys.executable} -c \"import sys; open({str(out)!r}, 'w').write(sys.stdin.read())\""
+    env = {**slack_env(server), "LOOPKIT_HITL_CHANNEL": "slack,dial", "LOOPKIT_HITL_DIAL_CMD": dial}
+    done = loopkit("-C", str(ws), "escalate", "-q", "Which?", "-c", "c", "-a", "a",
+                   "--choice", "A — a", env=env)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert out.read_text().startswith("[loopkit] blocked in ws on ")
+    entries = the_record(ws)["delivery"]
+    assert [(e["channel"], e["ok"], e["status"]) for e in entries] == [
+        ("slack", False, 404), ("dial", True, 0)
+    ]  # fmt: skip
+
+
+def test_a_restart_in_the_backoff_keeps_the_schedule(ws: Path, server: FakeServer) -> None:
+    server.queue("/hook", Reply(400, "invalid_payload"))  # soft for nobody: hard, one rung
+    loop(ws, "open('BLOCKED.md', 'w').write('## Question:\\nGo?\\n')\n", 'retry_backoff = "2s"')
+    with Daemon(ws, env=slack_env(server)) as first:
+        wait_until(lambda: server.calls("/hook"), 10, "the first try")
+        wait_until(lambda: the_record(ws)["delivery"][-1]["ok"] is False, 10)
+        os.killpg(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(10)
+    failed_at = time.monotonic()
+    with Daemon(ws, env=slack_env(server)):
+        wait_until(lambda: len(server.calls("/hook")) == 2, 10, "the scheduled retry")
+        waited = time.monotonic() - failed_at
+        wait_until(lambda: the_record(ws)["delivery"][-1]["ok"] is not None, 10)
+        entries = the_record(ws)["delivery"]
+        assert [(e["ok"], e["status"]) for e in entries] == [(False, 400), (True, 200)]
+        assert waited >= 1.0  # the retry came at its time, not at the restart
+    assert len(server.calls("/hook")) == 2  # not lost, not doubled
+
+
+def test_reminders_come_every_remind_every_up_to_max(ws: Path, server: FakeServer) -> None:
+    loop(ws, "open('BLOCKED.md', 'w').write('## Question:\\nShip it?\\n')\n",
+         'remind_every = "300ms"\nmax_reminders = 2')  # fmt: skip
+    with Daemon(ws, env=slack_env(server)):
+        calls = wait_until(lambda: (c := server.calls("/hook")) and len(c) >= 3 and c, 15)
+        assert isinstance(calls, list)
+        texts = [c.body["text"] for c in calls]
+        assert texts[0].startswith("[loopkit] blocked in ws")
+        assert all(t.startswith("[loopkit] still blocked in ws for ") for t in texts[1:])
+        assert texts[1].endswith(": Ship it?")
+        wait_until(lambda: sum(1 for e in the_record(ws)["delivery"] if e.get("reminder")) == 2)
+    assert len(server.calls("/hook")) == 3  # max_reminders: two, then quiet
+
+
+def test_resend_sends_the_open_block_again(ws: Path, server: FakeServer) -> None:
+    assert loopkit("-C", str(ws), "resend").returncode == 66
+    env = slack_env(server)
+    loopkit("-C", str(ws), "escalate", "-q", "Which?", "-c", "c", "-a", "a", "--choice", "A — a",
+            env=env)  # fmt: skip
+    again = loopkit("-C", str(ws), "resend", env=env)
+    assert again.returncode == 0, again.stderr
+    assert len(server.calls("/hook")) == 2
+    server.queue("/hook", Reply(500, "x"), Reply(500, "x"))
+    assert loopkit("-C", str(ws), "resend", env=env).returncode == 1
