@@ -95,10 +95,11 @@ class Result:
     template_problem: str | None = None
 
 
-def answer_hint(channel: str, choices: int = 3) -> str:
-    """The last line of the Choices section: how this channel's human answers."""
-    tap = "tap a button in Telegram, " if channel == "telegram" else ""
-    one_way = "Slack cannot answer back: " if channel == "slack" else ""
+def answer_hint(ladder: str | tuple[str, ...], choices: int = 3) -> str:
+    """The last line of the Choices section: how this ladder's human answers."""
+    names = (ladder,) if isinstance(ladder, str) else ladder
+    tap = "tap a button in Telegram, " if "telegram" in names else ""
+    one_way = "Slack cannot answer back: " if names[0] == "slack" and not tap else ""
     others = {1: "or your own words", 2: "or B, or your own words"}
     alternatives = others.get(choices, "or B, C, or your own words")
     return (
@@ -251,7 +252,7 @@ class Escalator:
             attempted=record.attempted,
             choices=choices,
             meta=meta,
-            answer_hint=answer_hint(self.config.escalation.channel, len(choices)),
+            answer_hint=answer_hint(self.config.escalation.ladder, len(choices)),
             repo=self.workspace.repo_name(),
             trigger=trigger,
             at=record.asked_at,
