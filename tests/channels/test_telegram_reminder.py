@@ -36,5 +36,5 @@ def test_what_is_sent_follows_the_mobile_rubric(server: FakeServer) -> None:
     question = call.body["text"].splitlines()[1]
     assert len(question) <= len("Q: ") + 120 and question.endswith("…") and "🚀" not in question
     buttons = [row[0]["text"] for row in call.body["reply_markup"]["inline_keyboard"]]
-    assert buttons == ["A) A label that is far too l…", "B) B"]
+    assert buttons == ["A) A label that is far too…", "B) B"]
     assert all(len(b) <= len("A) ") + 24 for b in buttons)
