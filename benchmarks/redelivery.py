@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""How long after a dead channel comes back is the human told? Prints one markdown table.
+
+    python benchmarks/redelivery.py [--rounds 5] [--backoff 1s] [--failures 2]
+
+A fake Slack webhook on 127.0.0.1 answers 500 to the first ``--failures`` sends (each send
+tries twice within its budget, so that is ``2 × failures`` HTTP 500s), then is "repaired"
+and answers 200. A ``loopkit run`` daemon waits on a block raised by its agent and retries
+by its schedule (``retry_backoff``, doubled per failed send). Measured: repair → the 200,
+beside the baseline of the same run — the schedule's own next attempt time, which no
+retrying process could beat without sending more often. Standard library only; every
+process is killed before the script exits. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+LOOPKIT = Path(sys.executable).parent / "loopkit"
+DEADLINE = 60.0
+
+
+class Hook:
+    """The webhook: 500 until ``repair()``, then 200; remembers when each POST came."""
+
+    def __init__(self, failures: int) -> None:
+        self.fail_left = failures * 2  # a send tries twice within its budget
+        self.posts: list[tuple[float, int]] = []
+        self.lock = threading.Lock()
+        self.repaired_at: float | None = None
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                with hook.lock:
+                    status = 500 if hook.repaired_at is None else 200
+                    hook.posts.append((time.monotonic(), status))
+                self.send_response(status)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/hook"
+
+    def failed(self) -> int:
+        with self.lock:
+            return sum(1 for _, status in self.posts if status == 500)
+
+    def repair(self) -> float:
+        with self.lock:
+            self.repaired_at = time.monotonic()
+            return self.repaired_at
+
+    def delivered_at(self) -> float | None:
+        with self.lock:
+            return next((at for at, status in self.posts if status == 200), None)
+
+
+def wait_for(condition: object, what: str) -> None:
+    end = time.monotonic() + DEADLINE
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > end:
+            raise SystemExit(f"redelivery: gave up waiting for {what}")
+        time.sleep(0.002)
+
+
+def next_attempt(ws: Path) -> float:
+    """Seconds from now to the schedule's next attempt, read from ``loopkit status``."""
+    done = subprocess.run([str(LOOPKIT), "-C", str(ws), "status", "--json"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    info = json.loads(done.stdout)
+    due = (info.get("next_send") or {}).get("at")
+    if not due:
+        return 0.0
+    moment = datetime.fromisoformat(due.replace("Z", "+00:00"))
+    return max(0.0, moment.timestamp() - time.time())
+
+
+def one_round(backoff: str, failures: int) -> tuple[float, float]:
+    hook = Hook(failures)
+    with tempfile.TemporaryDirectory(prefix="loopkit-redelivery-") as folder:
+        ws = Path(folder)
+        (ws / "agent.py").write_text("open('BLOCKED.md', 'w').write('## Question:\\nGo?\\n')\n")
+        (ws / "loopkit.toml").write_text(
+            f'[loop]\nagent = ["{sys.executable}", "agent.py"]\npause = "0s"\n'
+            f'[escalation]\nretry_backoff = "{backoff}"\n'
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPKIT_")}
+        env.update(LOOPKIT_HITL_CHANNEL="slack", LOOPKIT_HITL_SLACK_WEBHOOK=hook.url)
+        proc = subprocess.Popen([str(LOOPKIT), "-C", str(ws), "run"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)  # fmt: skip
+        try:
+            wait_for(lambda: hook.failed() >= failures * 2, "the failed sends")
+            time.sleep(0.05)  # let the last failure be recorded before reading the schedule
+            scheduled = next_attempt(ws)
+            repaired = hook.repair()
+            wait_for(lambda: hook.delivered_at() is not None, "the delivery")
+            delivered = hook.delivered_at()
+            assert delivered is not None
+            return delivered - repaired, scheduled
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            hook.server.shutdown()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--backoff", default="1s")
+    parser.add_argument("--failures", type=int, default=2)
+    args = parser.parse_args()
+    if not LOOPKIT.exists():
+        raise SystemExit(f"redelivery: no loopkit at {LOOPKIT}; pip install -e . first")
+    taken, schedule = [], []
+    for _ in range(args.rounds):
+        took, scheduled = one_round(args.backoff, args.failures)
+        taken.append(took * 1000)
+        schedule.append(scheduled * 1000)
+    lateness = [t - s for t, s in zip(taken, schedule, strict=True)]
+    print(f"## redelivery ({args.rounds} rounds, retry_backoff {args.backoff}, "
+          f"{args.failures} failed sends before the repair)\n")  # fmt: skip
+    print("| metric | loopkit | baseline (the schedule's next attempt, same run) |")
+    print("|---|---|---|")
+    print(f"| repair → delivered, median | {statistics.median(taken):.0f} ms | "
+          f"{statistics.median(schedule):.0f} ms |")  # fmt: skip
+    print(f"| repair → delivered, max | {max(taken):.0f} ms | {max(schedule):.0f} ms |")
+    print(f"| later than scheduled, max | {max(lateness):.0f} ms | 0 ms |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

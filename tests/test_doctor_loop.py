@@ -1,0 +1,49 @@
+"""doctor checks the loop itself: programs, task_file, required_env — each with its fix."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopkit.doctor import diagnose
+
+from helpers import loopkit
+
+
+def loop_problems(ws: Path) -> list[str]:
+    return [f.text for f in diagnose(ws) if f.topic == "loop" and f.level == "problem"]
+
+
+def test_a_sound_loop_has_no_loop_problems(ws: Path) -> None:
+    (ws / "PLAN.md").write_text("- [ ] a task\n")
+    (ws / "loopkit.toml").write_text(
+        f'[loop]\nagent = ["{sys.executable}", "-c", "pass"]\nverify = "FOO=1 true && pytest"\n'
+        'done = "test -f DONE"\ntask_file = "PLAN.md"\npreflight = ["sh -c true"]\n'
+    )
+    assert loop_problems(ws) == []
+
+
+def test_each_loop_problem_is_named_with_its_fix(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STRIPE_KEY_FOR_TEST", raising=False)
+    (ws / "loopkit.toml").write_text(
+        '[loop]\nagent = "no-such-agent-xyz --go"\nverify = ["./missing-verify.sh"]\n'
+        'preflight = ["no-such-probe-abc"]\ntask_file = "PLAN.md"\n'
+        'required_env = ["STRIPE_KEY_FOR_TEST"]\n'
+    )
+    problems = loop_problems(ws)
+    assert any("agent: 'no-such-agent-xyz' is not found" in p for p in problems)
+    assert any("verify: './missing-verify.sh' is not found" in p for p in problems)
+    assert any("preflight: 'no-such-probe-abc'" in p for p in problems)
+    assert any("task_file 'PLAN.md' does not exist" in p for p in problems)
+    assert any("required_env not set now: STRIPE_KEY_FOR_TEST" in p for p in problems)
+    monkeypatch.setenv("STRIPE_KEY_FOR_TEST", "x")
+    assert not any("required_env" in p for p in loop_problems(ws))
+
+
+def test_run_without_an_agent_exits_78_before_iteration_1(ws: Path) -> None:
+    (ws / "loopkit.toml").write_text('[escalation]\nblocked_file = "BLOCKED.md"\n')
+    done = loopkit("-C", str(ws), "run")
+    assert done.returncode == 78 and "no [loop] agent" in done.stderr
+    assert not (ws / ".loopkit" / "state.json").exists()  # no iteration began
