@@ -11,8 +11,9 @@ whichever loopkit process watches the block computes the same next step. In orde
    - never tried → send now;
    - the last try failed hard (not configured, unknown channel, a 4xx other than 429) or
      :data:`RUNG_TRIES` tries failed → the next rung, now (with no next rung: back off);
-   - otherwise retry after ``retry_backoff`` × 2^(failures − 1), capped at
-     ``retry_backoff_max``.
+   - otherwise retry after ``retry_backoff`` × 2^(failed sends − 1), capped at
+     ``retry_backoff_max`` (a try retried within one send — ``within_send`` — is not a send
+     of its own).
 3. Delivered on the current rung: the next rung after ``escalate_after`` without an answer
    (when set), and a reminder every ``remind_every`` (when set) up to ``max_reminders``,
    whichever comes first. A ``none`` rung is skipped: it sends nothing.
@@ -128,7 +129,8 @@ def _until_delivered(
     if not tries:
         return Due(channel, now)
     last = tries[-1]
-    if rung + 1 < len(ladder) and (is_hard(last) or len(tries) >= RUNG_TRIES):
+    sends = sum(1 for e in tries if not e.get("within_send"))  # a send's own retry is one send
+    if rung + 1 < len(ladder) and (is_hard(last) or sends >= RUNG_TRIES):
         return Due(ladder[rung + 1], now)
-    wait = min(settings.retry_backoff * 2 ** (len(tries) - 1), settings.retry_backoff_max)
+    wait = min(settings.retry_backoff * 2 ** (max(sends, 1) - 1), settings.retry_backoff_max)
     return Due(channel, (_at(last) or now) + timedelta(seconds=wait))

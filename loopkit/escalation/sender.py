@@ -175,7 +175,10 @@ class Sender:
             base = record.delivery[index]
             entries = []
             for number, one in enumerate(tries):
-                entry = dict(base) if number == 0 else {**base, "at": clock.iso_millis()}
+                # A try retried within the same send (a 500, then a 200) is an attempt of its
+                # own; marked, so that the backoff counts sends, not tries.
+                later = {"at": clock.iso_millis(), "within_send": True}
+                entry = dict(base) if number == 0 else {**base, **later}
                 entry.update(
                     ok=bool(one.ok),
                     status=one.status,

@@ -98,3 +98,13 @@ def test_a_reminder_that_failed_is_not_a_delivery() -> None:
 def test_none_rungs_are_skipped() -> None:
     settings = EscalationConfig(ladder=("none", "slack"))
     assert next_due(record(), settings, T0) == Due("slack", T0)
+
+
+def test_a_send_s_own_retry_does_not_double_the_backoff() -> None:
+    single = replace(SETTINGS, ladder=("slack",))
+    send = [entry("slack", 0, False, 500), entry("slack", 1, False, 500, within_send=True)]
+    due = next_due(record(*send), single, T0)
+    assert due is not None and due.at == T0 + timedelta(seconds=1 + 30)  # one send: 30 s
+    two = [*send, entry("slack", 31, False, 503), entry("slack", 32, False, 503, within_send=True)]
+    due = next_due(record(*two), single, T0)
+    assert due is not None and due.at == T0 + timedelta(seconds=32 + 60)
