@@ -121,6 +121,7 @@ def one_round(backoff: str, failures: int) -> tuple[float, float, float]:
             f'[escalation]\nretry_backoff = "{backoff}"\n'
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPKIT_")}
+        env["LOOPKIT_HOME"] = str(ws / ".home")  # not the user's registry
         env.update(LOOPKIT_HITL_CHANNEL="slack", LOOPKIT_HITL_SLACK_WEBHOOK=hook.url)
         proc = subprocess.Popen([str(LOOPKIT), "-C", str(ws), "run"], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

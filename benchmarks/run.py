@@ -528,6 +528,7 @@ def main() -> int:
     python = interpreter_of(loopkit)
     wall0 = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix="loopkit-bench-"))
+    os.environ["LOOPKIT_HOME"] = str(root / "loopkit-home")  # not the user's registry
     rng = random.Random(20240601)
     try:
         print(f"running in {root} …", file=sys.stderr)

@@ -10,10 +10,13 @@ from fakeserver import FakeServer
 
 
 @pytest.fixture(autouse=True)
-def _no_loopkit_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_loopkit_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No LOOPKIT_* from the developer's shell; a loopkit home of the test's own, so no test
+    registers a workspace in the real ~/.local/state/loopkit."""
     for key in list(os.environ):
         if key.startswith("LOOPKIT_"):
             monkeypatch.delenv(key)
+    monkeypatch.setenv("LOOPKIT_HOME", str(tmp_path / "loopkit-home"))
 
 
 @pytest.fixture

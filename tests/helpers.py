@@ -20,8 +20,11 @@ LOOPKIT = Path(sys.executable).parent / "loopkit"
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The test process's environment without any LOOPKIT_* setting, plus ``extra``."""
+    """The test process's environment without any LOOPKIT_* setting but the test's own
+    ``LOOPKIT_HOME``, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPKIT_")}
+    if os.environ.get("LOOPKIT_HOME"):
+        env["LOOPKIT_HOME"] = os.environ["LOOPKIT_HOME"]
     env.update(extra)
     return env
 

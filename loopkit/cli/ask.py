@@ -96,6 +96,7 @@ def ask(
         ),
         store=app.store(),
     )
+    app.register()
     record = asked.record
     code = EXIT_BLOCKED if block and record is not None else EXIT_OK
     if as_json:
@@ -145,7 +146,7 @@ def reply(
 
     app.config()
     result = answer(
-        app.store(), request_id, reply, by=by or human(), via="cli",
+        app.store_holding(request_id), request_id, reply, by=by or human(), via="cli",
         expected_updated_at=expected_updated_at,
     )  # fmt: skip
     click.echo(json.dumps(result.decision, ensure_ascii=False))
@@ -202,7 +203,7 @@ def requests_show(app: App, request_id: str, as_json: bool) -> int:
     """Print the whole record as JSON: the one true read of a request's outcome."""
 
     app.config()
-    record = app.store().load(request_id)
+    record = app.store_holding(request_id).load(request_id)
     click.echo(json.dumps(record.to_dict(), indent=2, ensure_ascii=False))
     return EXIT_OK
 
@@ -255,6 +256,7 @@ def gate(app: App, wait: bool, timeout: float | None, command: tuple[str, ...]) 
     from loopkit.escalation.gate import gate as do_gate
 
     config = app.config()
+    app.register()
     result = do_gate(
         config, list(command), cwd=os.getcwd(), wait=wait, timeout=timeout, store=app.store()
     )

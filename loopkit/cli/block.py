@@ -67,6 +67,7 @@ def escalate(
     from loopkit.escalation.sender import message_for
 
     config, broken = app.config_for_a_block()
+    app.register()
     escalator = Escalator(config, store=app.store())
     result = escalator.escalate(
         Escalation(

@@ -45,6 +45,26 @@ class App:
     def workspace(self) -> Workspace:
         return Workspace.of(self.config())
 
+    def register(self) -> None:
+        """Record this workspace in the machine's loopkit home (SPEC §10); a home that cannot
+        be written is a warning, never a lost block."""
+        from loopkit.home import Registry
+
+        config = self._config or self.config()
+        try:
+            Registry().register(config.workspace, Workspace.of(config).repo_name())
+        except OSError as exc:
+            sys.stderr.write(
+                f"loopkit: warning: cannot register this workspace in LOOPKIT_HOME "
+                f"({exc.strerror}); `loopkit inbox` will not list it\n"
+            )
+
+    def store_holding(self, request_id: str) -> RequestStore:
+        """This workspace's store, or the registered workspace's that holds ``request_id``."""
+        from loopkit.inbox.listing import store_holding
+
+        return store_holding(request_id, self.store())
+
     def store(self) -> RequestStore:
         """The one request store of this invocation, for the Config in use."""
         if self._store is None:

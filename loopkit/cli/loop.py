@@ -42,6 +42,7 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
             f"no [loop] agent in {config.workspace / 'loopkit.toml'}; set the agent command "
             "(`loopkit init --agent …` writes one)"
         )
+    app.register()
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
     return Supervisor(config, options=options).run()
 
@@ -59,4 +60,24 @@ def status(app: App, as_json: bool) -> int:
     return EXIT_OK
 
 
-COMMANDS = (run, status)
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON (one array).")
+@click.pass_obj
+def inbox(app: App, as_json: bool) -> int:
+    """Every open question of this machine's loops, oldest first, from any folder.
+
+    Lists the open (and deferred) requests of every workspace registered in LOOPKIT_HOME
+    (each registers itself on run, escalate, ask and gate): repo, workspace, age, kind,
+    question, choices, deadline, and how to answer.
+    """
+    from loopkit.inbox.listing import open_requests, render
+
+    entries = open_requests()
+    if as_json:
+        click.echo(json.dumps([e.row() for e in entries], ensure_ascii=False))
+    else:
+        click.echo(render(entries))
+    return EXIT_OK
+
+
+COMMANDS = (run, status, inbox)

@@ -147,7 +147,7 @@ class Escalator:
         exactly as it is, send. Nothing is refused: the question must reach the human."""
         escalation = escalation.cleaned()
         record = self._new_record(escalation)
-        record.adopted = True
+        record.adopted = record.raised_block = True
         self.store.create(record)
         log.info(
             "adopted",
@@ -187,6 +187,7 @@ class Escalator:
         with self.store.locked():
             if blockfile.state(path) == "file":
                 return self._join(record, persisted=persisted, own=own)
+            record.raised_block = True  # its own BLOCKED.md (the next line writes it)
             if persisted:
                 record.joined_block, record.not_raised = None, False
                 record.raised_at = clock.iso_seconds()  # its timeout starts now
@@ -264,6 +265,7 @@ class Escalator:
 
         Called under the store lock. ``persisted``: ``record`` is already on disk.
         """
+        record.raised_block = False
         if own and not persisted:
             self.store.create(record)
             persisted = True

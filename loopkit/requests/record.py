@@ -61,6 +61,7 @@ Status = Literal["open", "deferred", "resolved", "expired"]
 _WHEN_SET = (
     "raised_by",
     "adopted",
+    "raised_block",
     "task",
     "iteration",
     "summary",
@@ -105,6 +106,7 @@ class Request:
     # Who raised it: "supervisor" for the loop's own blocks (its choices are acted on).
     raised_by: str | None = None
     adopted: bool = False  # an agent's hand-written BLOCKED.md, left as it was written
+    raised_block: bool = False  # it was a BLOCKED.md of its own: its answer is for the loop
     task: str | None = None  # the supervisor's task and iteration when it raised the block
     iteration: int | None = None
     summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
@@ -164,6 +166,7 @@ class Request:
                     raise BadInput(f"{source}: {name!r} must be {what}; fix or restore the file")
         values["not_raised"] = bool(values.get("not_raised"))
         values["adopted"] = bool(values.get("adopted"))
+        values["raised_block"] = bool(values.get("raised_block"))
         if "joined_block" in data and data["joined_block"] is None:
             values["joined_block"] = ""  # joined a block that names no request
         if values.get("status") not in STATUSES:

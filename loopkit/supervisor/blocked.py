@@ -37,6 +37,29 @@ class BlockedPhase:
         self._announced_folder = False
         self._announced_pause = False
 
+    def apply_answered(self) -> Step:
+        """At start: an answer given while no supervisor waited on its block (a bare
+        ``escalate`` answered with ``unblock --reply``, a ``run.sh`` loop) is handed to the
+        next agent run now, once — its BLOCKED.md already gone."""
+        step = CONTINUE
+        path = self.parts.workspace.blocked
+        for _, record in self.parts.store.all():
+            if not (isinstance(record, Request) and record.raised_block):
+                continue
+            if record.status != "resolved" or _applied(record):
+                continue
+            if blockfile.state(path) != "absent" and self._block_request() == record.request_id:
+                continue  # its block stands: the blocked phase applies it
+            log.info(
+                "answer_found",
+                request_id=record.request_id,
+                msg=f"request {record.request_id} was answered while no supervisor waited",
+            )
+            step = self._unblocked(record, removed=False)
+            if step.action == "exit":
+                return step
+        return step
+
     def _block_request(self) -> str | None:
         """The request of the BLOCKED.md there: its marker's, else the adopted request the
         supervisor remembers (an agent's hand-written file, kept as the agent wrote it)."""

@@ -115,6 +115,9 @@ class Supervisor:
         parts.state.status = "running"
         parts.save()
         log.info("started", pid=os.getpid(), msg=f"supervising {parts.workspace.root}")
+        step = self.blocked.apply_answered()
+        if step.action == "exit":  # the answer was the supervisor's own Abort
+            return _code(step)
         resumed = False
         done = 0
         limit = parts.options.max_iterations

@@ -1,0 +1,85 @@
+"""The machine's loopkit home (SPEC section 10): what one user's loops share on one machine.
+
+``LOOPKIT_HOME`` (default ``$XDG_STATE_HOME/loopkit``, else ``~/.local/state/loopkit``),
+mode 0700, holds ``workspaces/<id>.json`` — one per workspace that ran a supervisor or
+raised a block: its absolute path, repo name and when it was last seen. A workspace
+registers itself on every ``run``, ``escalate``, ``ask`` and ``gate``; a path that no longer
+exists is dropped when the registry is read. Registering never stops a block: a home that
+cannot be written is reported once and skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopkit import atomicfile, clock
+
+
+def home(environ: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if environ is None else environ
+    named = environ.get("LOOPKIT_HOME", "").strip()
+    if named:
+        return Path(named).expanduser().absolute()
+    state = environ.get("XDG_STATE_HOME", "").strip()
+    base = Path(state).expanduser() if state else Path.home() / ".local" / "state"
+    return (base / "loopkit").absolute()
+
+
+def _ensure(folder: Path) -> Path:
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.chmod(folder, 0o700)
+    return folder
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    path: Path
+    repo: str
+    last_seen: str
+
+
+def workspace_id(path: Path) -> str:
+    return hashlib.sha256(str(path).encode()).hexdigest()[:16]
+
+
+class Registry:
+    """``LOOPKIT_HOME/workspaces/``: the workspaces of this machine's user."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or home()
+        self.folder = self.root / "workspaces"
+
+    def register(self, path: Path, repo: str) -> None:
+        """Record (or refresh) ``path``; raises OSError when the home cannot be written."""
+        _ensure(self.root)
+        _ensure(self.folder)
+        entry = {"path": str(path), "repo": repo, "last_seen": clock.iso_seconds()}
+        atomicfile.write_json(self.folder / f"{workspace_id(path)}.json", entry, mode=0o600)
+
+    def workspaces(self) -> list[Registered]:
+        """Every registered workspace that still exists, oldest registration first; the
+        entries of folders that are gone are dropped."""
+        found: list[Registered] = []
+        try:
+            files = sorted(self.folder.glob("*.json"))
+        except OSError:
+            return []
+        for file in files:
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+                entry = Registered(Path(data["path"]), str(data["repo"]), str(data["last_seen"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if not entry.path.is_dir():
+                with contextlib.suppress(OSError):
+                    file.unlink()  # a workspace that was deleted
+                continue
+            found.append(entry)
+        return sorted(found, key=lambda e: e.last_seen)

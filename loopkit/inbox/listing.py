@@ -1,0 +1,110 @@
+"""``loopkit inbox``: every open (and deferred) request across the registered workspaces.
+
+Also :func:`store_holding`: the store of whichever registered workspace holds a request id,
+so ``loopkit reply`` and ``loopkit requests show`` work from any folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from loopkit import clock
+from loopkit import config as config_mod
+from loopkit.errors import LoopkitError
+from loopkit.home import Registry
+from loopkit.message import LETTERS, age, fold
+from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
+from loopkit.workspace import Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    record: Request
+    workspace: Path
+    repo: str
+
+    def row(self) -> dict[str, Any]:
+        record = self.record
+        now = clock.now()
+        asked = clock.parse_iso(record.asked_at)
+        timeout = record.timeout_default or {}
+        minutes = timeout.get("after_minutes")
+        deadline = None
+        if isinstance(minutes, int | float) and not record.timed_out_at:
+            deadline = clock.iso_seconds(asked + timedelta(minutes=minutes))
+        return {
+            "request_id": record.request_id,
+            "repo": self.repo,
+            "workspace": str(self.workspace),
+            "asked_at": record.asked_at,
+            "age_seconds": max(0, int((now - asked).total_seconds())),
+            "kind": record.kind,
+            "status": record.status,
+            "question": record.prompt,
+            "choices": [str(o.get("label")) for o in record.options],
+            "deadline": deadline,
+            "timeout_action": timeout.get("action"),
+            "answer": f"loopkit reply --request-id {record.request_id} --reply A",
+        }
+
+
+def _store(path: Path) -> RequestStore:
+    return RequestStore(Workspace.of(config_mod.load(path, lenient=True)))
+
+
+def open_requests(registry: Registry | None = None) -> list[Entry]:
+    """Every open or deferred request of every registered workspace, oldest first."""
+    entries: list[Entry] = []
+    for registered in (registry or Registry()).workspaces():
+        for _, record in _store(registered.path).all():
+            if isinstance(record, Request) and record.is_open:
+                entries.append(Entry(record, registered.path, registered.repo))
+    return sorted(entries, key=lambda e: clock.parse_iso(e.record.asked_at))
+
+
+def store_holding(
+    request_id: str, here: RequestStore, registry: Registry | None = None
+) -> RequestStore:
+    """``here`` when it holds ``request_id``, else the registered workspace's that does;
+    ``here`` again when none does (its load then says "no request")."""
+    if here.path(request_id).exists():
+        return here
+    for registered in (registry or Registry()).workspaces():
+        try:
+            store = _store(registered.path)
+            if store.path(request_id).exists():
+                return store
+        except LoopkitError:
+            continue
+    return here
+
+
+def render(entries: list[Entry]) -> str:
+    if not entries:
+        return "no open questions"
+    blocks = []
+    for entry in entries:
+        row = entry.row()
+        choices = " | ".join(f"{LETTERS[i]}) {c}" for i, c in enumerate(row["choices"][:3]))
+        due = (
+            f" · times out {row['deadline'][11:16]} UTC → {row['timeout_action']}"
+            if row["deadline"]
+            else ""
+        )
+        blocks.append(
+            "\n".join(
+                [
+                    f"{row['repo']} · {age(row['age_seconds'])} ago · {row['kind']}"
+                    f"{' (deferred)' if row['status'] == 'deferred' else ''}{due}",
+                    f"  Q: {fold(row['question'], 120)}",
+                    f"  {choices}" if choices else "  (no choices: reply in your own words)",
+                    f"  {row['workspace']}",
+                    f"  answer: {row['answer']}",
+                ]
+            )
+        )
+    return "\n\n".join(blocks)
