@@ -4,9 +4,11 @@ Tests queue replies per path suffix (``sendMessage``, ``/hook``); every request 
 with its path and JSON body. A reply may hang: the handler then waits until the server is
 closed, so the client's own timeout is what ends the call.
 
-``getUpdates`` behaves like the Bot API's long poll: it returns the pushed updates whose
-``update_id`` is at least the requested ``offset`` at once, or holds the request until one is
-pushed or the requested ``timeout`` runs out.
+``getUpdates`` behaves like the Bot API's long poll, with its real semantics: it returns the
+pushed updates whose ``update_id`` is at least the requested ``offset`` at once, or holds the
+request until one is pushed or the requested ``timeout`` runs out. An ``offset`` confirms
+every update before it *for every consumer* (they are gone), and a second ``getUpdates``
+while one is held makes the first return 409 Conflict, as Telegram does.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class FakeServer:
         self._message_id = 100
         self.updates: list[dict[str, Any]] = []
         self._next_update = 1000
+        self._poll_generation = 0  # a new getUpdates ends (409) the one held before it
         self.seen = threading.Condition(self._lock)
         server = self
 
@@ -77,14 +80,15 @@ class FakeServer:
                     server._closing.wait(30)
                     return
                 payload = reply.body
+                status = reply.status
                 if payload is None and reply.status == 200 and self.path.endswith("/getUpdates"):
-                    payload = server._long_poll(body or {})
+                    status, payload = server._long_poll(body or {})
                 if payload is None:
                     payload = server._default_body(self.path, body)
                 data = (
                     payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 )
-                self.send_response(reply.status)
+                self.send_response(status)
                 kind = "text/plain" if isinstance(payload, str) else "application/json"
                 self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(data)))
@@ -125,7 +129,7 @@ class FakeServer:
             self.seen.notify_all()
         return update_id
 
-    def _long_poll(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _long_poll(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         offset = int(body.get("offset") or 0)
         hold = float(body.get("timeout") or 0)
 
@@ -133,8 +137,19 @@ class FakeServer:
             return [u for u in self.updates if u["update_id"] >= offset]
 
         with self.seen:
-            self.seen.wait_for(lambda: ready() or self._closing.is_set(), timeout=hold)
-            return {"ok": True, "result": ready()}
+            if offset:  # confirmed, for everyone: Telegram forgets them
+                self.updates = [u for u in self.updates if u["update_id"] >= offset]
+            self._poll_generation += 1
+            mine = self._poll_generation
+            self.seen.notify_all()
+            self.seen.wait_for(
+                lambda: ready() or self._closing.is_set() or self._poll_generation != mine,
+                timeout=hold,
+            )
+            if self._poll_generation != mine:
+                conflict = "Conflict: terminated by other getUpdates request"
+                return 409, {"ok": False, "error_code": 409, "description": conflict}
+            return 200, {"ok": True, "result": ready()}
 
     def offsets(self) -> list[int | None]:
         """The offset each getUpdates asked for, in order."""

@@ -238,3 +238,8 @@ def phone_env(server: FakeServer, **extra: str) -> dict[str, str]:
         LOOPKIT_HITL_TELEGRAM_API=server.url,
         **extra,
     )
+
+
+def offset_file(token: str) -> Path:
+    """Where loopkit keeps a bot's update offset: one per bot, in the test's LOOPKIT_HOME."""
+    return Path(os.environ["LOOPKIT_HOME"]) / "telegram" / f"{token.split(':')[0]}.json"

@@ -185,3 +185,18 @@ def read_head(path: Path, lines: int = marker.HEAD_LINES) -> str:
 def request_id_of(path: Path) -> str | None:
     """The request id in BLOCKED.md's marker comment, if the file has one."""
     return marker.request_id_of(str(path))
+
+
+def remove_block(path: Path, record: Any) -> bool:
+    """Remove BLOCKED.md when it is ``record``'s block: its marker names the request, or it is
+    the agent's hand-written file the request adopted (never a human's own). True if removed."""
+    if state(path) != "file":
+        return False
+    marked = request_id_of(path)
+    if marked == record.request_id or (marked is None and getattr(record, "adopted", False)):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+    return False

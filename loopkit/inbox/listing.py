@@ -52,7 +52,8 @@ class Entry:
         }
 
 
-def _store(path: Path) -> RequestStore:
+def store_for(path: Path) -> RequestStore:
+    """The request store of the workspace at ``path`` (its own ``blocked_file`` honoured)."""
     return RequestStore(Workspace.of(config_mod.load(path, lenient=True)))
 
 
@@ -60,7 +61,7 @@ def open_requests(registry: Registry | None = None) -> list[Entry]:
     """Every open or deferred request of every registered workspace, oldest first."""
     entries: list[Entry] = []
     for registered in (registry or Registry()).workspaces():
-        for _, record in _store(registered.path).all():
+        for _, record in store_for(registered.path).all():
             if isinstance(record, Request) and record.is_open:
                 entries.append(Entry(record, registered.path, registered.repo))
     return sorted(entries, key=lambda e: clock.parse_iso(e.record.asked_at))
@@ -75,7 +76,7 @@ def store_holding(
         return here
     for registered in (registry or Registry()).workspaces():
         try:
-            store = _store(registered.path)
+            store = store_for(registered.path)
             if store.path(request_id).exists():
                 return store
         except LoopkitError:

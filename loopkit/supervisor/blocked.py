@@ -328,15 +328,8 @@ class BlockedPhase:
             log.info("task_skipped", task=task, msg=f"skipping task {task!r}")
 
     def _remove_block(self, record: Request) -> None:
-        """Remove BLOCKED.md if it is still this request's block: its marker names it, or it
-        is the agent's hand-written file this request adopted (never a human's own)."""
-        path = self.parts.workspace.blocked
-        if blockfile.state(path) != "file":
-            return
-        marked = blockfile.request_id_of(path)
-        if marked == record.request_id or (marked is None and record.adopted):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+        """Remove BLOCKED.md if it is still this request's block (never a human's own)."""
+        blockfile.remove_block(self.parts.workspace.blocked, record)
 
     def _resume(self) -> Step:
         state = self.parts.state

@@ -17,11 +17,14 @@ losing its keyboard. 409 (another process polls this bot), 429 and network failu
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -30,6 +33,9 @@ from loopkit import atomicfile, clock
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
+from loopkit.escalation.blockfile import remove_block
+from loopkit.home import Registry, home
+from loopkit.inbox.listing import store_for, store_holding
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
 from loopkit.requests.answer import answer
@@ -62,12 +68,18 @@ def _sender(user: Any) -> Sender:
     return Sender(user_id if isinstance(user_id, int) else None, fold(name, 60))
 
 
-class OffsetFile:
-    """``.loopkit/telegram.json``: the next update offset, for this bot only."""
+def bot_id(token: str | None) -> str:
+    """The bot's public user id (the token's part before the colon): not a secret."""
+    return (token or "").split(":", 1)[0] or "unknown"
 
-    def __init__(self, workspace: Workspace, token: str | None) -> None:
-        self.path = workspace.state_dir / "telegram.json"
-        self.bot = (token or "").split(":", 1)[0]  # the bot's public user id, not a secret
+
+class OffsetFile:
+    """``LOOPKIT_HOME/telegram/<bot-id>.json``: the next update offset — one per bot on the
+    machine, whichever process polls it (SPEC §10). No token is written."""
+
+    def __init__(self, token: str | None, root: Path | None = None) -> None:
+        self.bot = bot_id(token)
+        self.path = (root or home()) / "telegram" / f"{self.bot}.json"
 
     def load(self) -> int | None:
         try:
@@ -80,6 +92,7 @@ class OffsetFile:
         return offset if isinstance(offset, int) else None
 
     def save(self, offset: int) -> None:
+        self.path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         atomicfile.write_json(
             self.path, {"bot": self.bot, "offset": offset, "updated_at": clock.iso_seconds()}
@@ -123,7 +136,14 @@ def telegram_message_id(record: Request) -> int | None:
 
 
 class UpdatePoller:
-    """Polls while ``active`` is set; one thread for the supervisor's lifetime."""
+    """One bot's update poller, for every registered workspace of the machine.
+
+    Telegram allows one ``getUpdates`` consumer per bot, so the thread first takes the bot's
+    lease — an ``flock`` in ``LOOPKIT_HOME`` — and only then polls; the other processes'
+    threads wait in that ``flock``, which the kernel hands over the moment the holder exits
+    or dies. The holder routes each update to whichever registered workspace holds its
+    request (by the id on the button, or by the replied-to message), applies it there
+    exactly once, and removes that block's BLOCKED.md, supervised or not."""
 
     def __init__(
         self,
@@ -137,7 +157,9 @@ class UpdatePoller:
         self.config = config
         self.bot = BotApi(config.channels, client=client)
         self.store = store or RequestStore(Workspace.of(config))
-        self.offsets = OffsetFile(Workspace.of(config), config.channels.telegram_token)
+        self.offsets = OffsetFile(config.channels.telegram_token)
+        self.lease_path = home() / "locks" / f"telegram-{self.offsets.bot}.lock"
+        self._lease: int | None = None
         self.poll_timeout = poll_timeout
         self.active = threading.Event()
         self.stopped = threading.Event()
@@ -163,12 +185,30 @@ class UpdatePoller:
         if self._busy.is_set() and self._thread is not None:
             self._thread.join(wait)
 
+    def _take_lease(self) -> bool:
+        """Block until this process holds the bot's lease (False when it cannot be had)."""
+        try:
+            self.lease_path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.lease_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.lease_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            log.warning("telegram_lease_failed", msg=f"telegram: no lease ({exc.strerror}); "
+                        "polling without one")  # fmt: skip
+            return True
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the kernel wakes this at once when the holder goes
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lease = fd
+        return True
+
     def _run(self) -> None:
+        if not self.active.is_set():
+            self.active.wait()  # not before this process first waits on a block
+        if self.stopped.is_set() or not self._take_lease() or self.stopped.is_set():
+            return
+        log.info("telegram_lease", msg=f"telegram: polling bot {self.offsets.bot} for this machine")
         backoff = 1.0
         while not self.stopped.is_set():
-            if not self.active.is_set():
-                self.active.wait()
-                continue
             started = time.monotonic()
             try:
                 handled = self.poll_once()
@@ -316,12 +356,21 @@ class UpdatePoller:
         if applied is not None and not applied[1]:
             self.show_outcome(applied[0], replied.get("text"))
 
+    def _stores(self) -> list[RequestStore]:
+        """This workspace's store first, then every other registered workspace's."""
+        stores = [self.store]
+        for registered in Registry().workspaces():
+            if registered.path != self.store.workspace.root:
+                stores.append(store_for(registered.path))
+        return stores
+
     def _request_for_message(self, message_id: Any) -> Request | None:
         if not isinstance(message_id, int):
             return None
-        for _, record in self.store.all():
-            if isinstance(record, Request) and telegram_message_id(record) == message_id:
-                return record
+        for store in self._stores():
+            for _, record in store.all():
+                if isinstance(record, Request) and telegram_message_id(record) == message_id:
+                    return record
         return None
 
     def _apply(
@@ -330,16 +379,22 @@ class UpdatePoller:
         """Record the answer. Returns the record and, if it was answered already, why not."""
         about = {"by_id": sender.user_id, "by_name": sender.name}
         try:
-            result = answer(
-                self.store, request_id, reply, by=sender.by, via="telegram", about=about
-            )
+            store = store_holding(request_id, self.store)
+        except LoopkitError:
+            return None
+        try:
+            result = answer(store, request_id, reply, by=sender.by, via="telegram", about=about)
         except RequestConflict as conflict:
             try:
-                return self.store.load(request_id), fold(str(conflict), 190)
+                return store.load(request_id), fold(str(conflict), 190)
             except LoopkitError:
                 return None
         except LoopkitError:
             return None
+        if not result.deferred:
+            # As `loopkit unblock --reply` does: the block goes, supervised or not; a waiting
+            # supervisor sees the answer either way and hands it on once.
+            remove_block(store.workspace.blocked, result.record)
         log.info(
             "telegram_answer",
             request_id=request_id,
@@ -362,7 +417,11 @@ class UpdatePoller:
         if not isinstance(original, str):
             from loopkit.escalation.sender import message_for
 
-            original = message_for(record, Workspace.of(self.config).repo_name()).text
+            try:
+                repo = store_holding(record.request_id, self.store).workspace.repo_name()
+            except LoopkitError:
+                repo = Workspace.of(self.config).repo_name()
+            original = message_for(record, repo).text
         self.bot.try_call(
             "editMessageText",
             {

@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from fakeserver import FakeServer, Reply
-from helpers import PHONE_CHAT, PHONE_TOKEN, Daemon, loopkit, phone_env, wait_until, write_config
+from helpers import (
+    PHONE_CHAT,
+    PHONE_TOKEN,
+    Daemon,
+    loopkit,
+    offset_file,
+    phone_env,
+    wait_until,
+    write_config,
+)
 
 ANA = {"id": 111, "first_name": "Ana"}
 
@@ -90,7 +99,7 @@ def test_an_abort_tap_exits_3(ws: Path, server: FakeServer) -> None:
     # Exiting at once must not cut off the acknowledgement, the edit or the offset.
     assert server.calls("/answerCallbackQuery")[0].body["text"].startswith("Resolved: Abort")
     assert "Resolved: Abort the loop" in server.calls("/editMessageText")[0].body["text"]
-    assert json.loads((ws / ".loopkit" / "telegram.json").read_text())["offset"] > 0
+    assert json.loads(offset_file(PHONE_TOKEN).read_text())["offset"] > 0
     # And the answer is applied once: a restart does not abort again.
     restarted = loopkit("-C", str(ws), "run", "--max-iterations", "1", env=phone_env(server))
     assert restarted.returncode == 0, restarted.stderr
