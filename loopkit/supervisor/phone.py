@@ -18,18 +18,14 @@ losing its keyboard. 409 (another process polls this bot), 429 and network failu
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from loopkit import atomicfile, clock
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
@@ -41,98 +37,13 @@ from loopkit.message import LETTERS, fold
 from loopkit.requests.answer import answer
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
+from loopkit.supervisor.bot import OffsetFile, Sender, outcome_line, sender_of, telegram_message_id
 from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.phone")
 
 POLL_TIMEOUT = 25  # seconds Telegram holds a getUpdates open
 MAX_BACKOFF = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class Sender:
-    user_id: int | None
-    name: str
-
-    @property
-    def by(self) -> str:
-        return f"{self.user_id} ({self.name})"
-
-
-def _sender(user: Any) -> Sender:
-    if not isinstance(user, dict):
-        return Sender(None, "unknown")
-    name = " ".join(str(user.get(k)) for k in ("first_name", "last_name") if user.get(k))
-    name = name or str(user.get("username") or "unknown")
-    user_id = user.get("id")
-    return Sender(user_id if isinstance(user_id, int) else None, fold(name, 60))
-
-
-def bot_id(token: str | None) -> str:
-    """The bot's public user id (the token's part before the colon): not a secret."""
-    return (token or "").split(":", 1)[0] or "unknown"
-
-
-class OffsetFile:
-    """``LOOPKIT_HOME/telegram/<bot-id>.json``: the next update offset — one per bot on the
-    machine, whichever process polls it (SPEC §10). No token is written."""
-
-    def __init__(self, token: str | None, root: Path | None = None) -> None:
-        self.bot = bot_id(token)
-        self.path = (root or home()) / "telegram" / f"{self.bot}.json"
-
-    def load(self) -> int | None:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(data, dict) or data.get("bot") != self.bot:
-            return None
-        offset = data.get("offset")
-        return offset if isinstance(offset, int) else None
-
-    def save(self, offset: int) -> None:
-        self.path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        atomicfile.write_json(
-            self.path, {"bot": self.bot, "offset": offset, "updated_at": clock.iso_seconds()}
-        )
-
-
-def _hhmm(at: str | None) -> str:
-    try:
-        moment = clock.parse_iso(at) if at else clock.now()
-    except ValueError:
-        moment = clock.now()
-    return f"{moment:%H:%M} UTC"
-
-
-def outcome_line(record: Request) -> str:
-    """The line the message is edited to end with, once the request is no longer open."""
-    res = record.resolution or {}
-    at = _hhmm(res.get("resolved_at"))
-    if record.status == "expired":
-        minutes = (record.timeout_default or {}).get("after_minutes")
-        done = {
-            "abort": "loopkit aborted the loop (exit 3)",
-            "skip": "loopkit skipped the task",
-            "retry": "loopkit retried the task",
-        }.get(str(res.get("action")), f"loopkit took the default ({res.get('action')})")
-        return f"Expired after {minutes} min, {at}: no answer, {done}."
-    if res.get("outcome") == "unblocked":
-        return f"Unblocked by hand ({res.get('via')}), {at}."
-    chosen = res.get("chosen_option")
-    label = next((str(o.get("label")) for o in record.options if o.get("value") == chosen), None)
-    what = label or fold(str(res.get("parsed_decision") or ""), 80)
-    name = str(res.get("by_name") or res.get("by") or "someone")
-    return f"Resolved: {what} — by {name}, {at}"
-
-
-def telegram_message_id(record: Request) -> int | None:
-    for entry in reversed(record.delivery):
-        if entry.get("channel") == "telegram" and isinstance(entry.get("message_id"), int):
-            return int(entry["message_id"])
-    return None
 
 
 class UpdatePoller:
@@ -305,7 +216,7 @@ class UpdatePoller:
             self._text(update["message"])
 
     def _tap(self, query: dict[str, Any]) -> None:
-        sender = _sender(query.get("from"))
+        sender = sender_of(query.get("from"))
         raw = query.get("message")
         message: dict[str, Any] = raw if isinstance(raw, dict) else {}
         query_id = query.get("id")
@@ -333,11 +244,15 @@ class UpdatePoller:
         self.show_outcome(record, message.get("text"))
 
     def _text(self, message: dict[str, Any]) -> None:
-        sender = _sender(message.get("from"))
+        sender = sender_of(message.get("from"))
         replied = message.get("reply_to_message")
         text = message.get("text")
-        if not isinstance(replied, dict) or not isinstance(text, str):
-            return  # chatter in the chat; only replies to a block's message answer it
+        if not isinstance(text, str) or text.startswith("/"):
+            return  # a sticker, a photo, a bot command: nothing to answer with
+        if not isinstance(replied, dict):
+            if self._chat_ok(message.get("chat")) and self._user_ok(sender):
+                self._plain(text, sender)
+            return
         if not (self._chat_ok(message.get("chat")) and self._user_ok(sender)):
             log.warning(
                 "telegram_not_allowed",
@@ -355,6 +270,36 @@ class UpdatePoller:
         applied = self._apply(record.request_id, text, sender)
         if applied is not None and not applied[1]:
             self.show_outcome(applied[0], replied.get("text"))
+
+    def _open_blocks(self) -> list[tuple[Request, RequestStore]]:
+        """Every open block sent to this chat, across the machine's workspaces."""
+        found = []
+        for store in self._stores():
+            for _, record in store.all():
+                if not (isinstance(record, Request) and record.is_open and record.raised_block):
+                    continue
+                if telegram_message_id(record) is not None:
+                    found.append((record, store))
+        return found
+
+    def _plain(self, text: str, sender: Sender) -> None:
+        """A message that replies to nothing: it answers the open block when exactly one is
+        open across the machine; with several, the bot lists them and says how to answer."""
+        blocks = self._open_blocks()
+        if len(blocks) == 1:
+            record, _ = blocks[0]
+            applied = self._apply(record.request_id, text, sender)
+            if applied is not None and not applied[1]:
+                self.show_outcome(applied[0])
+            return
+        if not blocks:
+            log.info("telegram_chatter", msg="telegram: a message, and no block is open")
+            return
+        lines = [
+            f"{len(blocks)} questions are open; reply to the question's message or tap a button:"
+        ]
+        lines += [f"- {store.workspace.repo_name()}: {fold(r.prompt, 100)}" for r, store in blocks]
+        self.bot.try_call("sendMessage", {"chat_id": self.chat, "text": "\n".join(lines)})
 
     def _stores(self) -> list[RequestStore]:
         """This workspace's store first, then every other registered workspace's."""

@@ -100,3 +100,40 @@ def test_the_lease_fails_over_when_the_holder_is_killed(tmp_path: Path, server: 
             tap(server, request_id, 0, message_id)
             wait_until(lambda: resumed_with(second, "yes"), 10, "the other loop took the lease")
             assert waiter.proc.poll() is None
+
+
+def say(server: FakeServer, text: str) -> None:
+    server.push_update(
+        message={"message_id": 900, "from": ANA, "chat": {"id": PHONE_CHAT}, "text": text}
+    )
+
+
+def test_plain_messages_answer_the_one_open_block_or_list_them(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    first, second = workspace(tmp_path, "shop"), workspace(tmp_path, "blog")
+    with Daemon(first, env=phone_env(server)), Daemon(second, env=phone_env(server)):
+        (first_id, first_message), _ = request_of(first), request_of(second)
+        say(server, "yes")  # two are open: the bot says how to answer instead
+
+        def the_list() -> list[object]:
+            return [c for c in server.calls("/sendMessage") if "are open" in c.body["text"]]
+
+        listed = wait_until(the_list, 10, "the list of open questions")
+        assert isinstance(listed, list)
+        text = listed[0].body["text"]
+        assert "2 questions are open" in text and "Proceed with shop?" in text
+        assert "Proceed with blog?" in text and "reply to the question's message" in text
+        tap(server, first_id, 0, first_message)
+        wait_until(lambda: resumed_with(first, "yes"), 10, "shop resumed")
+        say(server, "B")  # now exactly one is open: a plain message answers it
+        wait_until(lambda: resumed_with(second, "no"), 10, "blog resumed by the plain message")
+
+
+def test_a_tap_no_workspace_knows_is_an_unknown_request(tmp_path: Path, server: FakeServer) -> None:
+    ws = workspace(tmp_path, "shop")
+    with Daemon(ws, env=phone_env(server)):
+        request_of(ws)
+        tap(server, "nosuchrequest", 0, 999)
+        acks = wait_until(lambda: server.calls("/answerCallbackQuery"), 10, "the ack")
+        assert isinstance(acks, list) and acks[0].body["text"] == "unknown request"
