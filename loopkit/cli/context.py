@@ -61,7 +61,7 @@ class App:
 
     def store_holding(self, request_id: str) -> RequestStore:
         """This workspace's store, or the registered workspace's that holds ``request_id``."""
-        from loopkit.inbox.listing import store_holding
+        from loopkit.requests.locate import store_holding
 
         return store_holding(request_id, self.store())
 

@@ -60,24 +60,4 @@ def status(app: App, as_json: bool) -> int:
     return EXIT_OK
 
 
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON (one array).")
-@click.pass_obj
-def inbox(app: App, as_json: bool) -> int:
-    """Every open question of this machine's loops, oldest first, from any folder.
-
-    Lists the open (and deferred) requests of every workspace registered in LOOPKIT_HOME
-    (each registers itself on run, escalate, ask and gate): repo, workspace, age, kind,
-    question, choices, deadline, and how to answer.
-    """
-    from loopkit.inbox.listing import open_requests, render
-
-    entries = open_requests()
-    if as_json:
-        click.echo(json.dumps([e.row() for e in entries], ensure_ascii=False))
-    else:
-        click.echo(render(entries))
-    return EXIT_OK
-
-
-COMMANDS = (run, status, inbox)
+COMMANDS = (run, status)

@@ -1,8 +1,4 @@
-"""``loopkit inbox``: every open (and deferred) request across the registered workspaces.
-
-Also :func:`store_holding`: the store of whichever registered workspace holds a request id,
-so ``loopkit reply`` and ``loopkit requests show`` work from any folder.
-"""
+"""``loopkit inbox``: every open (and deferred) request across the registered workspaces."""
 
 from __future__ import annotations
 
@@ -12,13 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from loopkit import clock
-from loopkit import config as config_mod
-from loopkit.errors import LoopkitError
 from loopkit.home import Registry
 from loopkit.message import LETTERS, age, fold
+from loopkit.requests.locate import store_for
 from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
-from loopkit.workspace import Workspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +45,6 @@ class Entry:
         }
 
 
-def store_for(path: Path) -> RequestStore:
-    """The request store of the workspace at ``path`` (its own ``blocked_file`` honoured)."""
-    return RequestStore(Workspace.of(config_mod.load(path, lenient=True)))
-
-
 def open_requests(registry: Registry | None = None) -> list[Entry]:
     """Every open or deferred request of every registered workspace, oldest first."""
     entries: list[Entry] = []
@@ -65,23 +53,6 @@ def open_requests(registry: Registry | None = None) -> list[Entry]:
             if isinstance(record, Request) and record.is_open:
                 entries.append(Entry(record, registered.path, registered.repo))
     return sorted(entries, key=lambda e: clock.parse_iso(e.record.asked_at))
-
-
-def store_holding(
-    request_id: str, here: RequestStore, registry: Registry | None = None
-) -> RequestStore:
-    """``here`` when it holds ``request_id``, else the registered workspace's that does;
-    ``here`` again when none does (its load then says "no request")."""
-    if here.path(request_id).exists():
-        return here
-    for registered in (registry or Registry()).workspaces():
-        try:
-            store = store_for(registered.path)
-            if store.path(request_id).exists():
-                return store
-        except LoopkitError:
-            continue
-    return here
 
 
 def render(entries: list[Entry]) -> str:

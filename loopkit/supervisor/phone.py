@@ -31,10 +31,10 @@ from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation.blockfile import remove_block
 from loopkit.home import Registry, home
-from loopkit.inbox.listing import store_for, store_holding
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
 from loopkit.requests.answer import answer
+from loopkit.requests.locate import store_for, store_holding
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor.bot import OffsetFile, Sender, outcome_line, sender_of, telegram_message_id

@@ -1,0 +1,67 @@
+"""``inbox`` and ``serve``: this machine's open questions, and the daemon that answers them."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from loopkit.cli.context import App
+from loopkit.errors import EXIT_OK
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON (one array).")
+@click.pass_obj
+def inbox(app: App, as_json: bool) -> int:
+    """Every open question of this machine's loops, oldest first, from any folder.
+
+    Lists the open (and deferred) requests of every workspace registered in LOOPKIT_HOME
+    (each registers itself on run, escalate, ask and gate): repo, workspace, age, kind,
+    question, choices, deadline, and how to answer.
+    """
+    from loopkit.inbox.listing import open_requests, render
+
+    entries = open_requests()
+    if as_json:
+        click.echo(json.dumps([e.row() for e in entries], ensure_ascii=False))
+    else:
+        click.echo(render(entries))
+    return EXIT_OK
+
+
+@click.command()
+@click.option(
+    "--listen", metavar="HOST:PORT", help="Where the inbox listens (default 127.0.0.1:8765)."
+)
+@click.option("--print-unit", is_flag=True, help="Print a systemd user unit for it, and exit.")
+@click.pass_obj
+def serve(app: App, listen: str | None, print_unit: bool) -> int:
+    """The per-user daemon: answers from the phone for every registered loop.
+
+    Holds the bot's lease and relays taps and replies to whichever workspace holds the
+    request — a bare `loopkit escalate` or a run.sh loop included — and retries the failed
+    deliveries of blocks no supervisor watches. Runs in the foreground; SIGINT / SIGTERM stop
+    it (130 / 143). Channel settings come from the environment, as for `run`.
+
+    \b
+    Install as a user service:
+      loopkit serve --print-unit > ~/.config/systemd/user/loopkit-serve.service
+      systemctl --user enable --now loopkit-serve
+    """
+    from loopkit.config import load
+    from loopkit.inbox.serve import DEFAULT_LISTEN, unit
+    from loopkit.inbox.serve import serve as do_serve
+
+    if print_unit:
+        click.echo(unit(listen or DEFAULT_LISTEN), nl=False)
+        return EXIT_OK
+    settings = load(app.root, lenient=True).channels
+    app.setup_logging(load(app.root, lenient=True), "info")
+    return do_serve(
+        listen or DEFAULT_LISTEN, explicit=listen is not None, settings=settings, out=sys.stdout
+    )
+
+
+COMMANDS = (inbox, serve)

@@ -1,0 +1,198 @@
+"""``loopkit serve``: the per-user daemon (SPEC section 10).
+
+It holds the bot's lease and relays answers for every registered workspace — supervised or
+not, so a bare ``loopkit escalate`` or a ``run.sh`` loop can be answered from the phone — and
+retries the failed deliveries of blocks that no supervisor watches (a waiting supervisor
+retries its own). It adopts nothing (adoption needs the agent's run). Its HTTP side is a
+Starlette app served by uvicorn on ``--listen`` (default ``127.0.0.1:8765``): an ASGI stack
+because the web inbox (SPEC section 11) grows on it — pages, live updates — and uvicorn runs
+it in this process, beside the relay's threads, with no second server to operate. Until the
+inbox lands it answers ``/healthz`` only, and shows no request data.
+
+SIGINT / SIGTERM stop it (130 / 143); the relay finishes the batch it is handling first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from loopkit import clock
+from loopkit import config as config_mod
+from loopkit.config import ChannelSettings, Config
+from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
+from loopkit.escalation import delivery
+from loopkit.escalation.sender import Sender
+from loopkit.home import Registry, home
+from loopkit.log import get_logger
+from loopkit.requests.record import Request
+from loopkit.supervisor.state import SupervisorLock
+from loopkit.workspace import Workspace
+
+log = get_logger("loopkit.serve")
+
+DEFAULT_LISTEN = "127.0.0.1:8765"
+RETRY_LOOK = 5.0  # seconds between looks for deliveries that are due, at the most
+
+UNIT = """\
+[Unit]
+Description=loopkit serve: answers from the phone for every loop of {user}
+After=network-online.target
+
+[Service]
+ExecStart={python} -m loopkit serve --listen {listen}
+Restart=on-failure
+RestartSec=5
+
+[Install]
+WantedBy=default.target
+"""
+
+
+def parse_listen(value: str, *, explicit: bool) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise UsageError(f"--listen {value!r} is not HOST:PORT (e.g. {DEFAULT_LISTEN})")
+    host = host.strip("[]")
+    if not explicit and host not in ("127.0.0.1", "::1", "localhost"):
+        raise UsageError("serve listens on loopback unless --listen names another address")
+    return host, int(port)
+
+
+def unit(listen: str) -> str:
+    import getpass
+
+    return UNIT.format(user=getpass.getuser(), python=sys.executable, listen=listen)
+
+
+def _app() -> Any:
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    async def healthz(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("ok\n")
+
+    return Starlette(routes=[Route("/healthz", healthz)])
+
+
+@dataclass
+class Retrier:
+    """Sends what is due for blocks no supervisor watches, in every registered workspace."""
+
+    stop: threading.Event
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            wait = RETRY_LOOK
+            for path in [r.path for r in Registry().workspaces()]:
+                with contextlib.suppress(Exception):  # one broken workspace stops no other
+                    wait = min(wait, self._workspace(path))
+            self.stop.wait(max(0.05, wait))
+
+    def _workspace(self, path: Path) -> float:
+        """Send what is due in ``path``; seconds until its next send (RETRY_LOOK at most)."""
+        config = config_mod.load(path, lenient=True)
+        workspace = Workspace.of(config)
+        if SupervisorLock(workspace).holder() is not None:
+            return RETRY_LOOK  # a supervisor watches its own blocks
+        sender: Sender | None = None
+        soonest = RETRY_LOOK
+        from loopkit.requests.store import RequestStore
+
+        store = RequestStore(workspace)
+        for _, record in store.all():
+            if not (isinstance(record, Request) and record.is_open and record.raised_block):
+                continue
+            due = delivery.next_due(record, config.escalation, clock.now())
+            if due is None:
+                continue
+            wait = (due.at - clock.now()).total_seconds()
+            if wait <= 0:
+                sender = sender or Sender(config, store)
+                sender.deliver(record, reminders=True)
+                continue
+            soonest = min(soonest, wait)
+        return soonest
+
+
+class _Server:  # a thin uvicorn.Server that remembers the signal that stopped it
+    def __init__(self, sock: socket.socket) -> None:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield  # ours are installed by serve(): uvicorn must not re-raise them
+
+        self.signal: int | None = None
+        config = uvicorn.Config(_app(), log_level="warning", lifespan="off", access_log=False)
+        self.server = Server(config)
+        self.sock = sock
+
+    def stop(self, signum: int) -> None:
+        self.signal = signum
+        self.server.should_exit = True
+
+    def run(self) -> None:
+        self.server.run(sockets=[self.sock])
+
+
+def serve(listen: str, *, explicit: bool, settings: ChannelSettings, out: Any) -> int:
+    host, port = parse_listen(listen, explicit=explicit)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        raise UsageError(
+            f"cannot listen on {listen}: {exc.strerror}; pick another --listen"
+        ) from None
+    sock.listen(64)
+    sock.setblocking(False)
+    bound = sock.getsockname()
+    stop = threading.Event()
+    server = _Server(sock)
+    poller = _poller(settings)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        server.stop(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    retrier = threading.Thread(target=Retrier(stop).run, daemon=True, name="loopkit-retry")
+    retrier.start()
+    out.write(f"loopkit serve: listening on http://{bound[0]}:{bound[1]} (LOOPKIT_HOME {home()})\n")
+    out.flush()
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        stop.set()
+        if poller is not None:
+            poller.stop()
+        sock.close()
+    return EXIT_SIGINT if server.signal == signal.SIGINT else EXIT_SIGTERM
+
+
+def _poller(settings: ChannelSettings) -> Any:
+    """The bot's poller for the whole machine, when a bot is configured."""
+    if not (settings.telegram_token and settings.telegram_chat):
+        return None
+    from loopkit.supervisor.phone import UpdatePoller
+
+    config = Config(workspace=home(), channels=settings)  # serve has no workspace of its own
+    poller = UpdatePoller(config)
+    poller.active.set()
+    poller.start()
+    return poller
