@@ -141,7 +141,11 @@ class Supervisor:
             if step.action == "exit":
                 return _code(step)
             last = limit is not None and done >= limit
-            if not last and blockfile.state(parts.workspace.blocked) == "absent" and self._pause():
+            # No pause after raising a block, even when it is already answered and gone.
+            blocked = (
+                blockfile.state(parts.workspace.blocked) != "absent" or parts.state.open_request
+            )
+            if not last and not blocked and self._pause():
                 return _code(parts.stopped())
 
     def _reload(self) -> None:
