@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import math
 import os
 import re
 import tomllib
@@ -122,6 +123,8 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError('expected a duration such as 5, "5s", "10m" or "1h"')
     if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError("a duration must be a finite number (not nan or inf)")
         if value < 0:
             raise ValueError("a duration cannot be negative")
         return float(value)
@@ -133,7 +136,7 @@ def parse_duration(value: object) -> float:
                 break
             total += float(m.group(1)) * _UNIT[m.group(2)]
             pos = m.end()
-        if text and pos == len(text):
+        if text and pos == len(text) and math.isfinite(total):
             return total
     raise ValueError(f'{value!r} is not a duration such as "5s", "10m" or "1h"')
 
@@ -184,8 +187,10 @@ def _positive_int(value: object) -> int:
 
 
 def _positive_number(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError("expected a number greater than 0")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError("expected a number greater than 0")  # NaN fails `> 0` too
+    if not math.isfinite(value):
+        raise ValueError("expected a finite number (not inf)")
     return value
 
 

@@ -9,6 +9,7 @@ httpx's own messages verbatim, and always pass the redactor: the URL may hold a 
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -34,23 +35,34 @@ class Response:
         return isinstance(self.status, int) and 200 <= self.status < 300
 
 
+MAX_RETRY_AFTER = 3600.0  # a server's "retry after" is honoured up to an hour, never more
+
+
+def capped_wait(value: object) -> float | None:
+    """A server-given wait in seconds, within [0, MAX_RETRY_AFTER]; None when it is not a
+    finite number (``1e12``, ``nan`` and ``inf`` must not overflow or spin a wait)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return min(max(0.0, float(value)), MAX_RETRY_AFTER)
+
+
 def _retry_after(response: httpx.Response, body: Any) -> float | None:
     if isinstance(body, dict):
         params = body.get("parameters")
-        if isinstance(params, dict) and isinstance(params.get("retry_after"), int | float):
-            return max(0.0, float(params["retry_after"]))
+        if isinstance(params, dict) and capped_wait(params.get("retry_after")) is not None:
+            return capped_wait(params["retry_after"])
     header = response.headers.get("retry-after")
     if not header:
         return None
     try:
-        return max(0.0, float(header))
+        return capped_wait(float(header))
     except ValueError:
         pass
     try:
         when = email.utils.parsedate_to_datetime(header)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    return capped_wait(when.timestamp() - time.time())
 
 
 def _json(response: httpx.Response) -> Any:

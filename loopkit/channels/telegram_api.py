@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import httpx
 
-from loopkit.channels.http import Response, post_json
+from loopkit.channels.http import Response, capped_wait, post_json
 from loopkit.config import ChannelSettings
 from loopkit.log import get_logger
 from loopkit.redact import Redactor
@@ -95,8 +95,8 @@ class BotApi:
         if answer.status == 429:
             params = body.get("parameters")
             retry = params.get("retry_after") if isinstance(params, dict) else None
-            wait = float(retry) if isinstance(retry, int | float) else DEFAULT_RATE_WAIT
-            raise BotApiError("rate", what, max(0.0, wait))
+            wait = capped_wait(retry)
+            raise BotApiError("rate", what, DEFAULT_RATE_WAIT if wait is None else wait)
         raise BotApiError("http", what)
 
     def try_call(self, method: str, payload: dict[str, Any]) -> Any:

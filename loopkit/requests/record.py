@@ -15,7 +15,7 @@ from loopkit import clock
 from loopkit.errors import BadInput
 
 SCHEMA_VERSION = 1
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")  # \Z: "x\n" is not "x"
 KINDS = ("question", "approval", "review")
 STATUSES = ("open", "deferred", "resolved", "expired")
 

@@ -193,6 +193,8 @@ class UpdatePoller:
                 self.handle(update)
             except LoopkitError as exc:
                 log.warning("telegram_update_failed", msg=f"telegram update not applied: {exc}")
+            except Exception as exc:  # one hostile update must never hold up the batch
+                log.error("telegram_update_bug", msg=f"telegram update skipped: {exc!r}")
             last = max(last or 0, update["update_id"] + 1)
         if last is not None:
             self.offsets.save(last)
@@ -229,10 +231,24 @@ class UpdatePoller:
             self._ack(query_id, "not allowed")
             return
         request_id, _, index_text = str(query.get("data") or "").rpartition(":")
-        if not request_id or not index_text.isdigit() or int(index_text) >= len(LETTERS):
+        # Exactly <request_id>:<index>, an ASCII index ("²" is a digit to isdigit()).
+        if not (request_id and index_text.isascii() and index_text.isdigit()):
             self._ack(query_id, "unknown button")
             return
-        applied = self._apply(request_id, LETTERS[int(index_text)], sender)
+        target = self._find(request_id)
+        if target is None:
+            self._ack(query_id, "unknown request")
+            return
+        index = int(index_text[:3])
+        sent_as = telegram_message_id(target)
+        if index >= min(len(target.options), len(LETTERS)) or (
+            sent_as is not None and sent_as != message.get("message_id")
+        ):
+            # A forged button: an index the request does not offer, or another request's
+            # id riding on this block's message.
+            self._ack(query_id, "unknown button")
+            return
+        applied = self._apply(request_id, LETTERS[index], sender)
         if applied is None:
             self._ack(query_id, "unknown request")
             return
@@ -242,6 +258,12 @@ class UpdatePoller:
             return
         self._ack(query_id, outcome_line(record))
         self.show_outcome(record, message.get("text"))
+
+    def _find(self, request_id: str) -> Request | None:
+        try:
+            return store_holding(request_id, self.store).load(request_id)
+        except LoopkitError:
+            return None
 
     def _text(self, message: dict[str, Any]) -> None:
         sender = sender_of(message.get("from"))
