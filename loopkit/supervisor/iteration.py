@@ -41,6 +41,7 @@ class Iteration:
         self.parts = parts
         self._log_warned = False
         self._iteration_saved = -PROGRESS_EVERY
+        self._decision: dict[str, Any] | None = None  # this iteration's, consumed at its start
         # The environment children inherit, read once (decoding os.environ is not free).
         self._base_env = {
             k: v
@@ -59,6 +60,10 @@ class Iteration:
         if task != state.task:
             state.task, state.failures, state.failed_iterations = task, 0, []
         state.status = "running"
+        # A human's decision is consumed before anything runs, durably: a crash at any later
+        # point never hands it to a second agent run (at most once, across any crash).
+        self._decision, state.pending_decision = state.pending_decision, None
+        changed = changed or self._decision is not None
         now = time.monotonic()
         if changed or now - self._iteration_saved >= PROGRESS_EVERY:
             self._iteration_saved = now
@@ -125,7 +130,7 @@ class Iteration:
         env["LOOPKIT_ITERATION"] = str(self.parts.state.iteration)
         if self.parts.state.task:
             env["LOOPKIT_TASK"] = self.parts.state.task
-        decision = self.parts.state.pending_decision
+        decision = self._decision
         if decision:
             env["LOOPKIT_DECISION"] = str(decision.get("parsed_decision") or "")
             env["LOOPKIT_DECISION_REQUEST"] = str(decision.get("request_id") or "")
@@ -170,7 +175,6 @@ class Iteration:
 
     def _agent_and_verify(self, task: str | None, log_file: IterationLog) -> Step:
         loop = self.parts.config.loop
-        state = self.parts.state
         if loop.agent is None:
             raise ConfigError(
                 f"no [loop] agent in {self.parts.workspace.root / 'loopkit.toml'}; set the agent "
@@ -190,7 +194,6 @@ class Iteration:
             interrupt_grace=loop.block_grace,
             recheck=watch.timeout_hint if watch else None,
         )
-        state.pending_decision = None  # delivered to this run; the next one starts clean
         if self.parts.stop.is_set():
             self.parts.save()
             return self.parts.stopped()
