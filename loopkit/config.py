@@ -32,6 +32,15 @@ DEFAULT_TELEGRAM_API = "https://api.telegram.org"
 TimeoutAction = Literal["skip", "queue", "retry", "abort"]
 # A command is a shell string (run by /bin/sh -c) or an argv list (run without a shell).
 Command = str | tuple[str, ...]
+# Secrets that never reach the agent's environment (SPEC §11): the channels', the fleet's,
+# the inbox's. verify, done and preflight are the user's own commands and keep them.
+AGENT_HIDDEN_ENV = (
+    "LOOPKIT_HITL_TELEGRAM_TOKEN",
+    "LOOPKIT_HITL_SLACK_WEBHOOK",
+    "LOOPKIT_HITL_DIAL_CMD",
+    "LOOPKIT_FLEET_DSN",
+    "LOOPKIT_INBOX_TOKEN",
+)
 
 
 @dataclass(frozen=True, slots=True)

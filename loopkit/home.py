@@ -60,7 +60,7 @@ class Registry:
         """Record (or refresh) ``path``; raises OSError when the home cannot be written."""
         _ensure(self.root)
         _ensure(self.folder)
-        entry = {"path": str(path), "repo": repo, "last_seen": clock.iso_seconds()}
+        entry = {"path": str(path), "repo": repo, "last_seen": clock.iso_millis()}
         atomicfile.write_json(self.folder / f"{workspace_id(path)}.json", entry, mode=0o600)
 
     def workspaces(self) -> list[Registered]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -248,3 +248,33 @@ class Redactor:
         if isinstance(value, BaseException):
             return self.text(str(value))
         return value
+
+
+class LineRedactor:
+    """Redacts a byte stream line by line on its way to ``sink`` (a command's output to the
+    iteration log or the console): a secret split across two reads is still one line here.
+    A line longer than ``limit`` bytes is passed on in pieces; :meth:`flush` sends the rest."""
+
+    def __init__(self, sink: Callable[[bytes], object], redactor: Redactor, limit: int = 65536):
+        self.sink = sink
+        self.redactor = redactor
+        self.limit = limit
+        self._partial = b""
+
+    def write(self, chunk: bytes) -> None:
+        data = self._partial + chunk
+        cut = data.rfind(b"\n") + 1
+        if not cut and len(data) > self.limit:
+            cut = len(data)
+        self._partial = data[cut:]
+        if cut:
+            self._emit(data[:cut])
+
+    def flush(self) -> None:
+        if self._partial:
+            self._emit(self._partial)
+            self._partial = b""
+
+    def _emit(self, data: bytes) -> None:
+        text = data.decode("utf-8", "surrogateescape")
+        self.sink(self.redactor.text(text).encode("utf-8", "surrogateescape"))

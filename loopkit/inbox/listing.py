@@ -47,12 +47,14 @@ class Entry:
 
 def open_requests(registry: Registry | None = None) -> list[Entry]:
     """Every open or deferred request of every registered workspace, oldest first."""
-    entries: list[Entry] = []
-    for registered in (registry or Registry()).workspaces():
+    entries: list[tuple[int, Entry]] = []
+    for order, registered in enumerate((registry or Registry()).workspaces()):
         for _, record in store_for(registered.path).all():
             if isinstance(record, Request) and record.is_open:
-                entries.append(Entry(record, registered.path, registered.repo))
-    return sorted(entries, key=lambda e: clock.parse_iso(e.record.asked_at))
+                entries.append((order, Entry(record, registered.path, registered.repo)))
+    # Oldest first; within one second, by workspace as last seen, then as stored.
+    entries.sort(key=lambda pair: (clock.parse_iso(pair[1].record.asked_at), pair[0]))
+    return [entry for _, entry in entries]
 
 
 def render(entries: list[Entry]) -> str:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from dataclasses import replace
 from typing import Any
 
-from loopkit.config import Command
+from loopkit.config import AGENT_HIDDEN_ENV, Command
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
 from loopkit.escalation import adoption, blockfile
 from loopkit.escalation.escalator import Escalation, Result
@@ -96,7 +97,7 @@ class Iteration:
     @contextlib.contextmanager
     def _iteration_log(self) -> Any:
         folder = self.parts.workspace.state_dir / "logs"
-        handle = IterationLog(folder, self.parts.state.iteration)
+        handle = IterationLog(folder, self.parts.state.iteration, redactor=self.parts.redactor)
         try:
             yield handle
         finally:
@@ -109,10 +110,16 @@ class Iteration:
 
     def _run(self, name: str, command: Command, log_file: IterationLog, **kwargs: Any) -> Finished:
         env = self._child_env()
+        if name == "agent":
+            for key in AGENT_HIDDEN_ENV:
+                env.pop(key, None)
         log_file.begin(f"--- {name}: {describe(command)}")
         result = self.parts.runner.run(
             command, cwd=str(self.parts.workspace.root), env=env, log=log_file, **kwargs
         )
+        self.parts.flush_echo()
+        # What a command printed passes the redactor before it reaches any file or message.
+        result = replace(result, tail=self.parts.redactor.text(result.tail))
         code = result.exit_code if result.exit_code is not None else result.ending
         log_file.end(f"--- {name}: {code} after {result.duration:.2f} s")
         if result.ending == "not-started":

@@ -12,12 +12,15 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
+from loopkit.redact import LineRedactor, Redactor
+
 KEEP = 500
 
 
 class IterationLog:
-    def __init__(self, folder: Path, iteration: int) -> None:
+    def __init__(self, folder: Path, iteration: int, *, redactor: Redactor | None = None) -> None:
         self.folder = folder
+        self._lines = LineRedactor(self._write, redactor) if redactor is not None else None
         self.path = folder / f"iteration-{iteration}.log"
         self._file: BinaryIO | None = None
         self._pending: list[bytes] = []
@@ -38,6 +41,12 @@ class IterationLog:
         self._pending = [line.encode() + b"\n"]
 
     def write(self, chunk: bytes) -> None:
+        if self._lines is not None:
+            self._lines.write(chunk)  # secrets masked, line by line
+        else:
+            self._write(chunk)
+
+    def _write(self, chunk: bytes) -> None:
         handle = self._open()
         if handle is None:
             return
@@ -47,6 +56,8 @@ class IterationLog:
         handle.write(chunk)
 
     def end(self, line: str) -> None:
+        if self._lines is not None:
+            self._lines.flush()
         if self._pending:  # the command printed nothing: no header, no footer
             self._pending = []
             return

@@ -17,6 +17,7 @@ from loopkit.config import Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.escalation.escalator import Escalator
 from loopkit.log import get_logger
+from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor.process import Runner
@@ -68,8 +69,10 @@ class Parts:
         self.wake = Wake()
         self.stop = threading.Event()
         self.signal_received: int | None = None
+        self.redactor = Redactor(config.channels.secrets())
+        self._echo = LineRedactor(_stdout_echo, self.redactor)
         self.runner = Runner(
-            wake=self.wake, stop=self.stop, kill_grace=config.loop.kill_grace, echo=_stdout_echo
+            wake=self.wake, stop=self.stop, kill_grace=config.loop.kill_grace, echo=self._echo.write
         )
         self.state = State()
         self.watch: FolderWatch | None = None  # while the loop runs
@@ -83,6 +86,8 @@ class Parts:
         self.store = RequestStore(self.workspace)  # the one store of this process
         self.escalator = Escalator(config, store=self.store)
         self.runner.kill_grace = config.loop.kill_grace
+        self.redactor = Redactor(config.channels.secrets())
+        self._echo.redactor = self.redactor
         if self._poller is not None:  # the phone poller restarts, on its next use, as set now
             self._poller.stop()
             self._poller = None
@@ -100,6 +105,10 @@ class Parts:
             self._poller = UpdatePoller(self.config, store=self.store)
             self._poller.start()
         return self._poller
+
+    def flush_echo(self) -> None:
+        """The console's last partial line of a command that has ended."""
+        self._echo.flush()
 
     def close(self) -> None:
         if self._poller is not None:
