@@ -126,20 +126,16 @@ def main() -> int:
         raise SystemExit(f"taps: no loopkit at {LOOPKIT}; pip install -e . first")
     rows = []
     for loops in (1, 5):
-        tapped, replied = [], []
+        tapped: list[float] = []
+        replied: list[float] = []
         for _ in range(args.rounds):
-            with tempfile.TemporaryDirectory(prefix="loopkit-taps-") as folder:
-                server = FakeServer().start()
-                try:
-                    tapped += one_size(loops, server, Path(folder), by_reply=False)
-                finally:
-                    server.close()
-            with tempfile.TemporaryDirectory(prefix="loopkit-taps-") as folder:
-                server = FakeServer().start()
-                try:
-                    replied += one_size(loops, server, Path(folder), by_reply=True)
-                finally:
-                    server.close()
+            for by_reply, taken in ((False, tapped), (True, replied)):
+                with tempfile.TemporaryDirectory(prefix="loopkit-taps-") as folder:
+                    server = FakeServer().start()
+                    try:
+                        taken += one_size(loops, server, Path(folder), by_reply=by_reply)
+                    finally:
+                        server.close()
         rows.append((loops, tapped, replied))
     print(f"## tap → resume ({args.rounds} rounds; every loop of each size tapped once a round)\n")
     print("| loops blocked on one bot | tap → agent runs again, p50 / max | baseline: "
