@@ -263,7 +263,9 @@ class Escalator:
     def _join(self, record: Request, *, persisted: bool, own: bool = False) -> Result:
         """Record this question on the open block's request; send nothing.
 
-        Called under the store lock. ``persisted``: ``record`` is already on disk.
+        Called under the store lock. ``persisted``: ``record`` is already on disk. When the
+        block's request is answered already, or the block names none, the question stays a
+        request of its own (``joined_block``), raised by the supervisor when that block goes.
         """
         record.raised_block = False
         if own and not persisted:
@@ -279,11 +281,24 @@ class Escalator:
             "request_id": record.request_id if persisted else None,
         }
         target: Request | None = None
+        answered = False
+
+        def add(open_record: Request) -> bool:
+            nonlocal answered
+            answered = not open_record.is_open
+            if not answered:
+                open_record.joined.append(entry)
+            return not answered
+
         if open_id and open_id != record.request_id:
             try:
-                target = self.store.update(open_id, lambda t: t.joined.append(entry))
+                target = self.store.update(open_id, add)
             except LoopkitError:
                 target = None
+        if answered:
+            # The block stands, but its question is answered already: this question would
+            # be lost on it. It stays a request of its own, raised when that block goes.
+            target = None
         record.not_raised = False
         if target is not None:
             if persisted:

@@ -280,7 +280,31 @@ class BlockedPhase:
         resumed = self._resume()
         if record is not None and not applied:
             self._mark_applied(record)  # after the state is saved: a crash before re-applies
+        if record is not None:
+            self._raise_waiting(record.request_id)
         return resumed
+
+    def _raise_waiting(self, gone: str) -> None:
+        """A question that joined the block that just went, after its request was answered,
+        is asked now, as a block of its own (one at a time: the others join it)."""
+        for _, waiting in self.parts.store.all():
+            if not (isinstance(waiting, Request) and waiting.is_open):
+                continue
+            if waiting.joined_block != gone or waiting.raised_block or waiting.not_raised:
+                continue
+            try:
+                placed = self.parts.escalator.place(waiting, persisted=True, own=True)
+            except LoopkitError as exc:
+                log.error("raise_failed", msg=f"cannot raise request {waiting.request_id}: {exc}")
+                return
+            state = self.parts.state
+            state.status, state.open_request = "blocked", placed.joined or waiting.request_id
+            self.parts.save()
+            if placed.joined is None:
+                what = f"asking the question that waited on {gone}: {waiting.prompt}"
+                log.info("raised_waiting", request_id=waiting.request_id, msg=what)
+                self.parts.escalator.deliver(waiting)
+            return
 
     def _mark_applied(self, record: Request) -> None:
         """Stamp the request: its ending is acted on, and never again."""
