@@ -253,9 +253,12 @@ def _pattern(value: object) -> str:
 
 
 def _relative_file(value: object) -> str:
+    """A path inside the workspace: relative, and never climbing out of it with ``..``."""
     text = _nonempty_str(value)
     if "\x00" in text:
         raise ValueError("cannot contain a NUL byte")
+    if os.path.isabs(text) or ".." in Path(text).parts:
+        raise ValueError(f"{text!r} leaves the workspace; name a file inside it")
     return text
 
 

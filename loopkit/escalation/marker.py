@@ -1,14 +1,20 @@
 """``BLOCKED.md``'s request marker and head, read with the standard library alone.
 
 ``loopkit check`` runs at the head of every loop iteration and imports this module and
-nothing heavier (not even ``re``), so the marker is parsed by hand here, for ``check`` and
-for :mod:`loopkit.escalation.blockfile` alike: one parser, one answer.
+nothing heavier (not even ``re``; ``errno``, ``os`` and ``stat`` are loaded at start-up
+anyway), so the marker is parsed by hand here, for ``check`` and for
+:mod:`loopkit.escalation.blockfile` alike: one parser, one answer. A FIFO, a device or a
+socket at the path is never read (it would hang): only a regular file is.
 
 The marker is ``<!-- loopkit request: <id> -->`` within the first :data:`MARKER_WINDOW`
 characters; whitespace around the id is free, the id is a valid request id.
 """
 
 from __future__ import annotations
+
+import errno
+import os
+import stat
 
 HEAD_LINES = 30  # what `check` and `run --exit-on-block` print
 MARKER_WINDOW = 4096  # the marker is looked for in the first this-many characters
@@ -38,10 +44,20 @@ def request_id_in(text: str) -> str | None:
     return None
 
 
+def _open_regular(path: str) -> int:
+    """A descriptor of the regular file at ``path``. A FIFO, a device or a socket there is an
+    OSError, never a hang: it is opened non-blocking and checked before anything is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise IsADirectoryError(errno.EINVAL, "not a regular file", path)
+    return fd
+
+
 def request_id_of(path: str) -> str | None:
     """The request id in the marker of the file at ``path``, if it has one."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(_open_regular(path), encoding="utf-8", errors="replace") as handle:
             return request_id_in(handle.read(MARKER_WINDOW))
     except OSError:
         return None
@@ -49,5 +65,5 @@ def request_id_of(path: str) -> str | None:
 
 def read_head(path: str, lines: int = HEAD_LINES) -> str:
     """The first ``lines`` lines of the file at ``path`` (undecodable bytes replaced)."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(_open_regular(path), encoding="utf-8", errors="replace") as handle:
         return "".join(line for _, line in zip(range(lines), handle, strict=False))
