@@ -13,25 +13,25 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import math
 import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any
 
+from loopkit import config_values
+from loopkit.config_values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
+from loopkit.config_values import Command as Command
+from loopkit.config_values import TimeoutAction as TimeoutAction
+from loopkit.config_values import parse_duration as parse_duration
 from loopkit.errors import ConfigError
 from loopkit.redact import dial_secrets
 
 CONFIG_NAME = "loopkit.toml"
-TIMEOUT_ACTIONS = ("skip", "queue", "retry", "abort")
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"
 
-TimeoutAction = Literal["skip", "queue", "retry", "abort"]
-# A command is a shell string (run by /bin/sh -c) or an argv list (run without a shell).
-Command = str | tuple[str, ...]
 # Secrets that never reach the agent's environment (SPEC §11): the channels', the fleet's,
 # the inbox's. verify, done and preflight are the user's own commands and keep them.
 AGENT_HIDDEN_ENV = (
@@ -121,180 +121,39 @@ class Config:
         return self.workspace / self.escalation.blocked_file
 
 
-# --- parsing helpers -----------------------------------------------------------------------
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: object) -> float:
-    """``5`` / ``2.5`` (seconds), ``"500ms"``, ``"5s"``, ``"60m"``, ``"1h30m"`` → seconds."""
-    if isinstance(value, bool):
-        raise ValueError('expected a duration such as 5, "5s", "10m" or "1h"')
-    if isinstance(value, int | float):
-        if not math.isfinite(value):
-            raise ValueError("a duration must be a finite number (not nan or inf)")
-        if value < 0:
-            raise ValueError("a duration cannot be negative")
-        return float(value)
-    if isinstance(value, str):
-        text = value.strip().replace(" ", "")
-        pos, total = 0, 0.0
-        for m in _DURATION_PART.finditer(text):
-            if m.start() != pos:
-                break
-            total += float(m.group(1)) * _UNIT[m.group(2)]
-            pos = m.end()
-        if text and pos == len(text) and math.isfinite(total):
-            return total
-    raise ValueError(f'{value!r} is not a duration such as "5s", "10m" or "1h"')
-
-
-def _command(value: object) -> Command:
-    if isinstance(value, str):
-        if not value.strip():
-            raise ValueError("a command cannot be empty")
-        return value
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return tuple(cast(list[str], value))
-    raise ValueError("expected a command: a string (run by /bin/sh -c) or a list of strings")
-
-
-def _opt_command(value: object) -> Command | None:
-    return _command(value)
-
-
-def _commands(value: object) -> tuple[Command, ...]:
-    if not isinstance(value, list):
-        raise ValueError("expected a list of commands")
-    return tuple(_command(v) for v in value)
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"expected a string, got {type(value).__name__}")
-    return value
-
-
-def _nonempty_str(value: object) -> str:
-    text = _str(value)
-    if not text.strip():
-        raise ValueError("cannot be empty")
-    return text
-
-
-def _strs(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError("expected a list of strings")
-    return tuple(cast(list[str], value))
-
-
-def _positive_int(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError("expected a whole number of at least 1")
-    return value
-
-
-def _positive_number(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError("expected a number greater than 0")  # NaN fails `> 0` too
-    if not math.isfinite(value):
-        raise ValueError("expected a finite number (not inf)")
-    return value
-
-
-def _bool(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError("expected true or false")
-    return value
-
-
-def _ladder(value: object) -> tuple[str, ...]:
-    """``"telegram"``, ``"telegram,dial"`` or ``["telegram", "dial"]``: the channel ladder."""
-    if isinstance(value, str):
-        names = [part.strip() for part in value.split(",")]
-    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-        names = [str(v).strip() for v in value]
-    else:
-        raise ValueError('expected a channel name or a list of them, e.g. ["telegram", "dial"]')
-    names = [name for name in names if name]
-    if not names:
-        raise ValueError("name at least one channel (none sends nothing)")
-    if len(set(names)) != len(names):
-        raise ValueError("a channel appears twice in the ladder")
-    return tuple(names)
-
-
-def _opt_duration(value: object) -> float | None:
-    if value in ("off", "", 0):
-        return None
-    return parse_duration(value) or None
-
-
-def _count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError("expected a whole number, 0 or more")
-    return value
-
-
-def _timeout_action(value: object) -> str:
-    if value not in TIMEOUT_ACTIONS:
-        raise ValueError(f"expected one of {', '.join(TIMEOUT_ACTIONS)}, got {value!r}")
-    return str(value)
-
-
-def _pattern(value: object) -> str:
-    text = _str(value)
-    try:
-        re.compile(text, re.MULTILINE)
-    except re.error as exc:
-        raise ValueError(f"not a valid regular expression: {exc}") from None
-    return text
-
-
-def _relative_file(value: object) -> str:
-    """A path inside the workspace: relative, and never climbing out of it with ``..``."""
-    text = _nonempty_str(value)
-    if "\x00" in text:
-        raise ValueError("cannot contain a NUL byte")
-    if os.path.isabs(text) or ".." in Path(text).parts:
-        raise ValueError(f"{text!r} leaves the workspace; name a file inside it")
-    return text
-
-
 Validator = Callable[[object], Any]
 
 _SCHEMA: dict[str, dict[str, Validator]] = {
     "loop": {
-        "agent": _opt_command,
-        "verify": _opt_command,
-        "done": _opt_command,
-        "pause": parse_duration,
-        "iteration_timeout": parse_duration,
-        "max_verify_failures": _positive_int,
-        "task_file": _relative_file,
-        "task_pattern": _pattern,
-        "required_env": _strs,
-        "preflight": _commands,
-        "preflight_backoff": parse_duration,
-        "stop_agent_on_block": _bool,
-        "block_grace": parse_duration,
-        "kill_grace": parse_duration,
+        "agent": config_values.optional_command,
+        "verify": config_values.optional_command,
+        "done": config_values.optional_command,
+        "pause": config_values.parse_duration,
+        "iteration_timeout": config_values.parse_duration,
+        "max_verify_failures": config_values.positive_int,
+        "task_file": config_values.relative_file,
+        "task_pattern": config_values.pattern,
+        "required_env": config_values.strings,
+        "preflight": config_values.commands,
+        "preflight_backoff": config_values.parse_duration,
+        "stop_agent_on_block": config_values.flag,
+        "block_grace": config_values.parse_duration,
+        "kill_grace": config_values.parse_duration,
     },
     "escalation": {
-        "channel": _ladder,
-        "blocked_file": _relative_file,
-        "timeout_minutes": _positive_number,
-        "timeout_action": _timeout_action,
-        "send_timeout": parse_duration,
-        "retry_backoff": parse_duration,
-        "escalate_after": _opt_duration,
-        "remind_every": _opt_duration,
-        "max_reminders": _count,
+        "channel": config_values.ladder,
+        "blocked_file": config_values.relative_file,
+        "timeout_minutes": config_values.positive_number,
+        "timeout_action": config_values.timeout_action,
+        "send_timeout": config_values.parse_duration,
+        "retry_backoff": config_values.parse_duration,
+        "escalate_after": config_values.optional_duration,
+        "remind_every": config_values.optional_duration,
+        "max_reminders": config_values.count,
     },
     "policy": {
-        "escalate_words": _strs,
-        "proceed_words": _strs,
+        "escalate_words": config_values.strings,
+        "proceed_words": config_values.strings,
     },
 }
 
@@ -442,7 +301,7 @@ def load(
     channel = environ.get("LOOPKIT_HITL_CHANNEL", "").strip()
     if channel:
         try:
-            values["escalation"]["channel"] = _ladder(channel)
+            values["escalation"]["channel"] = config_values.ladder(channel)
         except ValueError as exc:
             if not lenient:
                 raise ConfigError(f"LOOPKIT_HITL_CHANNEL={channel!r}: {exc}") from None

@@ -1,0 +1,154 @@
+"""The value parsers of ``loopkit.toml``: each takes a TOML value and returns the setting,
+or raises ValueError saying what was expected (``config`` adds the file, line and key)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Literal, cast
+
+TIMEOUT_ACTIONS = ("skip", "queue", "retry", "abort")
+TimeoutAction = Literal["skip", "queue", "retry", "abort"]
+# A command is a shell string (run by /bin/sh -c) or an argv list (run without a shell).
+Command = str | tuple[str, ...]
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: object) -> float:
+    """``5`` / ``2.5`` (seconds), ``"500ms"``, ``"5s"``, ``"60m"``, ``"1h30m"`` → seconds."""
+    if isinstance(value, bool):
+        raise ValueError('expected a duration such as 5, "5s", "10m" or "1h"')
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError("a duration must be a finite number (not nan or inf)")
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip().replace(" ", "")
+        pos, total = 0, 0.0
+        for m in _DURATION_PART.finditer(text):
+            if m.start() != pos:
+                break
+            total += float(m.group(1)) * _UNIT[m.group(2)]
+            pos = m.end()
+        if text and pos == len(text) and math.isfinite(total):
+            return total
+    raise ValueError(f'{value!r} is not a duration such as "5s", "10m" or "1h"')
+
+
+def command(value: object) -> Command:
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("a command cannot be empty")
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return tuple(cast(list[str], value))
+    raise ValueError("expected a command: a string (run by /bin/sh -c) or a list of strings")
+
+
+def optional_command(value: object) -> Command | None:
+    return command(value)
+
+
+def commands(value: object) -> tuple[Command, ...]:
+    if not isinstance(value, list):
+        raise ValueError("expected a list of commands")
+    return tuple(command(v) for v in value)
+
+
+def a_string(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def nonempty_string(value: object) -> str:
+    text = a_string(value)
+    if not text.strip():
+        raise ValueError("cannot be empty")
+    return text
+
+
+def strings(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of strings")
+    return tuple(cast(list[str], value))
+
+
+def positive_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("expected a whole number of at least 1")
+    return value
+
+
+def positive_number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError("expected a number greater than 0")  # NaN fails `> 0` too
+    if not math.isfinite(value):
+        raise ValueError("expected a finite number (not inf)")
+    return value
+
+
+def flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
+def ladder(value: object) -> tuple[str, ...]:
+    """``"telegram"``, ``"telegram,dial"`` or ``["telegram", "dial"]``: the channel ladder."""
+    if isinstance(value, str):
+        names = [part.strip() for part in value.split(",")]
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        names = [str(v).strip() for v in value]
+    else:
+        raise ValueError('expected a channel name or a list of them, e.g. ["telegram", "dial"]')
+    names = [name for name in names if name]
+    if not names:
+        raise ValueError("name at least one channel (none sends nothing)")
+    if len(set(names)) != len(names):
+        raise ValueError("a channel appears twice in the ladder")
+    return tuple(names)
+
+
+def optional_duration(value: object) -> float | None:
+    if value in ("off", "", 0):
+        return None
+    return parse_duration(value) or None
+
+
+def count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("expected a whole number, 0 or more")
+    return value
+
+
+def timeout_action(value: object) -> str:
+    if value not in TIMEOUT_ACTIONS:
+        raise ValueError(f"expected one of {', '.join(TIMEOUT_ACTIONS)}, got {value!r}")
+    return str(value)
+
+
+def pattern(value: object) -> str:
+    text = a_string(value)
+    try:
+        re.compile(text, re.MULTILINE)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
+    return text
+
+
+def relative_file(value: object) -> str:
+    """A path inside the workspace: relative, and never climbing out of it with ``..``."""
+    text = nonempty_string(value)
+    if "\x00" in text:
+        raise ValueError("cannot contain a NUL byte")
+    if os.path.isabs(text) or ".." in Path(text).parts:
+        raise ValueError(f"{text!r} leaves the workspace; name a file inside it")
+    return text
