@@ -1,18 +1,24 @@
 """What the phone poller knows of one bot and its messages: who sent an update, the bot's
-offset in ``LOOPKIT_HOME`` (one per bot on the machine), which message a request went out
+lease and offset in ``LOOPKIT_HOME`` (one per bot on the machine), which message a request went out
 as, and the line a message is edited to end with once its request is answered."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loopkit import atomicfile, clock
 from loopkit.home import home
+from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.record import Request
+
+log = get_logger("loopkit.phone")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +105,46 @@ def telegram_message_id(record: Request) -> int | None:
         if entry.get("channel") == "telegram" and isinstance(entry.get("message_id"), int):
             return int(entry["message_id"])
     return None
+
+
+class BotLease:
+    """``LOOPKIT_HOME/locks/telegram-<bot-id>.lock``: only its holder polls the bot.
+
+    Telegram allows one ``getUpdates`` consumer per bot. :meth:`take` blocks in ``flock``
+    until this process holds the lease; the kernel hands it over the moment the holder
+    exits or dies, with no polling of the lock. :meth:`release` hands it on: a stopped
+    poller must not keep it, since a flock is held by its open file, and a poller made anew
+    in this process (a SIGHUP reload) would wait for it forever — and every other process
+    with it.
+    """
+
+    def __init__(self, bot: str, root: Path | None = None) -> None:
+        self.path = (root or home()) / "locks" / f"telegram-{bot}.lock"
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def take(self) -> None:
+        """Block until held (or go on without a lease when none can be made: polling beats
+        silence)."""
+        try:
+            self.path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            log.warning("telegram_lease_failed", msg=f"telegram: no lease ({exc.strerror}); "
+                        "polling without one")  # fmt: skip
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None

@@ -17,8 +17,6 @@ losing its keyboard. 409 (another process polls this bot), 429 and network failu
 
 from __future__ import annotations
 
-import fcntl
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -30,14 +28,21 @@ from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation.blockfile import remove_block
-from loopkit.home import Registry, home
+from loopkit.home import Registry
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
 from loopkit.requests.answer import answer
 from loopkit.requests.locate import store_for, store_holding
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
-from loopkit.supervisor.bot import OffsetFile, Sender, outcome_line, sender_of, telegram_message_id
+from loopkit.supervisor.bot import (
+    BotLease,
+    OffsetFile,
+    Sender,
+    outcome_line,
+    sender_of,
+    telegram_message_id,
+)
 from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.phone")
@@ -69,8 +74,7 @@ class UpdatePoller:
         self.bot = BotApi(config.channels, client=client)
         self.store = store or RequestStore(Workspace.of(config))
         self.offsets = OffsetFile(config.channels.telegram_token)
-        self.lease_path = home() / "locks" / f"telegram-{self.offsets.bot}.lock"
-        self._lease: int | None = None
+        self.lease = BotLease(self.offsets.bot)
         self.poll_timeout = poll_timeout
         self.active = threading.Event()
         self.stopped = threading.Event()
@@ -96,27 +100,19 @@ class UpdatePoller:
         if self._busy.is_set() and self._thread is not None:
             self._thread.join(wait)
 
-    def _take_lease(self) -> bool:
-        """Block until this process holds the bot's lease (False when it cannot be had)."""
-        try:
-            self.lease_path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.lease_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.lease_path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            log.warning("telegram_lease_failed", msg=f"telegram: no lease ({exc.strerror}); "
-                        "polling without one")  # fmt: skip
-            return True
-        fcntl.flock(fd, fcntl.LOCK_EX)  # the kernel wakes this at once when the holder goes
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lease = fd
-        return True
-
     def _run(self) -> None:
         if not self.active.is_set():
             self.active.wait()  # not before this process first waits on a block
-        if self.stopped.is_set() or not self._take_lease() or self.stopped.is_set():
+        if self.stopped.is_set():
             return
+        self.lease.take()
+        try:
+            if not self.stopped.is_set():
+                self._poll()
+        finally:
+            self.lease.release()  # a stopped poller hands the lease on
+
+    def _poll(self) -> None:
         log.info("telegram_lease", msg=f"telegram: polling bot {self.offsets.bot} for this machine")
         backoff = 1.0
         while not self.stopped.is_set():
