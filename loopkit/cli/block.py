@@ -133,7 +133,7 @@ def resend(app: App) -> int:
     from loopkit.supervisor.status import block_request_id
 
     config = app.config(console_level="info")
-    request_id = block_request_id(app.workspace())
+    request_id = block_request_id(app.workspace(), app.store())
     if request_id is None:
         raise RequestNotFound(
             f"not blocked ({config.escalation.blocked_file} is absent or names no request): "

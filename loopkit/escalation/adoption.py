@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from loopkit.errors import BadInput
+from loopkit.errors import BadInput, LoopkitError
+from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import Escalation, parse_choice
 from loopkit.requests.record import Request
@@ -30,6 +31,26 @@ _HEADING = re.compile(r"^#{1,6}\s*(question|context|attempted|choices)\s*:?\s*$"
 _ANY_HEADING = re.compile(r"^#{1,6}\s")
 _CHOICE = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:[A-Za-z][).:]\s+)?(?P<text>\S.*)$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*")
+
+
+def block_request(path: Path, store: RequestStore, remembered: str | None = None) -> str | None:
+    """The request of the BLOCKED.md at ``path`` — the one place that decides it: its
+    marker's; for a marker-less file (an agent's, adopted), ``remembered`` (the supervisor's
+    open request) when that is an adopted request, else the newest open adopted one (a kill
+    between adopting and saving the state is found so). None: no file there, something
+    other than a file, or a human's own pause."""
+    if blockfile.state(path) != "file":
+        return None
+    marked = blockfile.request_id_of(path)
+    if marked is not None:
+        return marked
+    if remembered:
+        try:
+            if store.load(remembered).adopted:
+                return remembered
+        except LoopkitError:
+            pass
+    return open_request(store)
 
 
 def open_request(store: RequestStore) -> str | None:

@@ -41,7 +41,7 @@ def unblock(
         return Unblocked(f"not blocked: {path.name} is absent; nothing to do")
     store = store or RequestStore(workspace)
     marked = blockfile.request_id_of(path)
-    request_id = marked or adoption.open_request(store)
+    request_id = adoption.block_request(path, store)
     decision = None
     if reply is not None:
         if request_id is None:

@@ -61,17 +61,9 @@ class BlockedPhase:
         return step
 
     def _block_request(self) -> str | None:
-        """The request of the BLOCKED.md there: its marker's, else the adopted request the
-        supervisor remembers (an agent's hand-written file, kept as the agent wrote it)."""
-        path = self.parts.workspace.blocked
-        marked = blockfile.request_id_of(path)
-        if marked is not None or blockfile.state(path) != "file":
-            return marked
-        remembered = self._load(self.parts.state.open_request)
-        if remembered is not None and remembered.adopted:
-            return remembered.request_id
-        # Killed between adopting it and saving the state: the store knows.
-        return adoption.open_request(self.parts.store)
+        """The request of the BLOCKED.md there (:func:`adoption.block_request`)."""
+        path, store = self.parts.workspace.blocked, self.parts.store
+        return adoption.block_request(path, store, self.parts.state.open_request)
 
     def run(self, *, resend: bool) -> Step:
         path = self.parts.workspace.blocked

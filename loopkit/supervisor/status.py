@@ -18,15 +18,16 @@ from loopkit.supervisor.state import State, StateFile, SupervisorLock
 from loopkit.workspace import Workspace
 
 
-def block_request_id(workspace: Workspace, state: State | None = None) -> str | None:
-    """The request of the BLOCKED.md there: its marker's, else the one the supervisor
-    remembers for it (an adopted, hand-written file). None when not blocked."""
-    block = blockfile.state(workspace.blocked)
-    if block == "absent":
-        return None
-    marked = blockfile.request_id_of(workspace.blocked) if block == "file" else None
+def block_request_id(
+    workspace: Workspace, store: RequestStore, state: State | None = None
+) -> str | None:
+    """The request of the BLOCKED.md there (:func:`adoption.block_request`); for something
+    other than a file in its place, the request the supervisor remembers. None when not
+    blocked."""
     remembered = (state or StateFile(workspace).load()).open_request
-    return marked or remembered or adoption.open_request(RequestStore(workspace))
+    if blockfile.state(workspace.blocked) == "other":
+        return remembered
+    return adoption.block_request(workspace.blocked, store, remembered)
 
 
 def status(config: Config, *, store: RequestStore | None = None) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         shown = "running"
     else:
         shown = supervisor or state.status
-    request_id = block_request_id(workspace, state)
+    request_id = block_request_id(workspace, store, state)
     record: Request | None = None
     request: dict[str, Any] | None = None
     if request_id:
