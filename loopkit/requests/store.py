@@ -169,6 +169,23 @@ class RequestStore:
             return []
         return names
 
+    def changed_since(self, ns: int) -> list[str]:
+        """The ids of records written at or after ``ns`` (``time.time_ns()``), by their files'
+        mtime: a stat each, no record read."""
+        found: list[tuple[int, str]] = []
+        try:
+            with os.scandir(self.folder) as entries:
+                for entry in entries:
+                    stem, dot, ext = entry.name.rpartition(".")
+                    if not (dot and ext == "json" and ID_RE.match(stem)):
+                        continue
+                    with contextlib.suppress(OSError):
+                        if (mtime := entry.stat().st_mtime_ns) >= ns:
+                            found.append((mtime, stem))
+        except OSError:
+            return []
+        return [stem for _, stem in sorted(found)]
+
     def all(self) -> Iterator[tuple[str, Request | BadInput]]:
         """Every record, oldest first; a corrupt one yields its error instead of stopping."""
         loaded: list[tuple[str, Request | BadInput]] = []

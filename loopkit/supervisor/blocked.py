@@ -27,6 +27,8 @@ from loopkit.watch.waits import Outcome, wait_unblock
 
 log = get_logger("loopkit.supervisor")
 
+ANSWER_SLACK_NS = 2_000_000_000  # mtimes are coarse on some file systems: look 2 s further back
+
 
 class BlockedPhase:
     """The loop while blocked: ``run()`` returns once the block has ended (or to exit)."""
@@ -40,11 +42,20 @@ class BlockedPhase:
     def apply_answered(self) -> Step:
         """At start: an answer given while no supervisor waited on its block (a bare
         ``escalate`` answered with ``unblock --reply``, a ``run.sh`` loop) is handed to the
-        next agent run now, once — its BLOCKED.md already gone."""
+        next agent run now, once — its BLOCKED.md already gone.
+
+        Only the records written since the last start are read (an answer rewrites its
+        record), so a ``run.sh`` loop does not read every request at every iteration. The
+        mark moves on once they are handled, with the next state save: a crash before that
+        only means reading them again.
+        """
         step = CONTINUE
         path = self.parts.workspace.blocked
-        for _, record in self.parts.store.all():
-            if not (isinstance(record, Request) and record.raised_block):
+        started = time.time_ns()
+        since = self.parts.state.answers_seen_ns - ANSWER_SLACK_NS
+        for request_id in self.parts.store.changed_since(since):
+            record = self._load(request_id)
+            if record is None or not record.raised_block:
                 continue
             if record.status != "resolved" or _applied(record):
                 continue
@@ -58,6 +69,7 @@ class BlockedPhase:
             step = self._unblocked(record, removed=False)
             if step.action == "exit":
                 return step
+        self.parts.state.answers_seen_ns = started
         return step
 
     def _block_request(self) -> str | None:

@@ -39,6 +39,9 @@ class State:
     open_request: str | None = None
     pending_decision: dict[str, Any] | None = None  # for the next agent run, then cleared
     last_exit: int | None = None
+    # Requests written before this (time.time_ns()) were looked at for answers given while
+    # no supervisor waited: a start reads only the records written since.
+    answers_seen_ns: int = 0
     schema_version: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 
