@@ -29,12 +29,13 @@ from loopkit import clock
 from loopkit import config as config_mod
 from loopkit.config import ChannelSettings, Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
-from loopkit.escalation import delivery
+from loopkit.escalation import blockfile, delivery
 from loopkit.escalation.sender import Sender
 from loopkit.home import Registry, home
 from loopkit.log import get_logger
-from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
 from loopkit.supervisor.state import SupervisorLock
+from loopkit.supervisor.status import block_request_id
 from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.serve")
@@ -94,34 +95,35 @@ class Retrier:
         while not self.stop.is_set():
             wait = RETRY_LOOK
             for path in [r.path for r in Registry().workspaces()]:
-                with contextlib.suppress(Exception):  # one broken workspace stops no other
+                try:
                     wait = min(wait, self._workspace(path))
+                except Exception as exc:  # one broken workspace stops no other
+                    log.warning("retry_failed", msg=f"serve: cannot retry in {path}: {exc}")
             self.stop.wait(max(0.05, wait))
 
     def _workspace(self, path: Path) -> float:
-        """Send what is due in ``path``; seconds until its next send (RETRY_LOOK at most)."""
+        """Send what is due for the block standing in ``path`` (its BLOCKED.md's request, the
+        only one read); seconds until its next send (RETRY_LOOK at most)."""
         config = config_mod.load(path, lenient=True)
         workspace = Workspace.of(config)
+        if blockfile.state(workspace.blocked) == "absent":
+            return RETRY_LOOK  # nothing stands: nobody to tell
         if SupervisorLock(workspace).holder() is not None:
             return RETRY_LOOK  # a supervisor watches its own blocks
-        sender: Sender | None = None
-        soonest = RETRY_LOOK
-        from loopkit.requests.store import RequestStore
-
         store = RequestStore(workspace)
-        for _, record in store.all():
-            if not (isinstance(record, Request) and record.is_open and record.raised_block):
-                continue
-            due = delivery.next_due(record, config.escalation, clock.now())
-            if due is None:
-                continue
-            wait = (due.at - clock.now()).total_seconds()
-            if wait <= 0:
-                sender = sender or Sender(config, store)
-                sender.deliver(record, reminders=True)
-                continue
-            soonest = min(soonest, wait)
-        return soonest
+        request_id = block_request_id(workspace, store)
+        record = store.load(request_id) if request_id else None
+        if record is None or not record.is_open:
+            return RETRY_LOOK
+        due = delivery.next_due(record, config.escalation, clock.now())
+        if due is None:
+            return RETRY_LOOK
+        wait = (due.at - clock.now()).total_seconds()
+        if wait > 0:
+            return min(wait, RETRY_LOOK)
+        if Sender(config, store).deliver(record, reminders=True) is None:
+            return RETRY_LOOK  # nothing went out after all (another process sent it)
+        return 0.0  # look again at once: the next step may be due already (a next rung)
 
 
 class _Server:  # a thin uvicorn.Server that remembers the signal that stopped it
