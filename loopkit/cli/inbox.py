@@ -50,15 +50,25 @@ def serve(app: App, listen: str | None, print_unit: bool) -> int:
       loopkit serve --print-unit > ~/.config/systemd/user/loopkit-serve.service
       systemctl --user enable --now loopkit-serve
     """
+    from loopkit import log as events
     from loopkit.config import load
+    from loopkit.home import home
     from loopkit.inbox.serve import DEFAULT_LISTEN, unit
     from loopkit.inbox.serve import serve as do_serve
+    from loopkit.redact import Redactor
 
     if print_unit:
         click.echo(unit(listen or DEFAULT_LISTEN), nl=False)
         return EXIT_OK
-    settings = load(app.root, lenient=True).channels
-    app.setup_logging(load(app.root, lenient=True), "info")
+    # serve has no workspace: its settings come from the environment, its events go to
+    # LOOPKIT_HOME (a .loopkit/ in the folder it was started from would make that folder a
+    # workspace for every command run beneath it).
+    settings = load(home(), lenient=True).channels
+    events.setup(
+        home() / "serve-events.jsonl",
+        Redactor(settings.secrets()),
+        console_level="debug" if app.verbose else "info",
+    )
     return do_serve(
         listen or DEFAULT_LISTEN, explicit=listen is not None, settings=settings, out=sys.stdout
     )

@@ -79,6 +79,9 @@ def test_a_bare_escalate_is_answered_through_serve(
         assert answered["status"] == "resolved" and answered["resolution"]["via"] == "telegram"
         os.killpg(proc.pid, signal.SIGTERM)
         assert proc.wait(10) == 143
+    # serve has no workspace: the folder it started in does not become one.
+    assert not (tmp_path / ".loopkit").exists()
+    assert (Path(os.environ["LOOPKIT_HOME"]) / "serve-events.jsonl").is_file()
     assert loopkit("-C", str(ws), "run", "--max-iterations", "1", env=env).returncode == 0
     assert (ws / "seen.txt").read_text().splitlines() == ["no"]  # the tapped B reached the agent
 
