@@ -59,6 +59,8 @@ class FakeServer:
         self.updates: list[dict[str, Any]] = []
         self._next_update = 1000
         self._poll_generation = 0  # a new getUpdates ends (409) the one held before it
+        self.conflicts = 0  # how many getUpdates it ended with 409
+        self.held = 0  # getUpdates being held right now
         self.seen = threading.Condition(self._lock)
         server = self
 
@@ -141,12 +143,17 @@ class FakeServer:
                 self.updates = [u for u in self.updates if u["update_id"] >= offset]
             self._poll_generation += 1
             mine = self._poll_generation
+            self.held += 1
             self.seen.notify_all()
-            self.seen.wait_for(
-                lambda: ready() or self._closing.is_set() or self._poll_generation != mine,
-                timeout=hold,
-            )
+            try:
+                self.seen.wait_for(
+                    lambda: ready() or self._closing.is_set() or self._poll_generation != mine,
+                    timeout=hold,
+                )
+            finally:
+                self.held -= 1
             if self._poll_generation != mine:
+                self.conflicts += 1
                 conflict = "Conflict: terminated by other getUpdates request"
                 return 409, {"ok": False, "error_code": 409, "description": conflict}
             return 200, {"ok": True, "result": ready()}

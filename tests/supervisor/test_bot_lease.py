@@ -41,3 +41,21 @@ def test_one_holder_and_a_stopped_poller_hands_the_lease_on(ws: Path, server: Fa
     probe.take()  # free again: taken at once
     assert probe.held
     probe.release()
+
+
+def test_the_fake_bot_api_ends_a_held_poll_with_409(server: FakeServer) -> None:
+    """The test double is as strict as Telegram: a second getUpdates ends the first."""
+    import threading
+
+    import httpx
+
+    url = f"{server.url}/bot{TOKEN}/getUpdates"
+    first: list[int] = []
+    waiting = threading.Thread(
+        target=lambda: first.append(httpx.post(url, json={"timeout": 10}, timeout=20).status_code)
+    )
+    waiting.start()
+    wait_until(lambda: server.held == 1, 10, "the first poll held")
+    second = httpx.post(url, json={"timeout": 0}, timeout=20)
+    waiting.join(20)
+    assert first == [409] and second.status_code == 200 and server.conflicts == 1
