@@ -53,13 +53,14 @@ class BlockedPhase:
         path = self.parts.workspace.blocked
         started = time.time_ns()
         since = self.parts.state.answers_seen_ns - ANSWER_SLACK_NS
+        standing = self._block_request() if blockfile.state(path) != "absent" else None
         for request_id in self.parts.store.changed_since(since):
             record = self._load(request_id)
             if record is None or not record.raised_block:
                 continue
             if record.status != "resolved" or _applied(record):
                 continue
-            if blockfile.state(path) != "absent" and self._block_request() == record.request_id:
+            if standing == record.request_id:
                 continue  # its block stands: the blocked phase applies it
             log.info(
                 "answer_found",
