@@ -28,6 +28,7 @@ from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation.blockfile import remove_block
+from loopkit.escalation.sender import message_for
 from loopkit.home import Registry
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
@@ -378,8 +379,6 @@ class UpdatePoller:
         if message_id is None or not self.chat:
             return
         if not isinstance(original, str):
-            from loopkit.escalation.sender import message_for
-
             try:
                 repo = store_holding(record.request_id, self.store).workspace.repo_name()
             except LoopkitError:
