@@ -12,11 +12,18 @@ fsyncs per iteration would dominate a fast loop. A process crash loses nothing e
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+# mkstemp(prefix=".<name>.", suffix=".tmp"): eight random characters before the suffix.
+_TEMP = re.compile(r"\A\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp\Z")
+STALE_AFTER = 600.0  # seconds: a write in progress never takes this long
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -86,3 +93,36 @@ def create_text(path: Path, text: str, *, mode: int = 0o644) -> bool:
             os.unlink(tmp)
     _fsync_dir(path.parent)
     return True
+
+
+def failure(exc: OSError, path: Path) -> str:
+    """One line for a write that failed: what, where, and how to fix it."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"no space left on the disk holding {path}; free some space and run it again"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"cannot write {path}: {exc.strerror}; make the folder writable"
+    return f"cannot write {path}: {exc.strerror or exc}"
+
+
+def sweep(folder: Path, *, names: tuple[str, ...] | None = None, now: float | None = None) -> int:
+    """Remove this module's temporary files that a crash left in ``folder``.
+
+    Only files of this module's naming (``.<name>.XXXXXXXX.tmp``) older than
+    :data:`STALE_AFTER` go, and with ``names`` only those for a file of one of those names
+    (in a folder loopkit shares with the user). Returns how many were removed.
+    """
+    removed = 0
+    cutoff = (time.time() if now is None else now) - STALE_AFTER
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        match = _TEMP.match(entry.name)
+        if not match or (names is not None and match["name"] not in names):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+    return removed

@@ -27,10 +27,12 @@ def _error(message: str, code: int) -> int:
 def _blocked_name(workspace: str) -> str:
     toml = os.path.join(workspace, "loopkit.toml")
     try:
-        with open(toml, encoding="utf-8", errors="replace") as handle:
+        with open(marker.open_regular(toml), encoding="utf-8", errors="replace") as handle:
             text = handle.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError):
         return DEFAULT_BLOCKED
+    except OSError:  # a FIFO, a folder, unreadable: the full parser says what is wrong
+        text = "blocked_file"
     if "blocked_file" not in text or _sets_the_default(text):
         return DEFAULT_BLOCKED
     from pathlib import Path

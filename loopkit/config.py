@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loopkit import config_values
+from loopkit import config_values, readfile
 from loopkit.config_values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
 from loopkit.config_values import Command as Command
 from loopkit.config_values import TimeoutAction as TimeoutAction
@@ -222,13 +222,18 @@ def _validate(
 def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
     """Read and parse ``path``; a syntax error names the file, line and column."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = readfile.read_text(path)
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        return text, tomllib.loads(text)
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(
+            f"{path}: nested deeper than {readfile.MAX_DEPTH} levels; a loopkit.toml is a few "
+            "flat tables — `loopkit init --force` writes a fresh file"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
@@ -239,6 +244,12 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
                 "(strings need quotes; `loopkit init --force` writes a fresh file)"
             ) from None
         raise ConfigError(f"{path}: TOML syntax error: {msg}; fix the file") from None
+    if readfile.too_deep(data):
+        raise ConfigError(
+            f"{path}: nested deeper than {readfile.MAX_DEPTH} levels; a loopkit.toml is a few "
+            "flat tables — `loopkit init --force` writes a fresh file"
+        )
+    return text, data
 
 
 def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> ChannelSettings:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopkit import atomicfile, clock
+from loopkit import atomicfile, clock, readfile
 
 
 def home(environ: Mapping[str, str] | None = None) -> Path:
@@ -73,7 +72,7 @@ class Registry:
             return []
         for file in files:
             try:
-                data = json.loads(file.read_text(encoding="utf-8"))
+                data = readfile.json_document(readfile.read_text(file))
                 entry = Registered(Path(data["path"]), str(data["repo"]), str(data["last_seen"]))
             except (OSError, ValueError, KeyError, TypeError):
                 continue

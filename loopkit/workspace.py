@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from loopkit import atomicfile
 from loopkit.config import Config
 
 
@@ -44,3 +45,12 @@ class Workspace:
             if (folder / ".git").exists():
                 return folder.name or str(folder)
         return root.name or str(root)
+
+    def sweep_temps(self) -> int:
+        """Remove temporary files a crash left between write and rename (loopkit's own
+        naming only; in the workspace root only those of the block file)."""
+        removed = sum(
+            atomicfile.sweep(folder)
+            for folder in (self.state_dir, self.requests_dir, self.locks_dir)
+        )
+        return removed + atomicfile.sweep(self.blocked.parent, names=(self.blocked.name,))

@@ -64,11 +64,13 @@ def escalate(
     stands either way.
     """
     from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+    from loopkit.escalation.repair import repair
     from loopkit.escalation.sender import message_for
 
     config, broken = app.config_for_a_block()
     app.register()
     escalator = Escalator(config, store=app.store())
+    repair(escalator)  # a block a crash left half-raised is raised first (this one joins it)
     result = escalator.escalate(
         Escalation(
             question=question,
@@ -149,7 +151,9 @@ def resend(app: App) -> int:
             "to telegram, slack or dial"
         )
     channel = ladder[delivery.current_rung(record, ladder)]
-    outcome = Sender(config, app.store()).send(record, delivery.Due(channel, clock.now()))
+    due = delivery.Due(channel, clock.now())
+    outcome = Sender(config, app.store()).send(record, due, claim=False)
+    assert outcome is not None  # an unclaimed send is always made
     if outcome.ok:
         click.echo(f"sent via {channel}: requests/{request_id}.json")
         return EXIT_OK

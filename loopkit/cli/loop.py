@@ -52,10 +52,14 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
 @click.pass_obj
 def status(app: App, as_json: bool) -> int:
     """Show the supervisor's state: running / blocked / finished, iteration, task, request."""
+    from loopkit.escalation.escalator import Escalator
+    from loopkit.escalation.repair import repair
     from loopkit.supervisor.status import render
     from loopkit.supervisor.status import status as read_status
 
-    info = read_status(app.config(), store=app.store())
+    config = app.config()
+    repair(Escalator(config, store=app.store()))  # a block a crash left half-raised
+    info = read_status(config, store=app.store())
     click.echo(json.dumps(info) if as_json else render(info))
     return EXIT_OK
 

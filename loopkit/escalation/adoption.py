@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from loopkit import readfile
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
@@ -63,8 +64,7 @@ def open_request(store: RequestStore) -> str | None:
 def read(path: Path) -> Escalation:
     """The escalation an agent's hand-written file stands for (never raises for content)."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(READ_LIMIT)
+        raw = readfile.read_bytes(path, READ_LIMIT)
     except OSError:
         raw = b""
     return parse(raw.decode("utf-8", "replace"))

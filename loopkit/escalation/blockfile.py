@@ -8,13 +8,15 @@ render never stops a block: the packaged template is used and the problem is rep
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from loopkit import atomicfile
+from loopkit import atomicfile, readfile
 from loopkit.errors import BadInput, WorkspaceError
 from loopkit.escalation import marker
 from loopkit.message import LETTERS, fold
@@ -116,7 +118,7 @@ def render(workspace: Workspace, variables: dict[str, Any]) -> tuple[str, str | 
     problem: str | None = None
     if override.exists():
         try:
-            text = _render_source(override.read_text("utf-8"), variables)
+            text = _render_source(readfile.read_text(override), variables)
             missing = _missing_marker(override, text, variables)
             if missing is None:
                 return text, None
@@ -147,7 +149,7 @@ def check_override(workspace: Workspace, variables: dict[str, Any]) -> str | Non
     if not override.exists():
         return None
     try:
-        text = _render_source(override.read_text("utf-8"), variables)
+        text = _render_source(readfile.read_text(override), variables)
     except Exception as exc:
         return _template_problem(override, exc)
     return _missing_marker(override, text, variables)
@@ -168,14 +170,26 @@ def not_a_file(path: Path) -> BadInput:
     )
 
 
+def in_the_way(path: Path, request_id: str) -> BadInput:
+    """Something other than a file holds BLOCKED.md's place; the question is saved."""
+    try:
+        mode = os.lstat(path).st_mode
+        what = "a symbolic link" if stat.S_ISLNK(mode) else readfile.kind_of(mode)
+    except OSError:
+        what = "something other than a file"
+    return BadInput(
+        f"{path} is {what}, not a file, so the block could not be written; the question is "
+        f"saved as requests/{request_id}.json — remove it (rm -r {path.name}) and the next "
+        "`loopkit run`, `status` or `escalate` raises the block"
+    )
+
+
 def create(path: Path, text: str) -> bool:
     """Create BLOCKED.md unless it exists; False means another block holds it."""
     try:
         return atomicfile.create_text(path, text)
     except OSError as exc:
-        raise WorkspaceError(
-            f"cannot write {path}: {exc.strerror}; make the workspace writable"
-        ) from None
+        raise WorkspaceError(atomicfile.failure(exc, path)) from None
 
 
 def read_head(path: Path, lines: int = marker.HEAD_LINES) -> str:

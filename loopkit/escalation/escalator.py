@@ -173,7 +173,15 @@ class Escalator:
         return joined and blockfile.state(self.workspace.blocked) == "absent"
 
     def place(self, record: Request, *, persisted: bool = False, own: bool = False) -> Result:
-        """Steps 1–2: persist ``record`` and create BLOCKED.md (or join the open block).
+        """Steps 1–2, as one recoverable transaction: persist ``record``, create BLOCKED.md.
+
+        BLOCKED.md is rendered first (the template and ``git rev-parse`` are the slow part),
+        then, under the store lock: the record is saved with ``block_pending`` set, BLOCKED.md
+        is created from the text already rendered, and the flag is cleared. A crash in
+        between leaves a pending record that :mod:`~loopkit.escalation.repair` finishes at the
+        next start — so the block file and its request are never out of step for good, and a
+        question is never silently dropped. Something other than a file at BLOCKED.md leaves
+        the question saved (pending) and says what is in the way.
 
         ``persisted``: the record is on disk already (a request announced late, e.g. a gate
         whose first ask joined another block). ``own``: when joining, keep ``record`` as a
@@ -182,22 +190,25 @@ class Escalator:
         does that, outside the store lock.
         """
         path = self.workspace.blocked
-        if blockfile.state(path) == "other":
-            raise blockfile.not_a_file(path)
+        raised_at = clock.iso_seconds() if persisted else None  # its timeout starts now
+        text, problem = self._render(replace(record, raised_at=raised_at or record.raised_at))
         with self.store.locked():
             if blockfile.state(path) == "file":
                 return self._join(record, persisted=persisted, own=own)
-            record.raised_block = True  # its own BLOCKED.md (the next line writes it)
+            record.block_pending, record.raised_block = True, True
             if persisted:
                 record.joined_block, record.not_raised = None, False
-                record.raised_at = clock.iso_seconds()  # its timeout starts now
+                record.raised_at = raised_at
                 self.store.save(record)
             else:
                 self.store.create(record)
-            text, problem = self._render(record)
+            if blockfile.state(path) == "other":
+                raise blockfile.in_the_way(path, record.request_id)
             if not blockfile.create(path, text):
                 # Someone else's BLOCKED.md appeared between our check and our write.
                 return self._join(record, persisted=True, own=own)
+            record.block_pending = False
+            self.store.save(record)
         if problem:
             log.warning("template_fallback", msg=problem)
         log.info(
@@ -208,6 +219,25 @@ class Escalator:
             msg=f"blocked: {fold(record.prompt, 120)} (requests/{record.request_id}.json)",
         )
         return Result(record, None, None, problem)
+
+    def write_pending(self, record: Request) -> Result:
+        """Finish a transaction a crash cut short (``block_pending``): write its BLOCKED.md,
+        or join the block that stands now. Called under the store lock, by the repair."""
+        path = self.workspace.blocked
+        state = blockfile.state(path)
+        if state == "other":
+            raise blockfile.in_the_way(path, record.request_id)
+        if state == "file" and blockfile.request_id_of(path) == record.request_id:
+            record.block_pending = False  # written before the crash; only the flag was left
+            self.store.save(record)
+            return Result(record, None)
+        if state == "absent":
+            text, problem = self._render(record)
+            if blockfile.create(path, text):
+                record.block_pending = False
+                self.store.save(record)
+                return Result(record, None, None, problem)
+        return self._join(record, persisted=True, own=True)
 
     def _new_record(self, escalation: Escalation) -> Request:
         timeout = {
@@ -267,11 +297,14 @@ class Escalator:
         block's request is answered already, or the block names none, the question stays a
         request of its own (``joined_block``), raised by the supervisor when that block goes.
         """
-        record.raised_block = False
+        open_id = blockfile.request_id_of(self.workspace.blocked)
+        record.raised_block = record.block_pending = record.not_raised = False
         if own and not persisted:
+            # Its first write already names the block it joins: a crash before the open
+            # request notes it leaves a question that is raised when that block goes.
+            record.joined_block = open_id or ""
             self.store.create(record)
             persisted = True
-        open_id = blockfile.request_id_of(self.workspace.blocked)
         entry = {
             "at": clock.iso_seconds(),
             "question": record.prompt,
@@ -286,9 +319,13 @@ class Escalator:
         def add(open_record: Request) -> bool:
             nonlocal answered
             answered = not open_record.is_open
-            if not answered:
-                open_record.joined.append(entry)
-            return not answered
+            noted = entry["request_id"] is not None and any(
+                one.get("request_id") == entry["request_id"] for one in open_record.joined
+            )
+            if answered or noted:
+                return False
+            open_record.joined.append(entry)
+            return True
 
         if open_id and open_id != record.request_id:
             try:
@@ -299,7 +336,6 @@ class Escalator:
             # The block stands, but its question is answered already: this question would
             # be lost on it. It stays a request of its own, raised when that block goes.
             target = None
-        record.not_raised = False
         if target is not None:
             if persisted:
                 record.joined_block = open_id or ""

@@ -44,7 +44,7 @@ def request_id_in(text: str) -> str | None:
     return None
 
 
-def _open_regular(path: str) -> int:
+def open_regular(path: str) -> int:
     """A descriptor of the regular file at ``path``. A FIFO, a device or a socket there is an
     OSError, never a hang: it is opened non-blocking and checked before anything is read."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
@@ -57,7 +57,7 @@ def _open_regular(path: str) -> int:
 def request_id_of(path: str) -> str | None:
     """The request id in the marker of the file at ``path``, if it has one."""
     try:
-        with open(_open_regular(path), encoding="utf-8", errors="replace") as handle:
+        with open(open_regular(path), encoding="utf-8", errors="replace") as handle:
             return request_id_in(handle.read(MARKER_WINDOW))
     except OSError:
         return None
@@ -65,5 +65,5 @@ def request_id_of(path: str) -> str | None:
 
 def read_head(path: str, lines: int = HEAD_LINES) -> str:
     """The first ``lines`` lines of the file at ``path`` (undecodable bytes replaced)."""
-    with open(_open_regular(path), encoding="utf-8", errors="replace") as handle:
+    with open(open_regular(path), encoding="utf-8", errors="replace") as handle:
         return "".join(line for _, line in zip(range(lines), handle, strict=False))

@@ -79,15 +79,26 @@ class Sender:
             due = delivery.next_due(fresh, self.config.escalation, clock.now())
             if due is None or due.at > clock.now() or (due.kind == "reminder" and not reminders):
                 break
-            outcome = self.send(fresh, due)
+            sent = self.send(fresh, due)
+            if sent is None:
+                break  # another loopkit process took this send
+            outcome = sent
             if outcome.ok or due.kind == "reminder":
                 break
         return outcome
 
-    def send(self, record: Request, due: delivery.Due) -> Outcome:
-        """One send of ``due`` (the message, a repeat, or a reminder), recorded."""
+    def send(self, record: Request, due: delivery.Due, *, claim: bool = True) -> Outcome | None:
+        """One send of ``due`` (the message, a repeat, or a reminder), recorded.
+
+        ``claim``: the send was planned from ``record`` as loaded; when another process
+        recorded an attempt since (a supervisor, ``serve`` and ``escalate`` may all look at
+        one block), it has taken this send and None is returned, nothing sent.
+        """
         name = due.channel
-        index = self._start_delivery(record.request_id, name, due.kind)
+        seen = len(record.delivery) if claim else None
+        index = self._start_delivery(record.request_id, name, due.kind, seen)
+        if index is None:
+            return None
         hard = False
         try:
             channel = self.channel_factory(name)
@@ -141,8 +152,16 @@ class Sender:
 
         return replace(clean(outcome), earlier=tuple(clean(o) for o in outcome.earlier))
 
-    def _start_delivery(self, request_id: str, channel: str, kind: delivery.Kind) -> int:
-        def start(record: Request) -> None:
+    def _start_delivery(
+        self, request_id: str, channel: str, kind: delivery.Kind, seen: int | None
+    ) -> int | None:
+        taken = False
+
+        def start(record: Request) -> bool:
+            nonlocal taken
+            if seen is not None and len(record.delivery) != seen:
+                taken = True
+                return False
             for entry in record.delivery:
                 if delivery.in_flight(entry):
                     entry["ok"] = False  # no longer in flight; whether it arrived is unknown
@@ -161,8 +180,10 @@ class Sender:
             if kind == "reminder":
                 attempt["reminder"] = True
             record.delivery.append(attempt)
+            return True
 
-        return len(self.store.update(request_id, start).delivery) - 1
+        index = len(self.store.update(request_id, start).delivery) - 1
+        return None if taken else index
 
     def _finish_delivery(
         self, request_id: str, index: int, outcome: Outcome, *, hard: bool = False
@@ -192,12 +213,34 @@ class Sender:
 
         self.store.update(request_id, finish)
 
-    def resume(self, record: Request) -> Outcome | None:
-        """After a restart: resend only an attempt left in flight (outcome unknown)."""
+    def recover(self, record: Request) -> Outcome | None:
+        """What a crash left undone, for any loopkit process: a block's message never tried
+        is sent; an attempt in flight for longer than the grace period (so no live process
+        is in the middle of it) is sent once more, as a repeat."""
+        ladder = delivery.rungs(self.config.escalation)
+        if not ladder or not record.is_open:
+            return None
+        now = clock.now()
         for entry in record.delivery:
-            if delivery.in_flight(entry) and entry.get("channel") in delivery.rungs(
-                self.config.escalation
-            ):
+            if delivery.in_flight(entry) and entry.get("channel") in ladder:
+                due = delivery.next_due(record, self.config.escalation, now)
+                if due is not None and due.kind == "repeat" and due.at <= now:
+                    return self.send(record, due)
+                return None
+        if (record.raised_block or record.adopted) and not record.delivery:
+            return self.send(record, delivery.Due(ladder[0], now))
+        return None
+
+    def resume(self, record: Request) -> Outcome | None:
+        """After a restart: resend an attempt left in flight (outcome unknown), and send a
+        block's message that was never tried (a crash between BLOCKED.md and the first
+        attempt). Nothing else: retries and reminders wait for their time."""
+        ladder = delivery.rungs(self.config.escalation)
+        for entry in record.delivery:
+            if delivery.in_flight(entry) and entry.get("channel") in ladder:
                 # An attempt cut short by a crash: its outcome is unknown, so send once more.
                 return self.send(record, delivery.Due(entry["channel"], clock.now(), "repeat"))
+        own_block = record.raised_block or record.adopted
+        if ladder and own_block and record.is_open and not record.delivery:
+            return self.send(record, delivery.Due(ladder[0], clock.now()))
         return None

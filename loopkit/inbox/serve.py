@@ -20,7 +20,7 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -30,6 +30,8 @@ from loopkit import config as config_mod
 from loopkit.config import ChannelSettings, Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
 from loopkit.escalation import blockfile, delivery
+from loopkit.escalation.escalator import Escalator
+from loopkit.escalation.repair import repair
 from loopkit.escalation.sender import Sender
 from loopkit.home import Registry, home
 from loopkit.log import get_logger
@@ -90,6 +92,7 @@ class Retrier:
     """Sends what is due for blocks no supervisor watches, in every registered workspace."""
 
     stop: threading.Event
+    repaired: set[Path] = field(default_factory=set)
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -106,11 +109,16 @@ class Retrier:
         only one read); seconds until its next send (RETRY_LOOK at most)."""
         config = config_mod.load(path, lenient=True)
         workspace = Workspace.of(config)
+        watched = SupervisorLock(workspace).holder() is not None
+        store = RequestStore(workspace)
+        if path not in self.repaired and not watched:
+            # Once per workspace: finish an escalation a crash cut short (escalation.repair).
+            self.repaired.add(path)
+            repair(Escalator(config, store=store))
         if blockfile.state(workspace.blocked) == "absent":
             return RETRY_LOOK  # nothing stands: nobody to tell
-        if SupervisorLock(workspace).holder() is not None:
+        if watched:
             return RETRY_LOOK  # a supervisor watches its own blocks
-        store = RequestStore(workspace)
         request_id = block_request_id(workspace, store)
         record = store.load(request_id) if request_id else None
         if record is None or not record.is_open:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from loopkit import clock
 from loopkit.errors import BadInput
+from loopkit.requests import shape
 
 SCHEMA_VERSION = 1
 ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")  # \Z: "x\n" is not "x"
@@ -75,6 +76,7 @@ _WHEN_SET = (
     "timed_out_at",
     "applied_at",
     "consumed_at",
+    "block_pending",
 )
 _LISTS = ("options", "delivery", "context_refs", "attempted", "joined", "deferrals")
 _DICTS = ("timeout_default", "summary", "needs_human", "gate")
@@ -122,6 +124,9 @@ class Request:
     timed_out_at: str | None = None  # a queue timeout passed: it waits with no deadline
     applied_at: str | None = None  # the supervisor acted on its ending: never again
     consumed_at: str | None = None  # a gate's approval was used: once
+    # Saved before its BLOCKED.md is written, cleared once it is (or it joined another
+    # block): a crash in between is repaired at the next start (escalation.repair).
+    block_pending: bool = False
     schema_version: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)  # fields this code does not know
 
@@ -154,6 +159,7 @@ class Request:
         known = {f.name for f in fields(cls)} - {"extra"}
         if not isinstance(data.get("request_id"), str) or not isinstance(data.get("prompt"), str):
             raise BadInput(f"{source}: missing request_id or prompt; restore it from a backup")
+        shape.check(data, source)
         values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
         values.setdefault("updated_at", data.get("created_at") or clock.iso_millis())
         values.setdefault("created_at", values["updated_at"])
@@ -165,6 +171,7 @@ class Request:
                 elif not isinstance(values[name], kind):
                     raise BadInput(f"{source}: {name!r} must be {what}; fix or restore the file")
         values["not_raised"] = bool(values.get("not_raised"))
+        values["block_pending"] = bool(values.get("block_pending"))
         values["adopted"] = bool(values.get("adopted"))
         values["raised_block"] = bool(values.get("raised_block"))
         if "joined_block" in data and data["joined_block"] is None:

@@ -7,16 +7,14 @@ Every read-modify-write happens under the store lock (``.loopkit/locks/requests.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from loopkit import atomicfile, clock
+from loopkit import atomicfile, clock, readfile
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
 from loopkit.requests.record import ID_RE, Request, Status, validate_id
 from loopkit.workspace import Workspace
@@ -70,20 +68,19 @@ class RequestStore:
     def load(self, request_id: str) -> Request:
         path = self.path(request_id)
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = readfile.read_text(path)
         except FileNotFoundError:
             raise RequestNotFound(
                 f"no request {request_id!r} in {self.folder}; `loopkit requests` lists them"
             ) from None
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
-            raise BadInput(f"{path}: cannot read: {reason}") from None
+            raise BadInput(f"{path}: cannot read: {reason}; move it away or restore it") from None
         try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
+            data = readfile.json_document(raw)
+        except readfile.JSONProblem as exc:
             raise BadInput(
-                f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); the file was left as it was, "
-                "fix or restore it"
+                f"{exc.where(path)}: {exc.reason}; the file was left as it was, fix or restore it"
             ) from None
         if not isinstance(data, dict):
             raise BadInput(f"{path}: not a JSON object; the file was left as it was")
@@ -106,13 +103,7 @@ class RequestStore:
             self.folder.mkdir(parents=True, exist_ok=True)
             atomicfile.write_json(self.path(record.request_id), record.to_dict(), mode=0o600)
         except OSError as exc:
-            raise WorkspaceError(self._cannot_write(exc)) from None
-
-    def _cannot_write(self, exc: OSError) -> str:
-        hint = "make the workspace writable"
-        if exc.errno == errno.ENOSPC:
-            hint = "free some disk space"
-        return f"cannot write in {self.folder}: {exc.strerror}; {hint}"
+            raise WorkspaceError(atomicfile.failure(exc, self.path(record.request_id))) from None
 
     def create(self, record: Request) -> None:
         """Write a new record; an existing one with the same id is a conflict (exit 4)."""

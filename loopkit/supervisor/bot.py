@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loopkit import atomicfile, clock
+from loopkit import atomicfile, clock, readfile
 from loopkit.home import home
 from loopkit.log import get_logger
 from loopkit.message import fold
@@ -55,7 +54,7 @@ class OffsetFile:
 
     def load(self) -> int | None:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = readfile.json_document(readfile.read_text(self.path))
         except (OSError, ValueError):
             return None
         if not isinstance(data, dict) or data.get("bot") != self.bot:

@@ -32,6 +32,7 @@ from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import blockfile
+from loopkit.escalation.repair import repair
 from loopkit.log import get_logger
 from loopkit.supervisor.blocked import BlockedPhase
 from loopkit.supervisor.iteration import Iteration
@@ -115,6 +116,8 @@ class Supervisor:
         parts.state.status = "running"
         parts.save()
         log.info("started", pid=os.getpid(), msg=f"supervising {parts.workspace.root}")
+        # A block a crash left half-raised stands again; the blocked phase sends it.
+        repair(parts.escalator, send=False)
         step = self.blocked.apply_answered()
         if step.action == "exit":  # the answer was the supervisor's own Abort
             return _code(step)

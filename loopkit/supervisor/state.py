@@ -11,13 +11,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from loopkit import atomicfile, clock
+from loopkit import atomicfile, clock, readfile
 from loopkit.errors import AlreadyRunning, WorkspaceError
 from loopkit.workspace import Workspace
 
@@ -64,12 +63,13 @@ class StateFile:
 
     def load(self) -> State:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = readfile.json_document(readfile.read_text(self.path))
         except FileNotFoundError:
             return State()
         except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
             raise WorkspaceError(
-                f"{self.path}: unreadable ({exc}); move it aside to start with fresh counters"
+                f"{self.path}: unreadable ({reason}); move it aside to start with fresh counters"
             ) from None
         if not isinstance(data, dict):
             raise WorkspaceError(f"{self.path}: not a JSON object; move it aside")
@@ -87,9 +87,7 @@ class StateFile:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomicfile.write_json(self.path, state.to_dict(), mode=0o600, durable=durable)
         except OSError as exc:
-            raise WorkspaceError(
-                f"cannot write {self.path}: {exc.strerror}; make the workspace writable"
-            ) from None
+            raise WorkspaceError(atomicfile.failure(exc, self.path)) from None
 
 
 class SupervisorLock:

@@ -10,6 +10,8 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
+from loopkit import readfile
+
 
 def current_task(
     root: Path, task_file: str | None, pattern: str | None, skipped: Collection[str] = ()
@@ -17,7 +19,7 @@ def current_task(
     if not task_file:
         return None
     try:
-        text = (root / task_file).read_text(encoding="utf-8", errors="replace")
+        text = readfile.read_text(root / task_file, errors="replace")
     except OSError:
         return None
     regex = re.compile(pattern or r"^- \[ \] (.+)$", re.MULTILINE)

@@ -77,12 +77,18 @@ def test_four_choices_is_bad_input(ws: Path) -> None:
     assert not (ws / "BLOCKED.md").exists() and not (ws / "requests").exists()
 
 
-def test_blocked_file_that_is_a_folder(ws: Path) -> None:
+def test_blocked_file_that_is_a_folder_keeps_the_question(ws: Path) -> None:
     (ws / "BLOCKED.md").mkdir()
     done = loopkit("-C", str(ws), *ESCALATE)
-    assert done.returncode == 65 and "not a regular file" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert done.returncode == 65 and "BLOCKED.md is a folder, not a file" in done.stderr
+    assert "the question is saved" in done.stderr and "Traceback" not in done.stderr
     assert loopkit("-C", str(ws), "check").returncode == 65
+    (saved,) = (ws / "requests").glob("*.json")
+    # Once the folder is gone, the next start raises the block the question was saved for.
+    (ws / "BLOCKED.md").rmdir()
+    assert loopkit("-C", str(ws), "status").returncode == 0
+    assert saved.stem in (ws / "BLOCKED.md").read_text()
+    assert loopkit("-C", str(ws), "check").returncode == 2
 
 
 def test_read_only_workspace_is_a_clear_error(ws: Path) -> None:

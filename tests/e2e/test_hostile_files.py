@@ -34,3 +34,67 @@ def test_configured_paths_cannot_leave_the_workspace(ws: Path, tmp_path: Path) -
     (ws / "loopkit.toml").write_text('[loop]\ntask_file = "../plan.md"\n')
     assert loopkit("-C", str(ws), "status").returncode == 78
     assert victim.read_text() == "keep me\n"
+
+
+def one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("loopkit: error")]
+    assert "Traceback" not in stderr and len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_a_fifo_at_loopkit_toml_is_a_config_error_not_a_hang(ws: Path) -> None:
+    os.mkfifo(ws / "loopkit.toml")
+    for args in (["check"], ["status"], ["run"], ["escalate", "-q", "Q?", "-c", "c", "-a", "a",
+                 "--choice", "A — a"]):  # fmt: skip
+        done = loopkit("-C", str(ws), *args, timeout=20)
+        assert done.returncode == 78, (args, done.stderr)
+        assert "a FIFO, not a file" in one_line(done.stderr)
+
+
+def test_a_fifo_at_the_template_falls_back_to_the_packaged_one(ws: Path) -> None:
+    (ws / "templates").mkdir()
+    os.mkfifo(ws / "templates" / "BLOCKED.md.j2")
+    done = loopkit("-C", str(ws), "escalate", "-q", "Q?", "-c", "c", "-a", "a",
+                   "--choice", "A — a", timeout=20)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "a FIFO, not a file" in done.stderr and "packaged template" in done.stderr
+    assert "## Question:" in (ws / "BLOCKED.md").read_text()
+
+
+def test_fifos_where_records_and_state_live_are_one_line_errors(ws: Path) -> None:
+    (ws / "loopkit.toml").write_text('[loop]\nagent = "true"\n')
+    (ws / "requests").mkdir()
+    os.mkfifo(ws / "requests" / "abc123.json")
+    done = loopkit("-C", str(ws), "requests", "show", "abc123", timeout=20)
+    assert done.returncode == 65 and "a FIFO, not a file" in one_line(done.stderr)
+    listed = loopkit("-C", str(ws), "requests", timeout=20)
+    assert listed.returncode == 0 and "abc123" in listed.stdout + listed.stderr
+    (ws / ".loopkit").mkdir()
+    os.mkfifo(ws / ".loopkit" / "state.json")
+    for args in (["status"], ["run", "--max-iterations", "1"]):
+        done = loopkit("-C", str(ws), *args, timeout=20)
+        assert done.returncode == 1, (args, done.stderr)
+        assert "state.json: unreadable (a FIFO, not a file)" in one_line(done.stderr)
+
+
+def test_a_fifo_as_the_task_file_is_no_task_not_a_hang(ws: Path) -> None:
+    (ws / "loopkit.toml").write_text('[loop]\nagent = "true"\ntask_file = "PLAN.md"\n')
+    os.mkfifo(ws / "PLAN.md")
+    done = loopkit("-C", str(ws), "run", "--max-iterations", "1", timeout=20)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_dangling_symlink_at_blocked_md_keeps_the_question(ws: Path) -> None:
+    (ws / "BLOCKED.md").symlink_to(ws / "nowhere")
+    done = loopkit("-C", str(ws), "escalate", "-q", "Q?", "-c", "c", "-a", "a",
+                   "--choice", "A — a", timeout=20)  # fmt: skip
+    assert done.returncode == 65
+    assert "is a symbolic link, not a file" in one_line(done.stderr)
+    (saved,) = (ws / "requests").glob("*.json")
+    assert "Q?" in saved.read_text()
+
+
+def test_a_loopkit_toml_nested_thousands_deep_is_a_config_error(ws: Path) -> None:
+    (ws / "loopkit.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    done = loopkit("-C", str(ws), "status", timeout=20)
+    assert done.returncode == 78 and "nested deeper" in one_line(done.stderr)

@@ -133,11 +133,12 @@ def test_choice_count_is_refused_before_writing(ws: Path, count: int) -> None:
     assert not (ws / "requests").exists() and not (ws / "BLOCKED.md").exists()
 
 
-def test_blocked_path_that_is_a_folder_is_refused(ws: Path) -> None:
+def test_a_folder_at_the_block_path_is_refused_and_the_question_is_kept(ws: Path) -> None:
     (ws / "BLOCKED.md").mkdir()
-    with pytest.raises(BadInput, match="not a regular file"):
+    with pytest.raises(BadInput, match=r"is a folder, not a file.*the question is saved"):
         Escalator(make(ws)).escalate(ask())
-    assert not (ws / "requests").exists()
+    (saved,) = (ws / "requests").glob("*.json")
+    assert json.loads(saved.read_text())["block_pending"] is True
 
 
 def test_crash_mid_send_is_sent_once_more_marked_repeat(ws: Path) -> None:

@@ -1,0 +1,77 @@
+"""Putting a block and its request back in step after a crash.
+
+An escalation is one transaction (:meth:`Escalator.place`): the request is saved with
+``block_pending`` set, BLOCKED.md is created, the flag is cleared, then the message is sent
+with an ``ok: null`` attempt recorded first. A ``kill -9`` anywhere in it leaves one of
+three states, each finished here at the next start of ``run``, ``escalate``, ``status`` or
+``serve`` (``check`` stays a pure read):
+
+1. a pending record: BLOCKED.md is written from it (or, when another block stands now, the
+   question joins that one), so the question is never silently dropped;
+2. the standing block's request with no delivery attempt: its message is sent;
+3. an attempt left in flight for longer than the grace period: sent once more, as a repeat.
+
+Every send claims its attempt under the store lock, so two processes repairing at once
+send once. Temporary files a crash left between write and rename are removed too.
+"""
+
+from __future__ import annotations
+
+from loopkit.errors import BadInput, LoopkitError
+from loopkit.escalation import blockfile
+from loopkit.escalation.escalator import Escalator
+from loopkit.log import get_logger
+from loopkit.requests.record import Request
+
+log = get_logger("loopkit.repair")
+
+
+def repair(escalator: Escalator, *, send: bool = True) -> list[str]:
+    """Finish what a crash cut short; returns one line per repair (also logged)."""
+    store, workspace = escalator.store, escalator.workspace
+    done: list[str] = []
+    if removed := workspace.sweep_temps():
+        done.append(f"removed {removed} temporary file(s) left by a crash")
+    for request_id, found in store.all():
+        if not isinstance(found, Request) or not found.block_pending:
+            continue
+        try:
+            with store.locked():
+                record = store.load(request_id)
+                if not record.block_pending:
+                    continue  # another process finished it meanwhile
+                if not record.is_open:
+                    record.block_pending = False
+                    store.save(record)
+                    continue
+                written = blockfile.request_id_of(workspace.blocked) == request_id
+                result = escalator.write_pending(record)
+        except BadInput as exc:
+            log.warning("repair_blocked", request_id=request_id, msg=str(exc))
+            continue
+        if result.joined:
+            done.append(f"request {request_id}: its question joined the open block")
+        else:
+            how = "was written; the request now says so" if written else "written now"
+            done.append(f"request {request_id}: {workspace.blocked.name} {how}")
+            if send:
+                escalator.sender.recover(result.request)
+    if send:
+        _recover_delivery(escalator)
+    for line in done:
+        log.warning("repaired", msg=f"finishing an escalation cut short: {line}")
+    return done
+
+
+def _recover_delivery(escalator: Escalator) -> None:
+    path = escalator.workspace.blocked
+    if blockfile.state(path) != "file":
+        return
+    request_id = blockfile.request_id_of(path)
+    if request_id is None:
+        return
+    try:
+        record = escalator.store.load(request_id)
+    except LoopkitError:
+        return
+    escalator.sender.recover(record)
