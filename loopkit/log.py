@@ -10,6 +10,8 @@ Call :func:`setup` once per process, from the command line layer. Library code o
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import sys
@@ -32,11 +34,17 @@ class _RedactProcessor:
         return {k: self.redactor.value(v) for k, v in event_dict.items()}
 
 
+ROTATE_AT = 10 * 1024 * 1024  # bytes: events.jsonl moves to events.jsonl.1 from this size
+ROTATIONS_KEPT = 3  # events.jsonl.1 … .3; the oldest beyond goes
+
+
 class _JsonlHandler(logging.Handler):
     """Appends one line per record; the file (0600) and its folder are created on first use.
 
     Each line is written with a single ``write`` on an ``O_APPEND`` descriptor, so lines from
-    concurrent loopkit processes never interleave. If the file cannot be written (a read-only
+    concurrent loopkit processes never interleave. At :data:`ROTATE_AT` the file is rotated
+    (``.1`` … ``.3`` kept) under an ``flock``, so of several processes one rotates; the others
+    notice the new file by its inode and reopen. If the file cannot be written (a read-only
     workspace), events are dropped after one warning on stderr: logging never stops a block.
     """
 
@@ -46,15 +54,45 @@ class _JsonlHandler(logging.Handler):
         self._fd: int | None = None
         self._broken = False
 
+    def _current(self) -> int:
+        """The descriptor of the file now at ``path`` (reopened after another's rotation)."""
+        if self._fd is not None:
+            try:
+                if os.stat(self.path).st_ino == os.fstat(self._fd).st_ino:
+                    return self._fd
+            except OSError:
+                pass
+            os.close(self._fd)
+            self._fd = None
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        return self._fd
+
+    def _rotate(self) -> None:
+        lock = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if os.stat(self.path).st_size < ROTATE_AT:
+                    return  # another process rotated it first
+            except FileNotFoundError:
+                return  # rotated by another, not written to since
+            for number in range(ROTATIONS_KEPT - 1, 0, -1):
+                with contextlib.suppress(FileNotFoundError):
+                    os.replace(f"{self.path}.{number}", f"{self.path}.{number + 1}")
+            os.replace(self.path, f"{self.path}.1")
+        finally:
+            os.close(lock)
+
     def emit(self, record: logging.LogRecord) -> None:
         if self._broken:
             return
         try:
             line = self.format(record).replace("\n", "\\n") + "\n"
-            if self._fd is None:
-                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            os.write(self._fd, line.encode("utf-8", "replace"))
+            fd = self._current()
+            os.write(fd, line.encode("utf-8", "replace"))
+            if os.fstat(fd).st_size >= ROTATE_AT:
+                self._rotate()
         except OSError as exc:
             self._broken = True
             sys.stderr.write(

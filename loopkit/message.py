@@ -20,14 +20,28 @@ _KEYCAP = "\u20e3"
 _SPACE = re.compile(r"\s+")
 
 
+# C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings, overrides and
+# isolates (U+202A-U+202E, U+2066-U+2069) that make text read other than it is.
+_UNSAFE = re.compile("[\x01-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def clean(text: str) -> str:
-    """Text that can always be written as UTF-8: lone surrogates (non-UTF-8 bytes from a
-    command line) become U+FFFD, NUL bytes are dropped."""
+    """Text that can always be written as UTF-8 and shown to a human as it reads: lone
+    surrogates (non-UTF-8 bytes from a command line) become U+FFFD, NUL bytes are dropped,
+    CRLF becomes LF, and every other control character — an ANSI/OSC escape, a BEL — and
+    every bidi override is shown escaped (``\\x1b``, ``\\u202e``), never acted on, in the
+    record, BLOCKED.md, the message and the terminal alike."""
     try:
         raw = text.encode("utf-8", "surrogateescape")  # the bytes a command line carried
     except UnicodeEncodeError:
         raw = text.encode("utf-8", "surrogatepass")
-    return raw.decode("utf-8", "replace").replace("\x00", "")
+    decoded = raw.decode("utf-8", "replace").replace("\x00", "").replace("\r\n", "\n")
+    return _UNSAFE.sub(_escaped, decoded)
 
 
 def fold(text: str, limit: int = MAX_FIELD) -> str:

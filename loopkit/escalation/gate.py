@@ -20,7 +20,7 @@ from loopkit import clock
 from loopkit.config import Config
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput
 from loopkit.escalation.escalator import Escalator
-from loopkit.message import fold
+from loopkit.message import clean, fold
 from loopkit.redact import mask_command
 from loopkit.requests.answer import APPROVAL_OPTIONS, outcome_of
 from loopkit.requests.record import Request, new_id
@@ -41,15 +41,20 @@ class GateResult:
     message: str
 
 
+def _shown(argv: Sequence[str]) -> list[str]:
+    """``argv`` as the human sees it: secrets masked, control characters escaped."""
+    return [clean(word) for word in mask_command(list(argv))]
+
+
 def _prompt(argv: Sequence[str]) -> str:
-    shown = shlex.join(mask_command(list(argv)))
+    shown = shlex.join(_shown(argv))
     room = 120 - len("Approve running ``?")
     return f"Approve running `{fold(shown, room)}`?"
 
 
 def _new_request(config: Config, argv: Sequence[str], cwd: str, digest: str) -> Request:
     # What is shown and stored has its secrets masked; the hash is over the real argv.
-    shown = mask_command(list(argv))
+    shown = _shown(argv)
     command = shlex.join(shown)
     return Request(
         request_id=new_id(),
