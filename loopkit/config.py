@@ -99,6 +99,7 @@ class ChannelSettings:
     telegram_allowed_users: tuple[int, ...] = ()
     slack_webhook: str | None = None
     dial_cmd: str | None = None
+    inbox_url: str | None = None  # the web inbox as the phone reaches it: an "Open" button
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted wherever they might appear: the token, the webhook,
@@ -271,6 +272,14 @@ def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> Chan
                 "id; list numeric ids separated by commas (usernames can change)"
             )
         allowed.append(int(part))
+    inbox_url = env("LOOPKIT_INBOX_URL")
+    if inbox_url and (not inbox_url.startswith(("http://", "https://")) or "?" in inbox_url):
+        if not lenient:
+            raise ConfigError(
+                f"LOOPKIT_INBOX_URL: {inbox_url!r} is not an http(s) address; give the inbox's "
+                "address as the phone reaches it, without a token (e.g. http://laptop.vpn:8765)"
+            )
+        inbox_url = None
     return ChannelSettings(
         telegram_token=env("LOOPKIT_HITL_TELEGRAM_TOKEN"),
         telegram_chat=env("LOOPKIT_HITL_TELEGRAM_CHAT"),
@@ -278,6 +287,7 @@ def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> Chan
         telegram_allowed_users=tuple(allowed),
         slack_webhook=env("LOOPKIT_HITL_SLACK_WEBHOOK"),
         dial_cmd=env("LOOPKIT_HITL_DIAL_CMD"),
+        inbox_url=inbox_url.rstrip("/") if inbox_url else None,
     )
 
 

@@ -9,6 +9,7 @@
     │   ├── BadInput             65   input refused (rubric, id, corrupt record)
     │   ├── RequestNotFound      66   no such request
     │   └── RequestConflict       4   already answered, or changed since read
+    ├── AgentAnswer              77   an answer from inside a supervised agent's session
     └── ChannelError              1   a channel could not be set up (send-test, doctor)
 
 Only ``loopkit.cli`` turns these into exits; domain code raises them. Every message is one
@@ -26,6 +27,7 @@ EXIT_CONFLICT = 4
 EXIT_USAGE = 64
 EXIT_DATAERR = 65
 EXIT_NOINPUT = 66
+EXIT_NOPERM = 77
 EXIT_CONFIG = 78
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
@@ -67,6 +69,10 @@ class RequestNotFound(RequestError):
 
 class RequestConflict(RequestError):
     exit_code = EXIT_CONFLICT
+
+
+class AgentAnswer(LoopkitError):
+    exit_code = EXIT_NOPERM
 
 
 class ChannelError(LoopkitError):

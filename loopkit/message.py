@@ -100,6 +100,7 @@ class Message:
     attempted: tuple[str, ...]
     choices: tuple[str, ...]  # labels, at most three
     reply_to: int | str | None = None  # the block's message comes first: it replies to none
+    link: str | None = None  # the request's page in the web inbox (an "Open" button)
 
     @property
     def labels(self) -> tuple[str, ...]:

@@ -30,6 +30,9 @@ def keyboard(message: Note) -> dict[str, Any] | None:
         if len(data.encode()) > CALLBACK_DATA_MAX:
             return None  # an id this long cannot ride on a button; text replies still work
         rows.append([{"text": f"{LETTERS[index]}) {label}", "callback_data": data}])
+    link = getattr(message, "link", None)
+    if link:
+        rows.append([{"text": "Open", "url": link}])
     return {"inline_keyboard": rows} if rows else None
 
 

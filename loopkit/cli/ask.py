@@ -11,9 +11,17 @@ import click
 
 from loopkit.cli.context import App
 from loopkit.config import TIMEOUT_ACTIONS
-from loopkit.errors import EXIT_BLOCKED, EXIT_OK
+from loopkit.errors import EXIT_BLOCKED, EXIT_OK, AgentAnswer
 from loopkit.escalation.policy import CATEGORIES
 from loopkit.requests.record import KINDS, STATUSES, Kind
+
+
+def refuse_agents() -> None:
+    """Only a human answers (SPEC section 11): never a process of a supervised agent."""
+    from loopkit import agentsession
+
+    if agentsession.inside():
+        raise AgentAnswer(agentsession.REFUSAL)
 
 
 def human() -> str:
@@ -44,6 +52,10 @@ def human() -> str:
 @click.option("--key", help="A request key: asking again returns the open request.")
 @click.option("--kind", type=click.Choice(KINDS), default="question", show_default=True)
 @click.option("--block", is_flag=True, help="Also write BLOCKED.md and send (exit 2).")
+@click.option("--check-target", metavar="TEXT", help="Review: what the human is to check.")
+@click.option("--criterion", "criteria", multiple=True, metavar="TEXT",
+              help="Review: a completion criterion (repeatable).")  # fmt: skip
+@click.option("--artifact-url", metavar="URL", help="Review: the artifact to look at (https).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def ask(
@@ -63,6 +75,9 @@ def ask(
     key: str | None,
     kind: str,
     block: bool,
+    check_target: str | None,
+    criteria: tuple[str, ...],
+    artifact_url: str | None,
     as_json: bool,
 ) -> int:
     """Decide whether a human is needed and, if so, compose one mobile-first question.
@@ -93,6 +108,9 @@ def ask(
             key=key,
             kind=cast(Kind, kind),
             block=block,
+            check_target=check_target,
+            criteria=criteria,
+            artifact_url=artifact_url,
         ),
         store=app.store(),
     )
@@ -144,6 +162,7 @@ def reply(
     """
     from loopkit.requests.answer import answer
 
+    refuse_agents()
     app.config()
     result = answer(
         app.store_holding(request_id), request_id, reply, by=by or human(), via="cli",
@@ -167,6 +186,8 @@ def unblock(app: App, reply: str | None, by: str | None) -> int:
     is resolved as "unblocked by hand".
     """
     from loopkit.escalation.unblock import unblock as do_unblock
+
+    refuse_agents()
 
     outcome = do_unblock(app.config(), reply=reply, by=by or human(), store=app.store())
     if outcome.decision is not None:

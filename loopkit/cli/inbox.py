@@ -36,14 +36,27 @@ def inbox(app: App, as_json: bool) -> int:
     "--listen", metavar="HOST:PORT", help="Where the inbox listens (default 127.0.0.1:8765)."
 )
 @click.option("--print-unit", is_flag=True, help="Print a systemd user unit for it, and exit.")
+@click.option("--print-url", is_flag=True, help="Print the inbox URL and its QR code, and exit.")
+@click.option("--rotate-token", is_flag=True, help="Make a new inbox token (signs out everyone).")
+@click.option("--user", metavar="NAME", help="Who answers in the inbox (default: your login).")
 @click.pass_obj
-def serve(app: App, listen: str | None, print_unit: bool) -> int:
+def serve(
+    app: App,
+    listen: str | None,
+    print_unit: bool,
+    print_url: bool,
+    rotate_token: bool,
+    user: str | None,
+) -> int:
     """The per-user daemon: answers from the phone for every registered loop.
 
     Holds the bot's lease and relays taps and replies to whichever workspace holds the
     request — a bare `loopkit escalate` or a run.sh loop included — and retries the failed
-    deliveries of blocks no supervisor watches. Runs in the foreground; SIGINT / SIGTERM stop
-    it (130 / 143). Channel settings come from the environment, as for `run`.
+    deliveries of blocks no supervisor watches, and serves the web inbox: every open question
+    of every loop, answered with one tap from a phone's browser. On a terminal it prints the
+    inbox's URL with its token and a QR code of it; the token (LOOPKIT_HOME/inbox.token) is
+    exchanged for a session cookie on the first visit. Runs in the foreground; SIGINT /
+    SIGTERM stop it (130 / 143). Channel settings come from the environment, as for `run`.
 
     \b
     Install as a user service:
@@ -60,6 +73,17 @@ def serve(app: App, listen: str | None, print_unit: bool) -> int:
     if print_unit:
         click.echo(unit(listen or DEFAULT_LISTEN), nl=False)
         return EXIT_OK
+    if print_url:
+        from loopkit.inbox.auth import InboxToken
+        from loopkit.inbox.serve import inbox_url, parse_listen, qr_code
+
+        host, port = parse_listen(listen or DEFAULT_LISTEN, explicit=listen is not None)
+        token = InboxToken(home())
+        url = inbox_url(host, port, token.rotate() if rotate_token else token.ensure())
+        click.echo(url)
+        if sys.stdout.isatty():
+            click.echo(qr_code(url), nl=False)
+        return EXIT_OK
     # serve has no workspace: its settings come from the environment, its events go to
     # LOOPKIT_HOME (a .loopkit/ in the folder it was started from would make that folder a
     # workspace for every command run beneath it).
@@ -69,8 +93,15 @@ def serve(app: App, listen: str | None, print_unit: bool) -> int:
         Redactor(settings.secrets()),
         console_level="debug" if app.verbose else "info",
     )
+    from loopkit.inbox.web import default_user
+
     return do_serve(
-        listen or DEFAULT_LISTEN, explicit=listen is not None, settings=settings, out=sys.stdout
+        listen or DEFAULT_LISTEN,
+        explicit=listen is not None,
+        settings=settings,
+        out=sys.stdout,
+        user=user or default_user(),
+        rotate=rotate_token,
     )
 
 

@@ -10,6 +10,7 @@ message); 4. persist the record — and with ``block``, write BLOCKED.md and sen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from loopkit.channels import Outcome
 from loopkit.config import Config
@@ -41,6 +42,10 @@ class Question:
     key: str | None = None
     kind: Kind = "question"
     block: bool = False
+    # A review's check target, completion criteria and artifact (an https URL).
+    check_target: str | None = None
+    criteria: tuple[str, ...] = ()
+    artifact_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,21 @@ class Asked:
     existing: bool = False  # an open request with the same key was returned
     joined: str | None = None  # --block while blocked: the open block this joined
     outcome: Outcome | None = None  # --block: the delivery outcome
+
+
+def _review(question: Question) -> dict[str, Any] | None:
+    """What a review's page shows beside its question (SPEC section 11), or None."""
+    url = (question.artifact_url or "").strip()
+    if url and not url.startswith("https://"):
+        raise BadInput(f"artifact URL {url!r} is not https://; give an https link to the artifact")
+    review: dict[str, Any] = {
+        "check_target": clean(question.check_target or "").strip() or None,
+        "completion_criteria": [clean(c).strip() for c in question.criteria if c.strip()],
+        "artifact_url": clean(url) or None,
+    }
+    if question.kind != "review" and any(review.values()):
+        raise BadInput("--check-target, --criterion and --artifact-url are for --kind review")
+    return {k: v for k, v in review.items() if v} or None
 
 
 def _options(question: Question) -> list[dict[str, str]]:
@@ -167,6 +187,7 @@ def ask(
                 context_refs=[clean(a) for a in question.attach],
                 trigger=f"ask:{question.kind}",
                 attempted=[f"policy check: {reason}"],
+                review=_review(question),
             )
             record.needs_human = {
                 "reason": reason,

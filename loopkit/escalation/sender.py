@@ -17,6 +17,7 @@ from loopkit.channels import Channel, Outcome
 from loopkit.config import Config
 from loopkit.errors import ConfigError, LoopkitError
 from loopkit.escalation import delivery
+from loopkit.home import workspace_id
 from loopkit.log import get_logger
 from loopkit.message import Message, Note, Reminder
 from loopkit.redact import Redactor
@@ -36,8 +37,9 @@ def default_factory(config: Config) -> ChannelFactory:
     return create
 
 
-def message_for(record: Request, repo: str) -> Message:
-    """The five lines for ``record``; a short ``summary`` (when given) feeds lines 3 and 4."""
+def message_for(record: Request, repo: str, link: str | None = None) -> Message:
+    """The five lines for ``record``; a short ``summary`` (when given) feeds lines 3 and 4.
+    ``link``: the request's page in the web inbox."""
     summary = record.summary or {}
     attempted = summary.get("attempted")
     return Message(
@@ -48,6 +50,7 @@ def message_for(record: Request, repo: str) -> Message:
         context=str(summary.get("context") or record.situation),
         attempted=(str(attempted),) if attempted else tuple(record.attempted),
         choices=tuple(str(o.get("label", "")) for o in record.options),
+        link=link,
     )
 
 
@@ -133,7 +136,7 @@ class Sender:
     def _note(self, record: Request, due: delivery.Due) -> Note:
         repo = self.workspace.repo_name()
         if due.kind != "reminder":
-            return message_for(record, repo)
+            return message_for(record, repo, self._link(record))
         try:
             waited = (clock.now() - clock.parse_iso(record.asked_at)).total_seconds()
         except ValueError:
@@ -145,6 +148,12 @@ class Sender:
             waited=waited,
             reply_to=delivery.message_id(record, due.channel),
         )
+
+    def _link(self, record: Request) -> str | None:
+        base = self.config.channels.inbox_url
+        if not base:
+            return None
+        return f"{base}/r/{workspace_id(self.workspace.root)}/{record.request_id}"
 
     def _redacted(self, outcome: Outcome) -> Outcome:
         def clean(o: Outcome) -> Outcome:

@@ -76,15 +76,38 @@ def unit(listen: str) -> str:
     return UNIT.format(user=getpass.getuser(), python=sys.executable, listen=listen)
 
 
-def _app() -> Any:
-    from starlette.applications import Starlette
-    from starlette.responses import PlainTextResponse
-    from starlette.routing import Route
+def inbox_url(host: str, port: int, token: str, path: str = "/") -> str:
+    shown = f"[{host}]" if ":" in host else host
+    if shown in ("0.0.0.0", "[::]"):
+        shown = socket.gethostname()
+    return f"http://{shown}:{port}{path}?token={token}"
 
-    async def healthz(request: Any) -> PlainTextResponse:
-        return PlainTextResponse("ok\n")
 
-    return Starlette(routes=[Route("/healthz", healthz)])
+def show_url(out: Any, host: str, port: int, secret: str, user: str) -> None:
+    """The inbox's URL with its token, and its QR code — on a terminal only: written to a
+    pipe or a journal, the token would sit in a log."""
+    if getattr(out, "isatty", lambda: False)():
+        url = inbox_url(host, port, secret)
+        out.write(f"loopkit serve: the inbox, for {user}: {url}\n")
+        out.write(qr_code(url))
+    else:
+        bare = inbox_url(host, port, "…").split("?")[0]
+        out.write(
+            f"loopkit serve: the inbox, for {user}: {bare} (its token is in "
+            f"{home() / 'inbox.token'}; `loopkit serve --print-url` on a terminal shows the link)\n"
+        )
+    out.flush()
+
+
+def qr_code(text: str) -> str:
+    """``text`` as a QR code of block characters, for a phone's camera."""
+    import io
+
+    import segno
+
+    out = io.StringIO()
+    segno.make(text, error="m").terminal(out=out, compact=True)
+    return out.getvalue()
 
 
 @dataclass
@@ -135,7 +158,7 @@ class Retrier:
 
 
 class _Server:  # a thin uvicorn.Server that remembers the signal that stopped it
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, app: Any) -> None:
         import uvicorn
 
         class Server(uvicorn.Server):
@@ -144,7 +167,7 @@ class _Server:  # a thin uvicorn.Server that remembers the signal that stopped i
                 yield  # ours are installed by serve(): uvicorn must not re-raise them
 
         self.signal: int | None = None
-        config = uvicorn.Config(_app(), log_level="warning", lifespan="off", access_log=False)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
         self.server = Server(config)
         self.sock = sock
 
@@ -156,8 +179,23 @@ class _Server:  # a thin uvicorn.Server that remembers the signal that stopped i
         self.server.run(sockets=[self.sock])
 
 
-def serve(listen: str, *, explicit: bool, settings: ChannelSettings, out: Any) -> int:
+def serve(
+    listen: str,
+    *,
+    explicit: bool,
+    settings: ChannelSettings,
+    out: Any,
+    user: str,
+    rotate: bool = False,
+) -> int:
+    from loopkit.inbox.auth import InboxToken, Throttle
+    from loopkit.inbox.web import Inbox, app
+
     host, port = parse_listen(listen, explicit=explicit)
+    token = InboxToken(home())
+    secret = token.rotate() if rotate else token.ensure()
+    if rotate:
+        out.write("loopkit serve: new inbox token: every earlier session is signed out\n")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -171,7 +209,7 @@ def serve(listen: str, *, explicit: bool, settings: ChannelSettings, out: Any) -
     sock.setblocking(False)
     bound = sock.getsockname()
     stop = threading.Event()
-    server = _Server(sock)
+    server = _Server(sock, app(Inbox(token, user, Throttle())))
     poller = _poller(settings)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -182,7 +220,7 @@ def serve(listen: str, *, explicit: bool, settings: ChannelSettings, out: Any) -
     retrier = threading.Thread(target=Retrier(stop).run, daemon=True, name="loopkit-retry")
     retrier.start()
     out.write(f"loopkit serve: listening on http://{bound[0]}:{bound[1]} (LOOPKIT_HOME {home()})\n")
-    out.flush()
+    show_url(out, bound[0], bound[1], secret, user)
     try:
         server.run()
     finally:

@@ -77,9 +77,10 @@ _WHEN_SET = (
     "applied_at",
     "consumed_at",
     "block_pending",
+    "review",
 )
 _LISTS = ("options", "delivery", "context_refs", "attempted", "joined", "deferrals")
-_DICTS = ("timeout_default", "summary", "needs_human", "gate")
+_DICTS = ("timeout_default", "summary", "needs_human", "gate", "review")
 
 
 @dataclass(slots=True)
@@ -127,6 +128,8 @@ class Request:
     # Saved before its BLOCKED.md is written, cleared once it is (or it joined another
     # block): a crash in between is repaired at the next start (escalation.repair).
     block_pending: bool = False
+    # A review's check target, completion criteria and artifact link (https).
+    review: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)  # fields this code does not know
 

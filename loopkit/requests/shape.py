@@ -40,6 +40,11 @@ def _time(value: Any) -> str | None:
     return None
 
 
+def _https(value: Any) -> str | None:
+    ok = isinstance(value, str) and value.startswith("https://")
+    return None if ok else "an https:// URL"
+
+
 def _int(value: Any) -> str | None:
     ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
     return None if ok else "a whole number ≥ 0"
@@ -145,6 +150,15 @@ FIELDS: dict[str, Check] = {
     "summary": _maybe(_object(values=_text)),
     "needs_human": _maybe(_object()),
     "gate": _maybe(_object()),
+    "review": _maybe(
+        _object(
+            {
+                "check_target": _OPT_TEXT,
+                "completion_criteria": _maybe(_list(_text)),
+                "artifact_url": _maybe(_https),
+            }
+        )
+    ),
     "raised_at": _maybe(_time),
     "not_raised": _maybe(_bool),
     "joined_block": _OPT_TEXT,

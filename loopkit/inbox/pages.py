@@ -1,0 +1,151 @@
+"""What the inbox's pages show, read from the registered workspaces (no HTTP in here).
+
+Every workspace is addressed by its registry id (``home.workspace_id``), never by a path
+from the request, so a URL cannot name a folder loopkit was not told about. Context refs
+are shown only when they are regular text files inside their workspace, cut at
+:data:`REF_LINES` lines; anything else is listed by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopkit import clock, readfile
+from loopkit.errors import LoopkitError
+from loopkit.escalation import blockfile
+from loopkit.home import Registered, Registry, workspace_id
+from loopkit.inbox.listing import Entry, open_requests
+from loopkit.message import LETTERS, age, clean
+from loopkit.requests.locate import store_for
+from loopkit.requests.record import ID_RE, Request
+from loopkit.requests.store import RequestStore
+
+REF_LINES = 200
+REF_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    name: str
+    text: str | None = None  # the file's first REF_LINES lines, when it is one to show
+    cut: bool = False
+    link: str | None = None  # an https URL
+
+
+@dataclass(slots=True)
+class Card:
+    """One request as a page shows it."""
+
+    record: Request
+    workspace: Path
+    repo: str
+    key: str  # the workspace's registry id
+    refs: list[Ref] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"/r/{self.key}/{self.record.request_id}"
+
+    @property
+    def age(self) -> str:
+        try:
+            return age((clock.now() - clock.parse_iso(self.record.asked_at)).total_seconds())
+        except ValueError:
+            return "?"
+
+    @property
+    def deadline(self) -> str | None:
+        row: dict[str, Any] = Entry(self.record, self.workspace, self.repo).row()
+        if not row["deadline"]:
+            return None
+        return f"{row['deadline'][11:16]} UTC → {row['timeout_action']}"
+
+    @property
+    def choices(self) -> list[tuple[str, str, str]]:
+        """(letter, label, consequence) for each option."""
+        return [
+            (LETTERS[i], str(o.get("label", "")), str(o.get("consequence") or ""))
+            for i, o in enumerate(self.record.options[:3])
+        ]
+
+    @property
+    def resolution(self) -> dict[str, Any]:
+        return self.record.resolution or {}
+
+
+def _card(entry: Entry) -> Card:
+    return Card(entry.record, entry.workspace, entry.repo, workspace_id(entry.workspace))
+
+
+def open_cards(registry: Registry | None = None) -> list[Card]:
+    return [_card(entry) for entry in open_requests(registry)]
+
+
+def _workspace(key: str, registry: Registry) -> Registered | None:
+    for registered in registry.workspaces():
+        if workspace_id(registered.path) == key:
+            return registered
+    return None
+
+
+def find(key: str, request_id: str, registry: Registry | None = None) -> Card | None:
+    """The request ``request_id`` of the workspace with registry id ``key``, if both exist."""
+    if not ID_RE.match(request_id):
+        return None
+    registered = _workspace(key, registry or Registry())
+    if registered is None:
+        return None
+    try:
+        record = store_for(registered.path).load(request_id)
+    except LoopkitError:
+        return None
+    card = Card(record, registered.path, registered.repo, key)
+    card.refs = [_ref(registered.path, ref) for ref in record.context_refs]
+    return card
+
+
+def store_of(card: Card) -> RequestStore:
+    return store_for(card.workspace)
+
+
+def history(limit: int = 100, registry: Registry | None = None) -> list[Card]:
+    """Resolved and expired requests of every workspace, the most recent first."""
+    found: list[Card] = []
+    for registered in (registry or Registry()).workspaces():
+        key = workspace_id(registered.path)
+        try:
+            records = list(store_for(registered.path).all())
+        except LoopkitError:
+            continue
+        for _, record in records:
+            if isinstance(record, Request) and not record.is_open:
+                found.append(Card(record, registered.path, registered.repo, key))
+    found.sort(key=lambda c: str(c.resolution.get("resolved_at") or c.record.updated_at))
+    return found[::-1][:limit]
+
+
+def _ref(root: Path, ref: str) -> Ref:
+    if ref.startswith("https://"):
+        return Ref(ref, link=ref)
+    path = (root / ref).resolve()
+    if not path.is_relative_to(root.resolve()):
+        return Ref(ref)  # outside the workspace: named, never read
+    try:
+        raw = readfile.read_bytes(path, REF_BYTES)
+    except OSError:
+        return Ref(ref)
+    if b"\x00" in raw[:4096]:
+        return Ref(ref)  # not text
+    lines = raw.decode("utf-8", "replace").splitlines()
+    return Ref(ref, clean("\n".join(lines[:REF_LINES])), cut=len(lines) > REF_LINES)
+
+
+def blocked_here(card: Card) -> bool:
+    """Whether the request's workspace is blocked on it (its BLOCKED.md names it)."""
+    try:
+        workspace = store_of(card).workspace
+    except LoopkitError:
+        return False
+    return blockfile.request_id_of(workspace.blocked) == card.record.request_id

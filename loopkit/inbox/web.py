@@ -1,0 +1,216 @@
+"""The web inbox (SPEC section 11): server-rendered pages, no JavaScript needed, one small
+script of loopkit's own for live updates. Every asset is served from here.
+
+Routes: ``/`` (open requests), ``/r/<workspace>/<id>`` (one request), ``POST
+/r/<workspace>/<id>/answer``, ``/history``, ``/static/…``; ``/healthz`` is the one route
+without auth and it says nothing but "ok". Everything else needs a session (the cookie) or
+the token (``?token=``, exchanged for the cookie and a redirect without it); without either
+it is 401 and nothing else. Every change is a POST with the session's CSRF token.
+
+An answer is refused (403, "an agent cannot answer …") when the browser's connection comes
+from a process inside a supervised agent's session (:mod:`loopkit.agentsession`).
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request as HttpRequest
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from loopkit import agentsession
+from loopkit.errors import LoopkitError, RequestConflict
+from loopkit.escalation import blockfile
+from loopkit.inbox import pages
+from loopkit.inbox.auth import COOKIE, SESSION_DAYS, InboxToken, Sessions, Throttle
+from loopkit.log import get_logger
+from loopkit.requests.answer import answer, parse_for
+
+log = get_logger("loopkit.inbox")
+
+STATIC = {"inbox.css": "text/css", "inbox.js": "text/javascript"}
+HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self'; style-src 'self'; "
+    "script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+}
+MAX_FORM = 64 * 1024
+
+Handler = Callable[[HttpRequest, str], Awaitable[Response]]
+
+
+@dataclass
+class Inbox:
+    token: InboxToken
+    user: str
+    throttle: Throttle
+
+    @property
+    def sessions(self) -> Sessions:
+        return Sessions(self.token)
+
+
+def _templates() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("loopkit.inbox", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env
+
+
+def _client(request: HttpRequest) -> str:
+    return request.client.host if request.client else "?"
+
+
+def app(inbox: Inbox) -> Starlette:
+    templates = _templates()
+    static = {
+        name: (resources.files("loopkit.inbox") / "static" / name).read_bytes() for name in STATIC
+    }
+
+    def page(name: str, status: int = 200, **values: Any) -> Response:
+        html = templates.get_template(name).render(**values)
+        return Response(html, status, media_type="text/html; charset=utf-8", headers=HEADERS)
+
+    def unauthorized() -> Response:
+        return PlainTextResponse("401 Unauthorized\n", 401, headers=HEADERS)
+
+    def authed(handler: Handler) -> Callable[[HttpRequest], Awaitable[Response]]:
+        async def wrapped(request: HttpRequest) -> Response:
+            client = _client(request)
+            given = request.query_params.get("token")
+            if given is not None:
+                if inbox.throttle.blocked(client):
+                    return PlainTextResponse("429 Too Many Requests\n", 429, headers=HEADERS)
+                if not inbox.sessions.token_matches(given):
+                    inbox.throttle.miss(client)
+                    log.warning(
+                        "inbox_bad_token", client=client, msg=f"inbox: wrong token from {client}"
+                    )
+                    return unauthorized()
+                # The token becomes a cookie; the address bar loses it.
+                kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+                query = urlencode(kept)
+                target = request.url.path + (f"?{query}" if query else "")
+                response = RedirectResponse(target, 303, headers=HEADERS)
+                response.set_cookie(
+                    COOKIE,
+                    inbox.sessions.new_session(),
+                    max_age=SESSION_DAYS * 86400,
+                    httponly=True,
+                    samesite="strict",
+                    path="/",
+                )
+                return response
+            nonce = inbox.sessions.valid_session(request.cookies.get(COOKIE))
+            if nonce is None:
+                return unauthorized()
+            return await handler(request, nonce)
+
+        return wrapped
+
+    async def listing(request: HttpRequest, nonce: str) -> Response:
+        cards = pages.open_cards()
+        name = "_list.html.j2" if request.query_params.get("fragment") else "list.html.j2"
+        return page(name, cards=cards, csrf=inbox.sessions.csrf(nonce), title="Inbox")
+
+    async def one(request: HttpRequest, nonce: str) -> Response:
+        card = pages.find(request.path_params["key"], request.path_params["rid"])
+        if card is None:
+            return page("missing.html.j2", 404, title="Not found")
+        if request.query_params.get("fragment"):
+            return PlainTextResponse(card.record.status, headers=HEADERS)
+        return page(
+            "request.html.j2",
+            card=card,
+            csrf=inbox.sessions.csrf(nonce),
+            title=card.repo,
+            done=request.query_params.get("done") == "1",
+        )
+
+    async def reply(request: HttpRequest, nonce: str) -> Response:
+        body = await request.body()
+        form = {k: v[0] for k, v in parse_qs(body[:MAX_FORM].decode("utf-8", "replace")).items()}
+        if not inbox.sessions.csrf_matches(nonce, form.get("csrf", "")):
+            stale = "403 Forbidden: stale or missing form token; reload the page\n"
+            return PlainTextResponse(stale, 403, headers=HEADERS)
+        card = pages.find(request.path_params["key"], request.path_params["rid"])
+        if card is None:
+            return page("missing.html.j2", 404, title="Not found")
+        server = request.scope.get("server") or (None, None)
+        if agentsession.connection_from_agent(request.client, server[1]):
+            return page("refused.html.j2", 403, title="Refused", message=agentsession.REFUSAL)
+        text = (form.get("reply") or form.get("free") or "").strip()
+        if card.record.kind == "review" and not form.get("checked") and _approves(card, text):
+            return page("request.html.j2", 400, card=card, csrf=inbox.sessions.csrf(nonce),
+                        title=card.repo, done=False, need_check=True)  # fmt: skip
+        if not text:
+            return RedirectResponse(card.url, 303, headers=HEADERS)
+        store = pages.store_of(card)
+        try:
+            result = answer(store, card.record.request_id, text, by=inbox.user, via="inbox")
+        except RequestConflict:
+            fresh = pages.find(card.key, card.record.request_id) or card
+            return page("answered.html.j2", card=fresh, title="Already answered")
+        except LoopkitError as exc:
+            return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
+        if not result.deferred:
+            # As the phone and `unblock --reply` do: the block goes, supervised or not.
+            blockfile.remove_block(store.workspace.blocked, result.record)
+        log.info("inbox_answer", request_id=card.record.request_id,
+                 msg=f"inbox: {inbox.user} answered {card.record.request_id}")  # fmt: skip
+        return RedirectResponse(f"{card.url}?done=1", 303, headers=HEADERS)
+
+    async def past(request: HttpRequest, nonce: str) -> Response:
+        return page("history.html.j2", cards=pages.history(), title="History")
+
+    async def asset(request: HttpRequest, nonce: str) -> Response:
+        name = request.path_params["name"]
+        if name not in static:
+            return PlainTextResponse("404 Not Found\n", 404, headers=HEADERS)
+        headers = {**HEADERS, "Cache-Control": "private, max-age=300"}
+        return Response(static[name], media_type=STATIC[name], headers=headers)
+
+    async def healthz(request: HttpRequest) -> Response:
+        return PlainTextResponse("ok\n")
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz),
+            Route("/", authed(listing)),
+            Route("/history", authed(past)),
+            Route("/static/{name}", authed(asset)),
+            Route("/r/{key}/{rid}", authed(one)),
+            Route("/r/{key}/{rid}/answer", authed(reply), methods=["POST"]),
+        ]
+    )
+
+
+def _approves(card: pages.Card, text: str) -> bool:
+    """Whether ``text`` would approve the request (a review's Approve needs "I checked it")."""
+    try:
+        decision, _ = parse_for(card.record, text)
+    except LoopkitError:
+        return False
+    return decision.chosen_option == "approved"
+
+
+def default_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "human"

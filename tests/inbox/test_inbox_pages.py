@@ -1,0 +1,268 @@
+"""The web inbox in-process (the ASGI app through httpx's ASGI transport): auth, CSRF,
+answers, pages.
+
+The browser tests (``test_inbox_browser.py``) drive the same app in a real Chromium; these
+cover every rule quickly and without one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from loopkit import config
+from loopkit.escalation import gate
+from loopkit.escalation.ask import Question
+from loopkit.escalation.ask import ask as do_ask
+from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.home import Registry, home, workspace_id
+from loopkit.inbox.auth import InboxToken, Throttle
+from loopkit.inbox.web import Inbox, app
+from loopkit.requests.answer import answer
+from loopkit.requests.store import RequestStore
+from loopkit.workspace import Workspace
+
+
+class Browser:
+    """A synchronous client of the ASGI app that keeps its cookies, as a browser would."""
+
+    def __init__(self, asgi: Any) -> None:
+        self.transport = httpx.ASGITransport(app=asgi, client=("203.0.113.9", 50000))
+        self.cookies = httpx.Cookies()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        follow = kwargs.pop("follow_redirects", True)
+
+        async def go() -> httpx.Response:
+            async with httpx.AsyncClient(
+                transport=self.transport, base_url="http://127.0.0.1", cookies=self.cookies,
+                follow_redirects=follow,
+            ) as client:  # fmt: skip
+                response = await client.request(method, path, **kwargs)
+                self.cookies.update(client.cookies)
+                return response
+
+        return asyncio.run(go())
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", path, **kwargs)
+
+
+@pytest.fixture
+def inbox(ws: Path) -> tuple[Browser, InboxToken]:
+    (ws / "loopkit.toml").write_text('[escalation]\nchannel = "none"\n')
+    Registry().register(ws, "shop")
+    token = InboxToken(home())
+    token.ensure()
+    return Browser(app(Inbox(token, "ana", Throttle()))), token
+
+
+def escalate(ws: Path, question: str = "Which flow?") -> str:
+    result = Escalator(config.load(ws)).escalate(
+        Escalation(question, "checkout", ["read the spec"],
+                   [parse_choice("Keep — as is"), parse_choice("Migrate — to v2")])
+    )  # fmt: skip
+    return result.request.request_id
+
+
+def record(ws: Path, request_id: str) -> dict[str, object]:
+    data = json.loads((ws / "requests" / f"{request_id}.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def login(client: Browser, token: InboxToken) -> None:
+    client.get(f"/?token={token.value()}", follow_redirects=False)
+
+
+def csrf_of(html: str) -> str:
+    return html.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+
+
+def url_of(ws: Path, request_id: str) -> str:
+    return f"/r/{workspace_id(ws)}/{request_id}"
+
+
+def test_everything_but_health_is_401_without_a_session(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, _ = inbox
+    rid = escalate(ws)
+    for path in ("/", "/history", "/static/inbox.css", "/static/inbox.js", url_of(ws, rid)):
+        response = client.get(path)
+        assert response.status_code == 401 and response.text == "401 Unauthorized\n", path
+        assert "Which flow" not in response.text
+    assert client.post(url_of(ws, rid) + "/answer", data={"reply": "A"}).status_code == 401
+    assert client.get("/healthz").text == "ok\n"
+    assert record(ws, rid)["status"] == "open"
+
+
+def test_the_token_becomes_a_strict_httponly_cookie_and_leaves_the_url(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    response = client.get(f"/history?token={token.value()}&x=1", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/history?x=1"
+    cookie = response.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+    assert token.value() not in cookie
+    assert client.get("/").status_code == 200
+
+
+def test_wrong_tokens_are_401_then_rate_limited(inbox: tuple[Browser, InboxToken]) -> None:
+    client, token = inbox
+    codes = [client.get("/?token=guess" + str(n)).status_code for n in range(7)]
+    assert codes[:5] == [401] * 5 and codes[5:] == [429, 429]
+    assert client.get(f"/?token={token.value()}", follow_redirects=False).status_code == 429
+
+
+def test_rotating_the_token_signs_everyone_out(inbox: tuple[Browser, InboxToken]) -> None:
+    client, token = inbox
+    login(client, token)
+    assert client.get("/").status_code == 200
+    token.rotate()
+    assert client.get("/").status_code == 401
+
+
+def test_a_tap_answers_via_the_inbox_and_lifts_the_block(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    rid = escalate(ws)
+    login(client, token)
+    page = client.get("/").text
+    assert "Which flow?" in page and "A) Keep" in page and "B) Migrate" in page
+    done = client.post(url_of(ws, rid) + "/answer", data={"csrf": csrf_of(page), "reply": "B"},
+                       follow_redirects=False)  # fmt: skip
+    assert done.status_code == 303 and done.headers["location"].endswith("?done=1")
+    resolution = record(ws, rid)["resolution"]
+    assert isinstance(resolution, dict)
+    assert (resolution["via"], resolution["by"], resolution["chosen_option"]) == (
+        "inbox",
+        "ana",
+        "migrate",
+    )
+    assert not (ws / "BLOCKED.md").exists()
+    assert "No open questions" in client.get("/").text
+    assert "Answered" in client.get(done.headers["location"]).text
+
+
+def test_a_stale_button_says_who_answered_never_an_error(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    rid = escalate(ws)
+    login(client, token)
+    page = client.get("/").text
+    answer(RequestStore(Workspace.of(config.load(ws))), rid, "A", by="bo", via="telegram")
+    late = client.post(url_of(ws, rid) + "/answer", data={"csrf": csrf_of(page), "reply": "B"})
+    assert late.status_code == 200
+    assert "Already answered by bo via telegram" in late.text
+    resolution = record(ws, rid)["resolution"]
+    assert isinstance(resolution, dict) and resolution["by"] == "bo"
+
+
+def test_a_change_without_the_form_token_is_refused(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    rid = escalate(ws)
+    login(client, token)
+    for data in ({"reply": "A"}, {"reply": "A", "csrf": "0" * 32}):
+        refused = client.post(url_of(ws, rid) + "/answer", data=data)
+        assert refused.status_code == 403
+    assert client.get(url_of(ws, rid) + "/answer").status_code == 405
+    assert record(ws, rid)["status"] == "open"
+
+
+def test_a_review_needs_i_checked_it_before_approve(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    asked = do_ask(config.load(ws), Question(
+        situation="The release notes are drafted.", policy="reviews need a human",
+        prompt="Approve the release notes?", kind="review", check_target="docs/RELEASE.md",
+        criteria=("mentions the breaking change",), artifact_url="https://example.org/notes",
+    ), store=RequestStore(Workspace.of(config.load(ws))))  # fmt: skip
+    assert asked.record is not None
+    rid = asked.record.request_id
+    login(client, token)
+    page = client.get(url_of(ws, rid)).text
+    assert "docs/RELEASE.md" in page and "mentions the breaking change" in page
+    assert 'href="https://example.org/notes"' in page and "I checked it" in page
+    form = {"csrf": csrf_of(page), "reply": "A"}
+    refused = client.post(url_of(ws, rid) + "/answer", data=form)
+    assert refused.status_code == 400 and "Tick" in refused.text
+    assert record(ws, rid)["status"] == "open"
+    client.post(url_of(ws, rid) + "/answer", data={**form, "reply": "C"})  # Defer: still open
+    assert record(ws, rid)["status"] == "deferred"
+    client.post(url_of(ws, rid) + "/answer", data={**form, "checked": "1"})
+    assert record(ws, rid)["status"] == "resolved"
+
+
+def test_a_gate_shows_its_masked_command_and_folder(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    argv = ["psql", "postgres://app:hunter2@db/prod", "-c", "DROP TABLE users"]
+    gate.gate(config.load(ws), argv, cwd=str(ws), store=RequestStore(Workspace.of(config.load(ws))))
+    (path,) = (ws / "requests").glob("*.json")
+    login(client, token)
+    page = client.get(url_of(ws, path.stem)).text
+    assert "postgres://app:***@db/prod" in page and "DROP TABLE users" in page
+    assert str(ws) in page and "hunter2" not in page
+
+
+def test_context_refs_inline_cut_at_200_lines_and_only_inside(
+    inbox: tuple[Browser, InboxToken], ws: Path, tmp_path: Path
+) -> None:
+    client, token = inbox
+    (ws / "notes.md").write_text("".join(f"line {n}\n" for n in range(1, 301)))
+    (tmp_path / "secret.txt").write_text("outside the workspace\n")
+    asked = do_ask(config.load(ws), Question(
+        situation="Two designs.", policy="ask on ux", prompt="Which layout?",
+        options=("Grid", "List"), category="ux", attach=("notes.md", "../secret.txt"),
+    ), store=RequestStore(Workspace.of(config.load(ws))))  # fmt: skip
+    assert asked.record is not None
+    login(client, token)
+    page = client.get(url_of(ws, asked.record.request_id)).text
+    assert "line 200</pre>" in page and "line 201" not in page and "(first 200 lines)" in page
+    assert "../secret.txt" in page and "outside the workspace" not in page
+
+
+def test_history_lists_outcome_who_via_when(inbox: tuple[Browser, InboxToken], ws: Path) -> None:
+    client, token = inbox
+    rid = escalate(ws)
+    answer(RequestStore(Workspace.of(config.load(ws))), rid, "A", by="bo", via="cli")
+    login(client, token)
+    page = client.get("/history").text
+    assert "Which flow?" in page and "by bo via cli" in page and "Resolved" in page
+
+
+def test_escapes_in_a_question_never_reach_the_page_as_markup(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    escalate(ws, question="<script>alert(1)</script>?")
+    login(client, token)
+    page = client.get("/").text
+    assert "<script>alert" not in page and "&lt;script&gt;" in page
+
+
+def test_unknown_requests_and_workspaces_are_404(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    rid = escalate(ws)
+    login(client, token)
+    assert client.get(f"/r/0000000000000000/{rid}").status_code == 404
+    assert client.get(url_of(ws, "nope")).status_code == 404
+    assert client.get(url_of(ws, "..%2F..%2Fetc")).status_code == 404
