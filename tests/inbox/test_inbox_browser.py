@@ -19,13 +19,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from helpers import (
-    LOOPKIT, Daemon, clean_env, loopkit, records, runs, setup, wait_until, write_config,
+    LOOPKIT,
+    Daemon,
+    clean_env,
+    loopkit,
+    records,
+    runs,
+    setup,
+    wait_until,
+    write_config,
 )  # fmt: skip
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 PHONE = {"viewport": {"width": 360, "height": 740}, "is_mobile": True, "has_touch": True}
 
 if CHROMIUM is None:
