@@ -90,6 +90,20 @@ class PolicyConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class GateConfig:
+    """Which Claude Code tool calls wait for a human (None: the defaults of hooks.rules)."""
+
+    rules: tuple[str, ...] | None = None
+    protect: tuple[str, ...] | None = None
+    extend_defaults: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HooksConfig:
+    wait: float = 540.0  # outside a supervisor: below Claude Code's 600 s hook timeout
+
+
+@dataclass(frozen=True, slots=True)
 class ChannelSettings:
     """Channel settings from the environment. Secret fields never reach a log or a file."""
 
@@ -116,6 +130,8 @@ class Config:
     escalation: EscalationConfig = field(default_factory=EscalationConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     channels: ChannelSettings = field(default_factory=ChannelSettings)
+    gate: GateConfig = field(default_factory=GateConfig)
+    hooks: HooksConfig = field(default_factory=HooksConfig)
 
     @property
     def blocked_path(self) -> Path:
@@ -156,6 +172,12 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
         "escalate_words": config_values.strings,
         "proceed_words": config_values.strings,
     },
+    "gate": {
+        "rules": config_values.gate_rules,
+        "protect": config_values.strings,
+        "extend_defaults": config_values.flag,
+    },
+    "hooks": {"wait": config_values.parse_duration},
 }
 
 
@@ -336,4 +358,6 @@ def load(
         escalation=EscalationConfig(**escalation),
         policy=PolicyConfig(**values["policy"]),
         channels=_channel_settings(environ, lenient),
+        gate=GateConfig(**values["gate"]),
+        hooks=HooksConfig(**values["hooks"]),
     )

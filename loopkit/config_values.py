@@ -95,6 +95,21 @@ def positive_number(value: object) -> float:
     return value
 
 
+def gate_rules(value: object) -> tuple[str, ...]:
+    """``[gate] rules``: regular expressions for Bash commands, or ``tool:<glob>``."""
+    import re
+
+    rules = strings(value)
+    for rule in rules:
+        if rule.startswith("tool:"):
+            continue
+        try:
+            re.compile(rule)
+        except re.error as exc:
+            raise ValueError(f"{rule!r} is not a regular expression ({exc})") from None
+    return rules
+
+
 def flag(value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError("expected true or false")

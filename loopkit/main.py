@@ -2,7 +2,8 @@
 
 ``loopkit check`` is called at the head of every loop iteration, so it must start about as
 fast as Python itself: its plain forms (``check``, ``check --json``, each optionally after
-``-C DIR``) are answered here without importing click or anything else heavy. Every other
+``-C DIR``) are answered here without importing click or anything else heavy; so is
+``hook claude pretooluse``, which Claude Code runs before every tool call. Every other
 command line goes to :mod:`loopkit.cli`.
 """
 
@@ -22,8 +23,21 @@ def _fast_check(args: list[str]) -> tuple[str | None, bool] | None:
     return None
 
 
+def _fast_hook(args: list[str]) -> tuple[str | None] | None:
+    """``[-C DIR] hook claude pretooluse``: it runs before every tool call Claude Code makes."""
+    workspace: str | None = None
+    if len(args) >= 2 and args[0] in ("-C", "--workspace"):
+        workspace, args = args[1], args[2:]
+    return (workspace,) if args == ["hook", "claude", "pretooluse"] else None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    hook = _fast_hook(args)
+    if hook is not None:
+        from loopkit.hooks.pretooluse import main as pretooluse
+
+        return pretooluse(*hook)
     fast = _fast_check(args)
     if fast is not None:
         from loopkit.check import check

@@ -147,4 +147,23 @@ class Reminder:
         )
 
 
-Note = Message | Reminder  # what a channel sends
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """``[loopkit] Claude Code in <repo>: <what it says>`` — one line, no block, no buttons."""
+
+    repo: str
+    question: str  # what Claude Code says (a permission prompt, "waiting for your input")
+    request_id: str = ""
+    reply_to: int | str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def text(self) -> str:
+        return f"[loopkit] Claude Code in {fold(self.repo, 100)}: {for_phone(self.question, 200)}"
+
+
+Note = Message | Reminder | Notice  # what a channel sends

@@ -13,8 +13,9 @@ import hashlib
 import json
 import shlex
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from loopkit import clock
 from loopkit.config import Config
@@ -82,6 +83,71 @@ def _latest(store: RequestStore, key: str) -> Request | None:
     return found[-1] if found else None
 
 
+def approval(
+    key: str,
+    make: Callable[[], Request],
+    *,
+    escalator: Escalator,
+    wait: bool = False,
+    timeout: float | None = None,
+) -> Request:
+    """The approval request bound to ``key`` (``gate:<sha256>``): the latest one not used
+    yet, or a new one from ``make()``, raised as a block of its own and sent. With ``wait``,
+    waits for its answer (``timeout`` seconds at most). Shared by ``gate`` and the Claude
+    Code hook, so both bind, raise and consume an approval the same way."""
+    store = escalator.store
+    deliver = False
+    with store.locked():
+        record = _latest(store, key)
+        if record is None:
+            record = make()
+            placed = escalator.place(record, own=True)
+            deliver = placed.joined is None
+        elif record.is_open and escalator.awaits_own_block(record):
+            placed = escalator.place(record, persisted=True, own=True)  # announce it now
+            deliver = placed.joined is None
+    if deliver:
+        escalator.deliver(record)
+    if record.is_open and wait:
+        record = wait_for(store, record.request_id, timeout=timeout)
+    return record
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What an approval allows: ``approved`` (once), ``open`` (no answer yet), ``used``
+    (its one use is gone) or ``denied`` (any other ending)."""
+
+    state: Literal["approved", "open", "used", "denied"]
+    record: Request
+    reason: str
+
+
+def consume(store: RequestStore, record: Request, digest: str) -> Verdict:
+    """Use ``record``'s answer: allowed once, for the call with ``digest`` only."""
+    if record.is_open:
+        return Verdict("open", record, f"waiting for approval: requests/{record.request_id}.json")
+    used_before = False
+
+    def use(fresh: Request) -> bool:
+        nonlocal used_before
+        used_before = fresh.consumed_at is not None
+        if not used_before:
+            fresh.consumed_at = clock.iso_seconds()
+        return not used_before
+
+    fresh = store.update(record.request_id, use)
+    if used_before:
+        return Verdict("used", fresh, "this approval was already used; ask again")
+    outcome = outcome_of(fresh)
+    res = fresh.resolution or {}
+    if outcome == "approved" and (fresh.gate or {}).get("sha256") == digest:
+        return Verdict("approved", fresh, f"approved by {res.get('by')} via {res.get('via')}")
+    reason = res.get("reason") or res.get("note")
+    why = f": {reason}" if reason else ""
+    return Verdict("denied", fresh, f"not approved ({outcome}){why}")
+
+
 def gate(
     config: Config,
     argv: Sequence[str],
@@ -95,53 +161,23 @@ def gate(
     if not argv:
         raise BadInput("no command given: loopkit gate -- COMMAND [ARGS…]")
     escalator = escalator or Escalator(config, store=store)
-    store = escalator.store
     digest = command_hash(argv, cwd)
-    key = f"gate:{digest}"
-    deliver = False
-    with store.locked():
-        record = _latest(store, key)
-        if record is None:
-            record = _new_request(config, argv, cwd, digest)
-            placed = escalator.place(record, own=True)
-            deliver = placed.joined is None
-        elif record.is_open and escalator.awaits_own_block(record):
-            placed = escalator.place(record, persisted=True, own=True)  # announce it now
-            deliver = placed.joined is None
-    if deliver:
-        escalator.deliver(record)
-    if record.is_open and wait:
-        record = wait_for(store, record.request_id, timeout=timeout)
-    return _settle(store, record, argv, cwd, digest)
-
-
-def _settle(
-    store: RequestStore, record: Request, argv: Sequence[str], cwd: str, digest: str
-) -> GateResult:
-    if record.is_open:
-        return GateResult(
-            EXIT_BLOCKED, record, f"waiting for approval: requests/{record.request_id}.json"
-        )
-    used_before = False
-
-    def consume(fresh: Request) -> bool:
-        nonlocal used_before
-        used_before = fresh.consumed_at is not None
-        if not used_before:
-            fresh.consumed_at = clock.iso_seconds()
-        return not used_before
-
-    fresh = store.update(record.request_id, consume)
-    if used_before:
-        return GateResult(EXIT_BLOCKED, fresh, "this approval was already used; ask again")
-    outcome = outcome_of(fresh)
-    approved = outcome == "approved" and (fresh.gate or {}).get("sha256") == digest
-    if not approved:
-        reason = (fresh.resolution or {}).get("reason")
-        why = f": {reason}" if reason else ""
-        return GateResult(EXIT_ABORTED, fresh, f"not approved ({outcome}){why}; not run")
+    record = approval(
+        f"gate:{digest}",
+        lambda: _new_request(config, argv, cwd, digest),
+        escalator=escalator,
+        wait=wait,
+        timeout=timeout,
+    )
+    verdict = consume(escalator.store, record, digest)
+    if verdict.state in ("open", "used"):
+        return GateResult(EXIT_BLOCKED, verdict.record, verdict.reason)
+    if verdict.state == "denied":
+        return GateResult(EXIT_ABORTED, verdict.record, verdict.reason + "; not run")
     try:
         code = subprocess.call(list(argv), cwd=cwd)
     except OSError as exc:
-        return GateResult(127, fresh, f"approved, but it cannot run: {exc.strerror}: {argv[0]!r}")
-    return GateResult(code, fresh, f"approved; ran it, exit {code}")
+        return GateResult(
+            127, verdict.record, f"approved, but it cannot run: {exc.strerror}: {argv[0]!r}"
+        )
+    return GateResult(code, verdict.record, f"approved; ran it, exit {code}")

@@ -1,0 +1,85 @@
+"""``hook``: Claude Code's hooks — the PreToolUse gate, notifications, and their install."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from loopkit.cli.context import App
+from loopkit.errors import EXIT_OK
+
+
+@click.group()
+def hook() -> None:
+    """Claude Code hooks: gate destructive tool calls on a human's approval (SPEC §12).
+
+    \b
+    Set up:  loopkit hook install claude   (.claude/settings.json; --user for ~/.claude)
+    """
+
+
+@hook.group()
+def claude() -> None:
+    """The hook commands Claude Code runs (JSON on stdin)."""
+
+
+@claude.command()
+@click.pass_obj
+def pretooluse(app: App) -> int:
+    """Before each tool call: a call that matches [gate] rules or [gate] protect waits for a
+    human's approval of that exact call; any other call goes ahead (exit 0, no output)."""
+    from loopkit.hooks.pretooluse import main
+
+    return main(str(app.explicit) if app.explicit else None)
+
+
+@claude.command()
+@click.pass_obj
+def notification(app: App) -> int:
+    """Permission and idle notifications go to the phone as one line (at most one per
+    session every 10 minutes). Never fails the hook."""
+    from loopkit.hooks.notify import notify
+
+    try:
+        event = json.loads(sys.stdin.buffer.read(1 << 20))
+        if not isinstance(event, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        click.echo(f"loopkit: notification hook: cannot read stdin ({exc}); ignored", err=True)
+        return EXIT_OK
+    from loopkit import config as config_mod
+    from loopkit import log
+    from loopkit.redact import Redactor
+
+    config = config_mod.load(app.root, lenient=True)
+    log.setup(app.root / ".loopkit" / "events.jsonl", Redactor(config.channels.secrets()),
+              stream=sys.stderr, console_level="warning")  # fmt: skip
+    try:
+        outcome = notify(str(app.root), event)
+    except Exception as exc:  # a notification must never fail Claude's turn
+        outcome = f"failed: {exc}"
+    click.echo(f"loopkit: notification {outcome}", err=True)
+    return EXIT_OK
+
+
+@hook.command()
+@click.argument("agent", type=click.Choice(["claude"]))
+@click.option("--user", is_flag=True, help="Into ~/.claude/settings.json (every project).")
+@click.pass_obj
+def install(app: App, agent: str, user: bool) -> int:
+    """Merge loopkit's hooks into Claude Code's settings: idempotent, other hooks kept."""
+    from loopkit.hooks.install import install as do_install
+    from loopkit.hooks.install import settings_path
+
+    path = settings_path(app.root, user)
+    added = do_install(path)
+    if not added:
+        click.echo(f"{path}: loopkit's hooks are there already; nothing changed")
+    for line in added:
+        click.echo(f"{path}: added {line}")
+    return EXIT_OK
+
+
+COMMANDS = (hook,)

@@ -1,0 +1,119 @@
+"""A gated tool call (``[gate] rules``) asks for an approval bound to that exact call.
+
+The binding is the SHA-256 of tool name + tool input + folder, as ``loopkit gate`` binds
+argv + folder, and an approval is used once (:func:`loopkit.escalation.gate.approval`,
+:func:`~loopkit.escalation.gate.consume`: the same code). Under ``loopkit run`` the agent's
+call is denied at once with "waiting for a human's approval", the request stands as the
+loop's block, and the supervisor waits on it when the agent's turn ends; the next
+iteration's identical call finds the approval and is allowed, once. Outside a supervisor the
+hook itself waits up to ``[hooks] wait`` (540 s, under Claude Code's 600 s hook timeout).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from loopkit import agentsession, log
+from loopkit import config as config_mod
+from loopkit.escalation import gate
+from loopkit.escalation.escalator import Escalator
+from loopkit.hooks.rules import FILE_TOOLS
+from loopkit.message import clean, fold
+from loopkit.redact import Redactor, mask_command
+from loopkit.requests.answer import APPROVAL_OPTIONS
+from loopkit.requests.record import Request, new_id
+from loopkit.workspace import Workspace
+
+WAITING = "waiting for a human's approval: loopkit will resume you when it is given"
+
+
+def call_hash(tool_name: str, tool_input: Any, cwd: str) -> str:
+    canonical = {"tool_name": tool_name, "tool_input": tool_input, "cwd": cwd}
+    encoded = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def shown_call(tool_name: str, tool_input: Any) -> list[str]:
+    """The call as the human sees it: a Bash command split and masked, a file tool's path,
+    any other tool's name."""
+    if tool_name == "Bash" and isinstance(tool_input, dict):
+        command = str(tool_input.get("command", ""))
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = command.split()
+        return [clean(word) for word in mask_command(words)]
+    key = FILE_TOOLS.get(tool_name)
+    if key and isinstance(tool_input, dict):
+        return [tool_name, clean(str(tool_input.get(key, "")))]
+    return [clean(tool_name)]
+
+
+def _request(config: config_mod.Config, event: dict[str, Any], hit: str, digest: str) -> Request:
+    tool_name, tool_input, cwd = event["tool_name"], event.get("tool_input", {}), event["cwd"]
+    shown = shown_call(tool_name, tool_input)
+    text = shlex.join(shown) if tool_name == "Bash" else " ".join(shown)
+    room = 120 - len("Approve Claude's ``?")
+    return Request(
+        request_id=new_id(),
+        prompt=f"Approve Claude's `{fold(text, room)}`?",
+        request_key=f"hook:{digest}",
+        kind="approval",
+        situation=f"Command: {text}\nFolder: {cwd}\nTool: {tool_name} (rule {hit})",
+        policy="loopkit's Claude Code hook: this exact tool call runs only after its approval",
+        options=[dict(o) for o in APPROVAL_OPTIONS],
+        timeout_default={"after_minutes": config.escalation.timeout_minutes, "action": "abort"},
+        trigger="claude-hook",
+        attempted=["nothing: Claude Code holds the call until it is approved"],
+        gate={
+            "argv": shown,
+            "cwd": cwd,
+            "sha256": digest,
+            "tool": tool_name,
+            "rule": hit,
+            "session": str(event.get("session_id") or ""),
+        },
+    )
+
+
+def _output(decision: str, reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def decide(workspace: str, event: dict[str, Any], hit: str) -> dict[str, Any]:
+    """The hook's answer for a gated call: allow (approved, once) or deny (with why)."""
+    config = config_mod.load(Path(workspace))
+    # stdout is the hook's answer to Claude Code: events go to the file and to stderr only.
+    log.setup(Workspace.of(config).events_file, Redactor(config.channels.secrets()),
+              stream=sys.stderr, console_level="warning")  # fmt: skip
+    event = {**event, "cwd": event.get("cwd") or workspace}
+    digest = call_hash(event["tool_name"], event.get("tool_input", {}), event["cwd"])
+    escalator = Escalator(config)
+    supervised = agentsession.inside()
+    record = gate.approval(
+        f"hook:{digest}",
+        lambda: _request(config, event, hit, digest),
+        escalator=escalator,
+        wait=not supervised,
+        timeout=config.hooks.wait,
+    )
+    verdict = gate.consume(escalator.store, record, digest)
+    if verdict.state == "approved":
+        return _output("allow", verdict.reason)
+    if verdict.state == "open":
+        if supervised:
+            return _output("deny", WAITING)
+        waited = f"no human approved it within {config.hooks.wait:g} s"
+        return _output("deny", f"{waited} (requests/{record.request_id}.json stays open)")
+    return _output("deny", verdict.reason)
