@@ -13,17 +13,32 @@ from helpers import LOOPKIT, clean_env, loopkit, phone_env, wait_until, write_co
 
 
 def event(ws: Path, tool: str, tool_input: object, **extra: object) -> dict[str, object]:
-    return {"session_id": "sess-1", "transcript_path": str(ws / "t.jsonl"), "cwd": str(ws),
-            "hook_event_name": "PreToolUse", "permission_mode": "default", "tool_name": tool,
-            "tool_input": tool_input, "tool_use_id": "toolu_01", **extra}  # fmt: skip
+    return {
+        "session_id": "sess-1",
+        "transcript_path": str(ws / "t.jsonl"),
+        "cwd": str(ws),
+        "hook_event_name": "PreToolUse",
+        "permission_mode": "default",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "toolu_01",
+        **extra,
+    }
 
 
 def hook(
     ws: Path, payload: object, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     text = payload if isinstance(payload, str) else json.dumps(payload)
-    return subprocess.run([str(LOOPKIT), "hook", "claude", "pretooluse"], input=text, cwd=ws,
-                          capture_output=True, text=True, timeout=60, env=env or clean_env())  # fmt: skip
+    return subprocess.run(
+        [str(LOOPKIT), "hook", "claude", "pretooluse"],
+        input=text,
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env or clean_env(),
+    )
 
 
 def decision(done: subprocess.CompletedProcess[str]) -> tuple[str, str]:
@@ -42,10 +57,13 @@ def test_calls_no_rule_names_go_ahead_silently(ws: Path) -> None:
         event(ws, "Bash", {"command": "pytest -q", "description": "run the tests"}),
         event(ws, "Write", {"file_path": str(ws / "src" / "app.py"), "content": "x = 1\n"}),
         event(ws, "Edit", {"file_path": str(ws / "app.py"), "old_string": "a", "new_string": "b"}),
-        event(ws, "MultiEdit", {"file_path": str(ws / "app.py"),
-                                "edits": [{"old_string": "a", "new_string": "b"}]}),
+        event(
+            ws,
+            "MultiEdit",
+            {"file_path": str(ws / "app.py"), "edits": [{"old_string": "a", "new_string": "b"}]},
+        ),
         event(ws, "mcp__github__create_issue", {"title": "a bug"}),
-    ):  # fmt: skip
+    ):
         done = hook(ws, payload)
         assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), payload
     assert not (ws / "requests").exists() and not (ws / "BLOCKED.md").exists()
@@ -62,9 +80,15 @@ def test_unreadable_input_is_denied_in_one_line(ws: Path) -> None:
 def test_outside_a_supervisor_it_waits_for_the_approval_of_that_call(ws: Path) -> None:
     write_config(ws, '[escalation]\nchannel = "none"\n[hooks]\nwait = "30s"\n')
     push = event(ws, "Bash", {"command": "git push --force origin main"})
-    waiting = subprocess.Popen([str(LOOPKIT), "hook", "claude", "pretooluse"], cwd=ws, text=True,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=clean_env())  # fmt: skip
+    waiting = subprocess.Popen(
+        [str(LOOPKIT), "hook", "claude", "pretooluse"],
+        cwd=ws,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
     assert waiting.stdin is not None
     waiting.stdin.write(json.dumps(push))
     waiting.stdin.close()
@@ -74,8 +98,17 @@ def test_outside_a_supervisor_it_waits_for_the_approval_of_that_call(ws: Path) -
         request["prompt"]
     )
     assert (ws / "BLOCKED.md").exists()
-    answered = loopkit("-C", str(ws), "reply", "--request-id", str(request["request_id"]),
-                       "--reply", "approve", "--by", "ana")  # fmt: skip
+    answered = loopkit(
+        "-C",
+        str(ws),
+        "reply",
+        "--request-id",
+        str(request["request_id"]),
+        "--reply",
+        "approve",
+        "--by",
+        "ana",
+    )
     assert answered.returncode == 0
     assert waiting.stdout is not None and waiting.stderr is not None
     with waiting.stdout, waiting.stderr:
@@ -98,8 +131,15 @@ def test_a_rejection_is_denied_with_the_humans_reason(ws: Path) -> None:
     wipe = event(ws, "Write", {"file_path": str(ws / ".env"), "content": "KEY=x"})
     assert decision(hook(ws, wipe))[0] == "deny"
     (request,) = requests_of(ws)
-    loopkit("-C", str(ws), "reply", "--request-id", str(request["request_id"]),
-            "--reply", "no, keep the old keys")  # fmt: skip
+    loopkit(
+        "-C",
+        str(ws),
+        "reply",
+        "--request-id",
+        str(request["request_id"]),
+        "--reply",
+        "no, keep the old keys",
+    )
     verdict, reason = decision(hook(ws, wipe))
     assert verdict == "deny" and "keep the old keys" in reason
 
@@ -131,8 +171,11 @@ with open("hook-answers.txt", "a") as log:
 
 def test_under_run_the_call_waits_for_a_tap_then_goes_ahead_once(ws: Path) -> None:
     (ws / "agent.py").write_text(AGENT)
-    write_config(ws, f'[loop]\nagent = ["{sys.executable}", "agent.py"]\npause = "0s"\n'
-                     '[escalation]\nchannel = "none"\n')  # fmt: skip
+    write_config(
+        ws,
+        f'[loop]\nagent = ["{sys.executable}", "agent.py"]\npause = "0s"\n'
+        '[escalation]\nchannel = "none"\n',
+    )
     first = loopkit("-C", str(ws), "run", "--exit-on-block", "--max-iterations", "3")
     assert first.returncode == 2, first.stderr  # the agent's turn ended; the loop is blocked
     answers = (ws / "hook-answers.txt").read_text().splitlines()
@@ -152,10 +195,22 @@ def test_under_run_the_call_waits_for_a_tap_then_goes_ahead_once(ws: Path) -> No
 
 
 def notification(ws: Path, env: dict[str, str], kind: str, session: str = "s1") -> str:
-    payload = {"session_id": session, "cwd": str(ws), "hook_event_name": "Notification",
-               "message": "Claude needs your permission to use Bash", "notification_type": kind}  # fmt: skip
-    done = subprocess.run([str(LOOPKIT), "hook", "claude", "notification"], cwd=ws, env=env,
-                          input=json.dumps(payload), capture_output=True, text=True, timeout=30)  # fmt: skip
+    payload = {
+        "session_id": session,
+        "cwd": str(ws),
+        "hook_event_name": "Notification",
+        "message": "Claude needs your permission to use Bash",
+        "notification_type": kind,
+    }
+    done = subprocess.run(
+        [str(LOOPKIT), "hook", "claude", "notification"],
+        cwd=ws,
+        env=env,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 0 and done.stdout == ""
     return done.stderr
 
