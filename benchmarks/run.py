@@ -474,14 +474,26 @@ def startup(loopkit: str, python: str, root: Path) -> dict[str, float]:
     # The workspace a user has: the loopkit.toml `loopkit init` writes (it sets blocked_file).
     subprocess.run([loopkit, "-C", str(ws), "init", "--agent", "true"], check=True,
                    capture_output=True, timeout=30)  # fmt: skip
-    runs: dict[str, list[float]] = {"lk": [], "py": []}
-    for _ in range(CHECK_RUNS):  # interleaved, so drift hits both alike
+    # What Claude Code hands the PreToolUse hook for an everyday call (no rule matches).
+    call = json.dumps(
+        {
+            "session_id": "s",
+            "cwd": str(ws),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "pytest -q"},
+        }
+    ).encode()
+    runs: dict[str, list[float]] = {"lk": [], "hook": [], "py": []}
+    for _ in range(CHECK_RUNS):  # interleaved, so drift hits all alike
         for key, argv in (
             ("lk", [loopkit, "-C", str(ws), "check"]),
+            ("hook", [loopkit, "hook", "claude", "pretooluse"]),
             ("py", [python, "-c", "pass"]),
         ):
+            stdin = call if key == "hook" else None
             t0 = time.perf_counter()
-            done = subprocess.run(argv, cwd=ws, capture_output=True, timeout=30)
+            done = subprocess.run(argv, cwd=ws, capture_output=True, timeout=30, input=stdin)
             runs[key].append((time.perf_counter() - t0) * 1000)
             if done.returncode != 0:
                 raise BenchError(f"{shlex.join(argv)} exited {done.returncode}")
@@ -629,6 +641,16 @@ def main() -> int:
             ms(st["py"]),
             "close to `python -c pass`",
             f"+{st['lk'] - st['py']:.1f} ms, {st['lk'] / st['py']:.2f}×",
+        )
+    )
+    add(
+        (
+            f"(f) `loopkit hook claude pretooluse`, no rule matches, vs `python -c pass`, "
+            f"median of {CHECK_RUNS}",
+            ms(st["hook"]),
+            ms(st["py"]),
+            "≤ 2× `python -c pass`",
+            f"{st['hook'] / st['py']:.2f}× — " + verdict(st["hook"] / st["py"], 2.0),
         )
     )
 
