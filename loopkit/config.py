@@ -17,11 +17,11 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from loopkit import config_values, readfile
+from loopkit import config_values, fleet, readfile
 from loopkit.config_values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
 from loopkit.config_values import Command as Command
 from loopkit.config_values import TimeoutAction as TimeoutAction
@@ -114,12 +114,15 @@ class ChannelSettings:
     slack_webhook: str | None = None
     dial_cmd: str | None = None
     inbox_url: str | None = None  # the web inbox as the phone reaches it: an "Open" button
+    fleet_dsn: str | None = None  # [fleet] dsn / LOOPKIT_FLEET_DSN: PostgreSQL, shared
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted wherever they might appear: the token, the webhook,
-        the dial command whole and its secret-shaped arguments (:func:`dial_secrets`)."""
+        the dial command whole and its secret-shaped arguments (:func:`dial_secrets`), the
+        fleet's DSN and its password."""
         found = [s for s in (self.telegram_token, self.slack_webhook, self.dial_cmd) if s]
-        return (*found, *dial_secrets(self.dial_cmd or ""))
+        fleet = [self.fleet_dsn, *dial_secrets(self.fleet_dsn)] if self.fleet_dsn else []
+        return (*found, *dial_secrets(self.dial_cmd or ""), *fleet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +181,7 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
         "extend_defaults": config_values.flag,
     },
     "hooks": {"wait": config_values.parse_duration},
+    "fleet": {"dsn": config_values.fleet_dsn},
 }
 
 
@@ -310,7 +314,19 @@ def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> Chan
         slack_webhook=env("LOOPKIT_HITL_SLACK_WEBHOOK"),
         dial_cmd=env("LOOPKIT_HITL_DIAL_CMD"),
         inbox_url=inbox_url.rstrip("/") if inbox_url else None,
+        fleet_dsn=_env_dsn(env("LOOPKIT_FLEET_DSN"), lenient),
     )
+
+
+def _env_dsn(value: str | None, lenient: bool) -> str | None:
+    if value is None:
+        return None
+    try:
+        return config_values.fleet_dsn(value)
+    except ValueError as exc:
+        if lenient:
+            return None
+        raise ConfigError(f"LOOPKIT_FLEET_DSN: {exc}") from None
 
 
 def load(
@@ -351,13 +367,20 @@ def load(
     escalation = dict(values["escalation"])
     if "channel" in escalation:
         escalation["ladder"] = escalation.pop("channel")
+    channels = _channel_settings(environ, lenient)
+    dsn = channels.fleet_dsn or values["fleet"].get("dsn")
+    problem = fleet.configure(dsn)
+    if problem and not lenient:
+        raise ConfigError(problem)
+    if dsn and channels.fleet_dsn is None:
+        channels = replace(channels, fleet_dsn=dsn)
     return Config(
         workspace=workspace,
         file=file,
         loop=LoopConfig(**values["loop"]),
         escalation=EscalationConfig(**escalation),
         policy=PolicyConfig(**values["policy"]),
-        channels=_channel_settings(environ, lenient),
+        channels=channels,
         gate=GateConfig(**values["gate"]),
         hooks=HooksConfig(**values["hooks"]),
     )

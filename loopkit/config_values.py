@@ -110,6 +110,13 @@ def gate_rules(value: object) -> tuple[str, ...]:
     return rules
 
 
+def fleet_dsn(value: object) -> str:
+    """``[fleet] dsn``: a ``postgresql://`` URL (the form psycopg takes)."""
+    if not isinstance(value, str) or not value.strip().startswith(("postgresql://", "postgres://")):
+        raise ValueError("expected a postgresql:// URL, e.g. postgresql://loopkit@db:5432/loopkit")
+    return value.strip()
+
+
 def flag(value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError("expected true or false")

@@ -82,3 +82,25 @@ class Registry:
                 continue
             found.append(entry)
         return sorted(found, key=lambda e: e.last_seen)
+
+
+def machine(root: Path | None = None) -> str:
+    """This machine's name in a fleet: the host name and an id made once in
+    ``LOOPKIT_HOME/machine.id`` (two homes on one host are two machines)."""
+    import secrets
+    import socket
+
+    path = (root or home()) / "machine.id"
+    try:
+        made = readfile.read_text(path).strip()
+    except (OSError, UnicodeDecodeError):
+        made = ""
+    if not made:
+        with contextlib.suppress(OSError):
+            _ensure(path.parent)
+            atomicfile.create_text(path, secrets.token_hex(4) + "\n", mode=0o600)
+        try:
+            made = readfile.read_text(path).strip()
+        except (OSError, UnicodeDecodeError):
+            made = "0"
+    return f"{socket.gethostname()}-{made}"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,3 +35,20 @@ def server() -> Iterator[FakeServer]:
         yield fake
     finally:
         fake.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """A PostgreSQL server for the whole session (the fleet tests): loud skip where none
+    can be had, a failure on CI (which installs it)."""
+    sys.path.insert(0, str(Path(__file__).parent / "fleet"))
+    from pgserver import PgServer, binaries
+
+    if binaries() is None:
+        if os.environ.get("CI"):
+            raise RuntimeError("no PostgreSQL server binaries: .ci/run installs postgresql")
+        pytest.skip("LOUD SKIP: no PostgreSQL server here (apt-get install postgresql)")
+    server = PgServer()
+    server.start()
+    yield server
+    server.stop(remove=True)

@@ -160,12 +160,12 @@ def reply(
     Exit 4 if the request was already answered (the first answer stands), 66 if there is no
     such request, 65 if its record is corrupt.
     """
-    from loopkit.requests.answer import answer
+    from loopkit.fleet.route import answer_anywhere
 
     refuse_agents()
     app.config()
-    result = answer(
-        app.store_holding(request_id), request_id, reply, by=by or human(), via="cli",
+    result, _ = answer_anywhere(
+        request_id, reply, by=by or human(), via="cli", here=app.store(),
         expected_updated_at=expected_updated_at,
     )  # fmt: skip
     click.echo(json.dumps(result.decision, ensure_ascii=False))

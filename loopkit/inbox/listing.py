@@ -1,4 +1,5 @@
-"""``loopkit inbox``: every open (and deferred) request across the registered workspaces."""
+"""``loopkit inbox``: every open (and deferred) request across the registered workspaces —
+and, with a fleet, across every machine's (``machine`` names another machine's)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from loopkit import clock
+from loopkit import clock, fleet
 from loopkit.home import Registry
 from loopkit.message import LETTERS, age, fold
 from loopkit.requests.locate import store_for
@@ -19,6 +20,7 @@ class Entry:
     record: Request
     workspace: Path
     repo: str
+    machine: str | None = None  # another machine's request (a fleet); None: this machine's
 
     def row(self) -> dict[str, Any]:
         record = self.record
@@ -33,6 +35,7 @@ class Entry:
             "request_id": record.request_id,
             "repo": self.repo,
             "workspace": str(self.workspace),
+            "machine": self.machine,
             "asked_at": record.asked_at,
             "age_seconds": max(0, int((now - asked).total_seconds())),
             "kind": record.kind,
@@ -52,6 +55,9 @@ def open_requests(registry: Registry | None = None) -> list[Entry]:
         for _, record in store_for(registered.path).all():
             if isinstance(record, Request) and record.is_open:
                 entries.append((order, Entry(record, registered.path, registered.repo)))
+    for remote in fleet.hub().remote_open():
+        where = Path(remote.workspace)
+        entries.append((len(entries), Entry(remote.record, where, remote.repo, remote.machine)))
     # Oldest first; within one second, by workspace as last seen, then as stored.
     entries.sort(key=lambda pair: (clock.parse_iso(pair[1].record.asked_at), pair[0]))
     return [entry for _, entry in entries]
@@ -76,7 +82,7 @@ def render(entries: list[Entry]) -> str:
                     f"{' (deferred)' if row['status'] == 'deferred' else ''}{due}",
                     f"  Q: {fold(row['question'], 120)}",
                     f"  {choices}" if choices else "  (no choices: reply in your own words)",
-                    f"  {row['workspace']}",
+                    f"  {row['workspace']}" + (f" (on {row['machine']})" if row["machine"] else ""),
                     f"  answer: {row['answer']}",
                 ]
             )

@@ -8,11 +8,12 @@ are shown only when they are regular text files inside their workspace, cut at
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loopkit import clock, readfile
+from loopkit import clock, fleet, readfile
 from loopkit.errors import LoopkitError
 from loopkit.escalation import blockfile
 from loopkit.home import Registered, Registry, workspace_id
@@ -41,8 +42,9 @@ class Card:
     record: Request
     workspace: Path
     repo: str
-    key: str  # the workspace's registry id
+    key: str  # the workspace's registry id ("m…" for another machine's, with a fleet)
     refs: list[Ref] = field(default_factory=list)
+    machine: str | None = None  # another machine's request (a fleet)
 
     @property
     def url(self) -> str:
@@ -75,7 +77,14 @@ class Card:
         return self.record.resolution or {}
 
 
+def remote_key(machine: str, workspace: str) -> str:
+    return "m" + hashlib.sha256(f"{machine}\n{workspace}".encode()).hexdigest()[:15]
+
+
 def _card(entry: Entry) -> Card:
+    if entry.machine:
+        key = remote_key(entry.machine, str(entry.workspace))
+        return Card(entry.record, entry.workspace, entry.repo, key, machine=entry.machine)
     return Card(entry.record, entry.workspace, entry.repo, workspace_id(entry.workspace))
 
 
@@ -94,6 +103,12 @@ def find(key: str, request_id: str, registry: Registry | None = None) -> Card | 
     """The request ``request_id`` of the workspace with registry id ``key``, if both exist."""
     if not ID_RE.match(request_id):
         return None
+    if key.startswith("m"):
+        remote = fleet.hub().find(request_id)
+        if remote is None or remote_key(remote.machine, remote.workspace) != key:
+            return None
+        where = Path(remote.workspace)
+        return Card(remote.record, where, remote.repo, key, machine=remote.machine)
     registered = _workspace(key, registry or Registry())
     if registered is None:
         return None

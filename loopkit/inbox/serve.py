@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from loopkit import clock
+from loopkit import clock, fleet
 from loopkit import config as config_mod
 from loopkit.config import ChannelSettings, Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
@@ -219,6 +219,11 @@ def serve(
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     retrier = threading.Thread(target=Retrier(stop).run, daemon=True, name="loopkit-retry")
     retrier.start()
+    # With a fleet: answers given on other machines reach this machine's workspaces.
+    follower = threading.Thread(
+        target=fleet.hub().follow, args=(stop,), daemon=True, name="loopkit-fleet"
+    )
+    follower.start()
     out.write(f"loopkit serve: listening on http://{bound[0]}:{bound[1]} (LOOPKIT_HOME {home()})\n")
     show_url(out, bound[0], bound[1], secret, user)
     try:

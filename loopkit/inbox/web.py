@@ -29,10 +29,11 @@ from starlette.routing import Route
 from loopkit import agentsession
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation import blockfile
+from loopkit.fleet.route import answer_anywhere
 from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, InboxToken, Sessions, Throttle
 from loopkit.log import get_logger
-from loopkit.requests.answer import answer, parse_for
+from loopkit.requests.answer import parse_for
 
 log = get_logger("loopkit.inbox")
 
@@ -156,23 +157,35 @@ def app(inbox: Inbox) -> Starlette:
             return page("refused.html.j2", 403, title="Refused", message=agentsession.REFUSAL)
         text = (form.get("reply") or form.get("free") or "").strip()
         if card.record.kind == "review" and not form.get("checked") and _approves(card, text):
-            return page("request.html.j2", 400, card=card, csrf=inbox.sessions.csrf(nonce),
-                        title=card.repo, done=False, need_check=True)  # fmt: skip
+            return page(
+                "request.html.j2",
+                400,
+                card=card,
+                csrf=inbox.sessions.csrf(nonce),
+                title=card.repo,
+                done=False,
+                need_check=True,
+            )
         if not text:
             return RedirectResponse(card.url, 303, headers=HEADERS)
-        store = pages.store_of(card)
+        here = None if card.machine else pages.store_of(card)
         try:
-            result = answer(store, card.record.request_id, text, by=inbox.user, via="inbox")
+            result, store = answer_anywhere(
+                card.record.request_id, text, by=inbox.user, via="inbox", here=here
+            )
         except RequestConflict:
             fresh = pages.find(card.key, card.record.request_id) or card
             return page("answered.html.j2", card=fresh, title="Already answered")
         except LoopkitError as exc:
             return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
-        if not result.deferred:
+        if store is not None and not result.deferred:
             # As the phone and `unblock --reply` do: the block goes, supervised or not.
             blockfile.remove_block(store.workspace.blocked, result.record)
-        log.info("inbox_answer", request_id=card.record.request_id,
-                 msg=f"inbox: {inbox.user} answered {card.record.request_id}")  # fmt: skip
+        log.info(
+            "inbox_answer",
+            request_id=card.record.request_id,
+            msg=f"inbox: {inbox.user} answered {card.record.request_id}",
+        )
         return RedirectResponse(f"{card.url}?done=1", 303, headers=HEADERS)
 
     async def past(request: HttpRequest, nonce: str) -> Response:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from loopkit import clock
+from loopkit import clock, fleet
 from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
 from loopkit.requests.record import Request
@@ -158,31 +158,40 @@ def answer(
     outcome: list[Answer] = []
 
     def record_it(record: Request) -> None:
-        if not record.is_open:
-            raise already_answered(record)
-        decision, extra = parse_for(record, reply)
-        now = clock.iso_seconds()
-        payload = _decision_json(record.request_id, decision, now)
-        if record.kind == "review" and decision.chosen_option == "deferred":
-            record.status = "deferred"
-            record.deferrals.append(
-                {"at": now, "by": by, "via": via, "reason": extra.get("reason")}
-            )
-            outcome.append(Answer(record, payload, deferred=True))
-            return
-        record.status = "resolved"
-        record.resolution = {
-            **payload,
-            **extra,
-            "by": by,
-            "via": via,
-            **(about or {}),
-            "reply": reply if len(reply) <= 10_000 else reply[:10_000],
-        }
-        outcome.append(Answer(record, payload))
+        outcome.append(apply_reply(record, reply, by=by, via=via, about=about))
+        # With a fleet, the answer is claimed fleet-wide first: exactly one wins (SPEC §13).
+        fleet.hub().claim(store.workspace, record)
 
     store.update(request_id, record_it, expected_updated_at=expected_updated_at)
     return outcome[0]
+
+
+def apply_reply(
+    record: Request, reply: str, *, by: str, via: str, about: dict[str, Any] | None = None
+) -> Answer:
+    """Record ``reply`` on ``record`` (in memory): its resolution, or a review's deferral.
+    Raises RequestConflict when it is answered already. The one place a reply becomes an
+    answer — for this machine's records and, through the fleet, another machine's."""
+    reply = clean(reply)
+    if not record.is_open:
+        raise already_answered(record)
+    decision, extra = parse_for(record, reply)
+    now = clock.iso_seconds()
+    payload = _decision_json(record.request_id, decision, now)
+    if record.kind == "review" and decision.chosen_option == "deferred":
+        record.status = "deferred"
+        record.deferrals.append({"at": now, "by": by, "via": via, "reason": extra.get("reason")})
+        return Answer(record, payload, deferred=True)
+    record.status = "resolved"
+    record.resolution = {
+        **payload,
+        **extra,
+        "by": by,
+        "via": via,
+        **(about or {}),
+        "reply": reply if len(reply) <= 10_000 else reply[:10_000],
+    }
+    return Answer(record, payload)
 
 
 def _decision_json(request_id: str, decision: Decision, at: str) -> dict[str, Any]:

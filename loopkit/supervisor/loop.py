@@ -24,10 +24,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
-from loopkit import channels, clock
+from loopkit import channels, clock, fleet
 from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.errors import EXIT_OK, ConfigError
@@ -90,7 +90,7 @@ class Supervisor:
         parts = self.parts
         with self.lock.held(), self._signals(), self._in_workspace():
             folders = [parts.workspace.root, parts.workspace.requests_dir]
-            with FolderWatch(folders, parts.wake) as watch:
+            with FolderWatch(folders, parts.wake) as watch, following(parts.wake.set):
                 parts.watch = watch
                 try:
                     return self._loop()
@@ -174,6 +174,21 @@ class Supervisor:
                 return False
             stop.wait(remaining)
         return True
+
+
+@contextlib.contextmanager
+def following(wake: Callable[[], None]) -> Iterator[None]:
+    """With a fleet, answers given on other machines are applied here while we run
+    (:meth:`Hub.follow`; the embedded default has nothing to follow)."""
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=fleet.hub().follow, args=(stop, wake), daemon=True, name="loopkit-fleet"
+    )
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 def _code(step: Step) -> int:

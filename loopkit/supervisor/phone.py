@@ -24,21 +24,20 @@ from typing import Any
 
 import httpx
 
+from loopkit import fleet
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation.blockfile import remove_block
 from loopkit.escalation.sender import message_for
+from loopkit.fleet.route import answer_anywhere
 from loopkit.home import Registry
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
-from loopkit.requests.answer import answer
 from loopkit.requests.locate import store_for, store_holding
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor.bot import (
-    BotLease,
-    OffsetFile,
     Sender,
     outcome_line,
     sender_of,
@@ -74,8 +73,9 @@ class UpdatePoller:
         self.config = config
         self.bot = BotApi(config.channels, client=client)
         self.store = store or RequestStore(Workspace.of(config))
-        self.offsets = OffsetFile(config.channels.telegram_token)
-        self.lease = BotLease(self.offsets.bot)
+        # One poller per bot: this machine's flock, or the fleet's advisory lock (SPEC §13).
+        self.offsets = fleet.hub().offsets(config.channels.telegram_token)
+        self.lease = fleet.hub().bot_lease(self.offsets.bot)
         self.poll_timeout = poll_timeout
         self.active = threading.Event()
         self.stopped = threading.Event()
@@ -257,10 +257,12 @@ class UpdatePoller:
         self.show_outcome(record, message.get("text"))
 
     def _find(self, request_id: str) -> Request | None:
+        """The request wherever it is: this machine's workspaces, else the fleet's."""
         try:
             return store_holding(request_id, self.store).load(request_id)
         except LoopkitError:
-            return None
+            remote = fleet.hub().find(request_id)
+            return remote.record if remote else None
 
     def _text(self, message: dict[str, Any]) -> None:
         sender = sender_of(message.get("from"))
@@ -343,19 +345,14 @@ class UpdatePoller:
         """Record the answer. Returns the record and, if it was answered already, why not."""
         about = {"by_id": sender.user_id, "by_name": sender.name}
         try:
-            store = store_holding(request_id, self.store)
-        except LoopkitError:
-            return None
-        try:
-            result = answer(store, request_id, reply, by=sender.by, via="telegram", about=about)
+            result, store = answer_anywhere(request_id, reply, by=sender.by, via="telegram",
+                                            here=self.store, about=about)  # fmt: skip
         except RequestConflict as conflict:
-            try:
-                return store.load(request_id), fold(str(conflict), 190)
-            except LoopkitError:
-                return None
+            found = self._find(request_id)
+            return (found, fold(str(conflict), 190)) if found else None
         except LoopkitError:
             return None
-        if not result.deferred:
+        if store is not None and not result.deferred:
             # As `loopkit unblock --reply` does: the block goes, supervised or not; a waiting
             # supervisor sees the answer either way and hands it on once.
             remove_block(store.workspace.blocked, result.record)

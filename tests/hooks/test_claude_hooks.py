@@ -97,7 +97,7 @@ def test_outside_a_supervisor_it_waits_for_the_approval_of_that_call(ws: Path) -
     assert request["kind"] == "approval" and "git push --force origin main" in str(
         request["prompt"]
     )
-    assert (ws / "BLOCKED.md").exists()
+    wait_until(lambda: (ws / "BLOCKED.md").exists(), 20, "the block")
     answered = loopkit(
         "-C",
         str(ws),

@@ -1,0 +1,190 @@
+"""The owner's side of the fleet: LISTEN for answers to this machine's requests, apply them
+to the workspace's own record (and lift its block), and catch up after the database was
+gone. Runs in a thread of ``loopkit run`` and of ``loopkit serve``.
+
+One connection, reconnected with backoff (1 s, doubling, at most 10 s). On every
+(re)connect: this machine is marked seen, every record changed since the last catch-up is
+mirrored, and every answer written meanwhile is applied. Two answers to one request (one
+given here while the database was gone, one on another machine) are settled by their
+recorded time: the first stands, the other is logged as not used.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from loopkit import atomicfile, readfile
+from loopkit.errors import LoopkitError
+from loopkit.escalation.blockfile import remove_block
+from loopkit.home import Registry, home
+from loopkit.log import get_logger
+from loopkit.requests.locate import store_for
+from loopkit.requests.record import Request
+
+log = get_logger("loopkit.fleet")
+
+BEAT = 10.0  # seconds between heartbeats (and looks for answers a NOTIFY may have missed)
+MARGIN_NS = 5_000_000_000  # re-mirror records written this close before the last catch-up
+
+
+def _first(record: Request) -> str:
+    return str((record.resolution or {}).get("resolved_at") or record.updated_at)
+
+
+class Follower:
+    def __init__(self, hub: Any, stop: threading.Event, wake: Callable[[], None] | None) -> None:
+        self.hub = hub
+        self.stop = stop
+        self.wake = wake
+        self.synced = home() / "fleet" / "synced.json"
+
+    def run(self) -> None:
+        backoff = 1.0
+        while not self.stop.is_set():
+            conn = self.hub.connect(f"loopkit follow {self.hub.machine}")
+            if conn is None:
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+                continue
+            backoff = 1.0
+            try:
+                with conn:
+                    conn.execute(f"LISTEN {self.hub_channel()}")
+                    self.catch_up(conn)
+                    beat = time.monotonic()
+                    while not self.stop.is_set():
+                        # Gathered first: the connection is busy while notifies() runs.
+                        notes = [n.payload for n in conn.notifies(timeout=1.0, stop_after=1)]
+                        for payload in notes:
+                            self._notified(conn, payload)
+                        if time.monotonic() - beat >= BEAT:
+                            self._pending(conn)
+                            self._seen(conn)
+                            beat = time.monotonic()
+            except psycopg.Error as exc:
+                self.hub.down(exc)
+                self.stop.wait(backoff)
+
+    @staticmethod
+    def hub_channel() -> str:
+        from loopkit.fleet.pg import CHANNEL
+
+        return CHANNEL
+
+    # --- catching up ------------------------------------------------------------------------
+
+    def catch_up(self, conn: Any) -> None:
+        self._seen(conn)
+        started = time.time_ns()
+        since = self._synced_ns() - MARGIN_NS
+        for registered in Registry().workspaces():
+            try:
+                store = store_for(registered.path)
+                for request_id in store.changed_since(since):
+                    self.hub.mirror(store.workspace, store.load(request_id))
+            except LoopkitError as exc:
+                log.warning("fleet_sync_failed", msg=f"fleet: cannot sync {registered.path}: {exc}")
+        self.synced.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        atomicfile.write_json(self.synced, {"ns": started}, durable=False)
+        self._pending(conn)
+
+    def _synced_ns(self) -> int:
+        try:
+            data = readfile.json_document(readfile.read_text(self.synced))
+            return int(data["ns"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
+
+    def _seen(self, conn: Any) -> None:
+        conn.execute(
+            "INSERT INTO loopkit_machines (machine, seen_at) VALUES (%s, now()) "
+            "ON CONFLICT (machine) DO UPDATE SET seen_at = now()",
+            (self.hub.machine,),
+        )
+
+    def _pending(self, conn: Any) -> None:
+        rows = conn.execute(
+            "SELECT workspace, request_id, answer FROM loopkit_requests "
+            "WHERE machine = %s AND answer IS NOT NULL",
+            (self.hub.machine,),
+        ).fetchall()
+        for workspace, request_id, answer in rows:
+            self.apply(workspace, request_id, answer)
+
+    def _notified(self, conn: Any, payload: str) -> None:
+        try:
+            key = json.loads(payload)
+        except ValueError:
+            return
+        if not isinstance(key, dict) or key.get("machine") != self.hub.machine:
+            return  # another machine's request: its owner applies it
+        row = conn.execute(
+            "SELECT answer FROM loopkit_requests WHERE machine = %s AND workspace = %s "
+            "AND request_id = %s AND answer IS NOT NULL",
+            (self.hub.machine, key.get("workspace"), key.get("request_id")),
+        ).fetchone()
+        if row is not None:
+            self.apply(str(key.get("workspace")), str(key.get("request_id")), row[0])
+
+    # --- applying ---------------------------------------------------------------------------
+
+    def apply(self, workspace: str, request_id: str, answer: Any) -> None:
+        """Give this machine's record the answer another machine wrote (once)."""
+        try:
+            remote = Request.from_dict(answer["record"], source="fleet answer")
+            store = store_for(Path(workspace))
+        except (LoopkitError, KeyError, TypeError) as exc:
+            log.warning("fleet_apply_failed", msg=f"fleet: cannot apply {request_id}: {exc}")
+            return
+        taken = False
+
+        def take(local: Request) -> bool:
+            nonlocal taken
+            if local.is_open:
+                taken = True
+            elif local.resolution == remote.resolution and local.status == remote.status:
+                return False  # applied already
+            elif _first(remote) < _first(local) and local.applied_at is None:
+                taken = True  # two answers while the database was gone: the first stands
+                log.warning(
+                    "fleet_two_answers",
+                    request_id=request_id,
+                    msg=f"request {request_id} was answered twice; the first answer "
+                    f"({remote.resolution}) stands, the later one was not used",
+                )
+            else:
+                log.warning(
+                    "fleet_two_answers",
+                    request_id=request_id,
+                    msg=f"request {request_id} was answered twice; the first answer "
+                    "(this machine's) stands, the other machine's was not used",
+                )
+                return False
+            local.status = remote.status
+            local.resolution = remote.resolution
+            local.deferrals = remote.deferrals
+            return True
+
+        try:
+            record = store.update(request_id, take)
+        except LoopkitError as exc:
+            log.warning("fleet_apply_failed", msg=f"fleet: cannot apply {request_id}: {exc}")
+            return
+        if taken and record.status == "resolved":
+            remove_block(store.workspace.blocked, record)
+        self.hub.mirror_applied(store.workspace, record)
+        if taken:
+            log.info(
+                "fleet_applied",
+                request_id=request_id,
+                msg=f"fleet: request {request_id} answered on another machine",
+            )
+            if self.wake is not None:
+                self.wake()

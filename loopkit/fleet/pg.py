@@ -1,0 +1,324 @@
+"""The fleet on PostgreSQL (psycopg 3): :class:`~loopkit.fleet.Hub` for many machines.
+
+- Every write of a record is mirrored to ``loopkit_requests`` (an upsert; the file stays the
+  record). A row answered from another machine keeps its answer until its owner applies it.
+- An answer is claimed with a compare-and-set on the row's status, so exactly one answer
+  wins fleet-wide: this machine's own answers inside the store's lock (:meth:`claim`),
+  other machines' requests by :meth:`answer_remote`, which announces itself with
+  ``NOTIFY loopkit_answer``. The owner LISTENs (:mod:`loopkit.fleet.follow`) and applies it.
+- The bot lease is ``pg_try_advisory_lock`` on a connection of its own; the offset is a row.
+
+The database may be gone at any time. Then every method works locally — mirrors are skipped,
+answers are this machine's alone, the lease is the machine's ``flock`` — with one warning
+per process, and the follower mirrors what changed and settles answers when it is back: the
+first answer by its recorded time wins.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from loopkit import clock
+from loopkit.errors import RequestConflict
+from loopkit.fleet import Lease, Offsets, Remote
+from loopkit.home import machine
+from loopkit.log import get_logger
+from loopkit.requests.answer import Answer, already_answered, apply_reply
+from loopkit.requests.record import Request
+from loopkit.workspace import Workspace
+
+log = get_logger("loopkit.fleet")
+
+CHANNEL = "loopkit_answer"
+CONNECT_TIMEOUT = 2  # seconds: a database that is gone must not hold up a block
+LEASE_RETRY = 1.0  # seconds between tries for a bot's lease held elsewhere
+
+UPSERT = """
+INSERT INTO loopkit_requests (machine, workspace, request_id, repo, status, updated_at, record)
+VALUES (%(machine)s, %(workspace)s, %(request_id)s, %(repo)s, %(status)s, %(updated_at)s,
+        %(record)s)
+ON CONFLICT (machine, workspace, request_id) DO UPDATE SET
+  repo = EXCLUDED.repo,
+  updated_at = EXCLUDED.updated_at,
+  record = CASE WHEN loopkit_requests.answer IS NULL THEN EXCLUDED.record
+                ELSE loopkit_requests.record END,
+  status = CASE WHEN loopkit_requests.answer IS NULL THEN EXCLUDED.status
+                ELSE loopkit_requests.status END
+"""
+# The owner applied the answer written by another machine: its record says so now.
+APPLIED = """
+UPDATE loopkit_requests SET answer = NULL, record = %(record)s, status = %(status)s,
+  updated_at = %(updated_at)s
+WHERE machine = %(machine)s AND workspace = %(workspace)s AND request_id = %(request_id)s
+"""
+CLAIM = """
+UPDATE loopkit_requests SET status = %(status)s, record = %(record)s,
+  updated_at = %(updated_at)s, answered_at = now()
+WHERE machine = %(machine)s AND workspace = %(workspace)s AND request_id = %(request_id)s
+  AND status IN ('open', 'deferred') AND answer IS NULL
+"""
+
+
+def _row(machine_name: str, workspace: Workspace, record: Request) -> dict[str, Any]:
+    return {
+        "machine": machine_name,
+        "workspace": str(workspace.root),
+        "request_id": record.request_id,
+        "repo": workspace.repo_name(),
+        "status": record.status,
+        "updated_at": record.updated_at,
+        "record": Jsonb(record.to_dict()),
+    }
+
+
+class PgHub:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.machine = machine()
+        self._warned = False
+        self._lock = threading.Lock()
+
+    # --- connections ----------------------------------------------------------------------
+
+    def connect(self, name: str = "loopkit") -> psycopg.Connection[Any] | None:
+        """A connection, or None when the database cannot be reached (warned once)."""
+        try:
+            conn = psycopg.connect(
+                self.dsn,
+                connect_timeout=CONNECT_TIMEOUT,
+                autocommit=True,
+                application_name=name[:63],
+            )
+        except psycopg.Error as exc:
+            self.down(exc)
+            return None
+        if self._warned:
+            self._warned = False
+            log.info("fleet_back", msg="fleet database reachable again")
+        return conn
+
+    def down(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._warned:
+                return
+            self._warned = True
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        log.warning(
+            "fleet_down",
+            msg=f"fleet database unreachable ({reason}): working on this machine alone; "
+            "it syncs when the database is back",
+        )
+
+    def _run(self, sql: str, params: dict[str, Any] | tuple[Any, ...] = ()) -> list[Any] | None:
+        conn = self.connect()
+        if conn is None:
+            return None
+        try:
+            with conn:
+                cursor = conn.execute(sql, params)
+                return cursor.fetchall() if cursor.description else []
+        except psycopg.Error as exc:
+            self.down(exc)
+            return None
+
+    # --- the Hub ----------------------------------------------------------------------------
+
+    def mirror(self, workspace: Workspace, record: Request) -> None:
+        self._run(UPSERT, _row(self.machine, workspace, record))
+
+    def mirror_applied(self, workspace: Workspace, record: Request) -> None:
+        self._run(APPLIED, _row(self.machine, workspace, record))
+
+    def claim(self, workspace: Workspace, record: Request) -> None:
+        """This machine's answer to its own request: it wins unless another machine's came
+        first (then RequestConflict; the follower applies that one). Database gone: it wins
+        here, and the follower settles it by time when the database is back."""
+        if record.status != "resolved":
+            return  # a review's Defer is no answer: nothing to claim
+        conn = self.connect()
+        if conn is None:
+            return
+        params = _row(self.machine, workspace, record)
+        try:
+            with conn:
+                if conn.execute(CLAIM, params).rowcount == 1:
+                    return
+                found = conn.execute(
+                    "SELECT record, answer FROM loopkit_requests WHERE machine = %(machine)s "
+                    "AND workspace = %(workspace)s AND request_id = %(request_id)s",
+                    params,
+                ).fetchone()
+        except psycopg.Error as exc:
+            self.down(exc)
+            return
+        if found is None:
+            self.mirror(workspace, record)  # never mirrored (it was made while the db was gone)
+            return
+        winner = Request.from_dict(found[1]["record"] if found[1] else found[0])
+        if not winner.is_open:
+            raise already_answered(winner)
+
+    def remote_open(self) -> list[Remote]:
+        rows = self._run(
+            "SELECT machine, workspace, repo, record FROM loopkit_requests "
+            "WHERE status IN ('open', 'deferred') AND machine <> %s ORDER BY updated_at",
+            (self.machine,),
+        )
+        return [self._remote(row) for row in rows or [] if self._readable(row[3])]
+
+    def find(self, request_id: str) -> Remote | None:
+        rows = self._run(
+            "SELECT machine, workspace, repo, record FROM loopkit_requests "
+            "WHERE request_id = %s AND machine <> %s LIMIT 1",
+            (request_id, self.machine),
+        )
+        return self._remote(rows[0]) if rows and self._readable(rows[0][3]) else None
+
+    @staticmethod
+    def _readable(data: Any) -> bool:
+        try:
+            Request.from_dict(data)
+        except Exception:
+            return False
+        return True
+
+    @staticmethod
+    def _remote(row: Any) -> Remote:
+        return Remote(row[0], row[1], row[2], Request.from_dict(row[3]))
+
+    def answer_remote(
+        self, remote: Remote, reply: str, *, by: str, via: str, about: dict[str, Any] | None
+    ) -> Answer:
+        """Answer another machine's request: compare-and-set on its row, then NOTIFY."""
+        conn = self.connect()
+        if conn is None:
+            raise RequestConflict(
+                f"request {remote.record.request_id} is on {remote.machine} and the fleet "
+                "database is unreachable: answer it there, or when the database is back"
+            )
+        key = {
+            "machine": remote.machine,
+            "workspace": remote.workspace,
+            "request_id": remote.record.request_id,
+        }
+        with conn, conn.transaction():
+            row = conn.execute(
+                "SELECT record, answer, status FROM loopkit_requests WHERE machine = "
+                "%(machine)s AND workspace = %(workspace)s AND request_id = %(request_id)s "
+                "FOR UPDATE",
+                key,
+            ).fetchone()
+            if row is None:
+                raise RequestConflict(f"request {remote.record.request_id} is gone from the fleet")
+            record = Request.from_dict(row[1]["record"] if row[1] else row[0])
+            if row[2] not in ("open", "deferred") and record.is_open:
+                record.status = row[2]
+            result = apply_reply(record, reply, by=by, via=via, about=about)  # raises if closed
+            record.updated_at = clock.later_than(record.updated_at)
+            answer = {"record": record.to_dict(), "by_machine": self.machine}
+            conn.execute(
+                "UPDATE loopkit_requests SET status = %(status)s, answer = %(answer)s, "
+                "answered_at = now() WHERE machine = %(machine)s AND workspace = %(workspace)s "
+                "AND request_id = %(request_id)s",
+                {**key, "status": record.status, "answer": Jsonb(answer)},
+            )
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps(key)))
+        log.info(
+            "fleet_answer",
+            request_id=remote.record.request_id,
+            msg=f"answered request {remote.record.request_id} of {remote.machine}",
+        )
+        return result
+
+    def bot_lease(self, bot: str) -> Lease:
+        return PgLease(self, bot)
+
+    def offsets(self, token: str | None) -> Offsets:
+        return PgOffsets(self, token)
+
+    def follow(self, stop: threading.Event, wake: Any = None) -> None:
+        from loopkit.fleet.follow import Follower
+
+        Follower(self, stop, wake).run()
+
+
+class PgLease:
+    """One poller per bot fleet-wide: ``pg_try_advisory_lock`` held on a connection of its
+    own, so the lease goes the moment its holder dies (its connection with it); the others
+    try every :data:`LEASE_RETRY` seconds. Database gone: the machine's ``flock`` lease."""
+
+    def __init__(self, hub: PgHub, bot: str) -> None:
+        self.hub = hub
+        self.bot = bot
+        self._conn: psycopg.Connection[Any] | None = None
+        self._local: Lease | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._conn is not None or (self._local is not None and self._local.held)
+
+    def take(self) -> None:
+        while True:
+            conn = self.hub.connect(f"loopkit lease {self.bot} {self.hub.machine}")
+            if conn is None:
+                from loopkit.supervisor.bot import BotLease
+
+                self._local = BotLease(self.bot)
+                self._local.take()
+                return
+            try:
+                row = conn.execute(
+                    "SELECT pg_try_advisory_lock(hashtext(%s))", (f"loopkit-bot:{self.bot}",)
+                ).fetchone()
+            except psycopg.Error as exc:
+                self.hub.down(exc)
+                conn.close()
+                continue
+            if row and row[0]:
+                self._conn = conn
+                return
+            conn.close()
+            time.sleep(LEASE_RETRY)
+
+    def release(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._local is not None:
+            self._local.release()
+            self._local = None
+
+
+class PgOffsets:
+    """A bot's next update offset, in ``loopkit_bot_offsets`` (and the machine's own file,
+    for when the database is gone)."""
+
+    def __init__(self, hub: PgHub, token: str | None) -> None:
+        from loopkit.supervisor.bot import OffsetFile
+
+        self.hub = hub
+        self.file = OffsetFile(token)
+        self.bot = self.file.bot
+
+    def load(self) -> int | None:
+        rows = self.hub._run(
+            "SELECT next_offset FROM loopkit_bot_offsets WHERE bot = %s", (self.bot,)
+        )
+        if rows is None:
+            return self.file.load()
+        return int(rows[0][0]) if rows else self.file.load()
+
+    def save(self, offset: int) -> None:
+        self.file.save(offset)
+        self.hub._run(
+            "INSERT INTO loopkit_bot_offsets (bot, next_offset) VALUES (%s, %s) "
+            "ON CONFLICT (bot) DO UPDATE SET next_offset = GREATEST(loopkit_bot_offsets."
+            "next_offset, EXCLUDED.next_offset), updated_at = now()",
+            (self.bot, offset),
+        )

@@ -1,0 +1,97 @@
+"""The fleet's tables in PostgreSQL, versioned: ``loopkit fleet init`` creates or migrates
+them (idempotent), ``loopkit fleet status`` reads them.
+
+- ``loopkit_requests``: every request of every machine — (machine, workspace, request_id),
+  repo, status, updated_at, the record as JSON, and ``answer``: an answer given on another
+  machine that its owner has not applied yet (cleared once it has).
+- ``loopkit_bot_offsets``: each bot's next update offset (the lease is an advisory lock).
+- ``loopkit_machines``: when each machine's loopkit was last seen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            """CREATE TABLE loopkit_requests (
+                machine text NOT NULL,
+                workspace text NOT NULL,
+                request_id text NOT NULL,
+                repo text NOT NULL,
+                status text NOT NULL,
+                updated_at timestamptz NOT NULL,
+                record jsonb NOT NULL,
+                answer jsonb,
+                answered_at timestamptz,
+                PRIMARY KEY (machine, workspace, request_id))""",
+            "CREATE INDEX loopkit_requests_status ON loopkit_requests (status)",
+            "CREATE INDEX loopkit_requests_id ON loopkit_requests (request_id)",
+            """CREATE TABLE loopkit_bot_offsets (
+                bot text PRIMARY KEY,
+                next_offset bigint NOT NULL,
+                updated_at timestamptz NOT NULL DEFAULT now())""",
+            """CREATE TABLE loopkit_machines (
+                machine text PRIMARY KEY,
+                seen_at timestamptz NOT NULL)""",
+        ],
+    ),
+]
+LATEST = MIGRATIONS[-1][0]
+
+
+def init(conn: Any) -> tuple[int, int]:
+    """Bring the schema to :data:`LATEST`; returns (version before, version now)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('loopkit-schema'))")
+        conn.execute("CREATE TABLE IF NOT EXISTS loopkit_schema (version integer NOT NULL)")
+        row = conn.execute("SELECT max(version) FROM loopkit_schema").fetchone()
+        before = int(row[0]) if row and row[0] is not None else 0
+        for version, statements in MIGRATIONS:
+            if version <= before:
+                continue
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("INSERT INTO loopkit_schema (version) VALUES (%s)", (version,))
+    return before, LATEST
+
+
+def version(conn: Any) -> int:
+    row = conn.execute(
+        "SELECT CASE WHEN to_regclass('loopkit_schema') IS NULL THEN 0 "
+        "ELSE (SELECT coalesce(max(version), 0) FROM loopkit_schema) END"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def status(conn: Any) -> dict[str, Any]:
+    """Machines seen, open requests, who holds which bot's lease, and the lag."""
+    machines = conn.execute(
+        "SELECT machine, seen_at, extract(epoch FROM now() - seen_at) FROM loopkit_machines "
+        "ORDER BY machine"
+    ).fetchall()
+    open_rows = conn.execute(
+        "SELECT machine, count(*) FROM loopkit_requests WHERE status IN ('open', 'deferred') "
+        "GROUP BY machine ORDER BY machine"
+    ).fetchall()
+    pending = conn.execute(
+        "SELECT count(*), extract(epoch FROM now() - min(answered_at)) FROM loopkit_requests "
+        "WHERE answer IS NOT NULL"
+    ).fetchone()
+    leases = conn.execute(
+        "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+        "WHERE l.locktype = 'advisory' AND a.application_name LIKE 'loopkit lease %'"
+    ).fetchall()
+    return {
+        "schema_version": version(conn),
+        "machines": [
+            {"machine": m, "seen_at": seen.isoformat(), "seen_seconds_ago": round(float(ago), 1)}
+            for m, seen, ago in machines
+        ],
+        "open": {m: int(n) for m, n in open_rows},
+        "leases": [name.removeprefix("loopkit lease ") for (name,) in leases],
+        "answers_not_applied": int(pending[0]) if pending else 0,
+        "oldest_unapplied_seconds": round(float(pending[1]), 1) if pending and pending[1] else 0,
+    }
