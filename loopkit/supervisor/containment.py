@@ -81,6 +81,7 @@ class Containment:
     ) -> None:
         self.session = session or secrets.token_hex(16)
         self.record = record
+        self.name = name
         self.prefix = f"loopkit-{name}-"  # of this workspace's cgroups' names
         self.parent = cgroup.parent() if cgroups else None
         self.own_cgroup = procs.cgroup_of(os.getpid()) or "/"  # as /proc/<pid>/cgroup says
