@@ -1,12 +1,29 @@
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from loopkit.supervisor import cgroup, procs
+
 from fakeserver import FakeServer
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_cgroups_left() -> Iterator[None]:
+    """A test that ends its supervisor with SIGKILL leaves the cgroup of the command it ran
+    (the next ``loopkit run`` in that workspace would remove it; there is none): at the end,
+    the empty ``loopkit-…-<pid>`` cgroups of supervisors that are gone are removed."""
+    yield
+    parent = cgroup.parent()
+    for folder in parent.glob("loopkit-*-*") if parent else []:
+        pid = folder.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not procs.running(int(pid)):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 @pytest.fixture(autouse=True)

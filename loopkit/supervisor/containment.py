@@ -193,13 +193,21 @@ class Job:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
             deadline, pause = time.monotonic() + KILL_WAIT, 0.001
-            while left := self.members():
-                if self.cgroup is not None:
-                    self.cgroup.kill()
-                procs.send(left, signal.SIGKILL)
+            while True:
+                if left := self.members():
+                    if self.cgroup is not None:
+                        self.cgroup.kill()
+                    procs.send(left, signal.SIGKILL)
                 self._reap()
+                # A cgroup stops listing a process as it starts to exit: wait until every
+                # one seen is a zombie (then reaped) or gone, or its zombie comes too late.
+                dying = [p for p, start in self._seen.items() if procs.running(p, start)]
+                if not left and not dying:
+                    break
                 if time.monotonic() > deadline:
-                    log.warning("strays_left", pids=left, msg=f"could not stop {left}")
+                    log.warning(
+                        "strays_left", pids=left or dying, msg=f"could not stop {left or dying}"
+                    )
                     break
                 time.sleep(pause)  # SIGKILL is not instant; a D-state process takes longer
                 pause = min(pause * 2, 0.05)

@@ -147,7 +147,7 @@ def _none_left(pids: list[int]) -> None:
         proc = procs.stat(pid)
         return proc is not None and (not proc.gone or proc.ppid == os.getpid())
 
-    wait_until(lambda: not any(ours(p) for p in pids), timeout=5,
+    wait_until(lambda: not any(ours(p) for p in pids), timeout=10,
                what=f"{[p for p in pids if ours(p)]} of {pids} to be gone and reaped")  # fmt: skip
 
 
@@ -209,25 +209,31 @@ def test_without_being_a_subreaper_the_strays_are_found_all_the_same(
 def test_strays_get_sigterm_first_and_the_grace_to_use_it(
     tmp_path: Path, contained: Containment, subreaper: None, strays: list[int]
 ) -> None:
-    # Each stray records the SIGTERM it gets, then takes 0.3 s to go; the grace is longer.
+    # The leader and its stray record the SIGTERM they get, then take 0.3 s to go (`wait`
+    # lets a trap run at once); the grace is longer.
+    on_term = "trap 'echo $$ >> termed; sleep 0.3; exit 0' TERM"
+    (tmp_path / "stray.sh").write_text(f"{on_term}\nsleep 300 &\necho $$ > stray\nwait $!\n")
     (tmp_path / "slow.sh").write_text(
-        "trap 'echo $$ >> termed; sleep 0.3; exit 0' TERM\n"
-        'setsid sh -c \'trap "echo \\$\\$ >> termed; sleep 0.3; exit 0" TERM; '
-        "echo $$ > stray; while :; do sleep 1; done' &\n"
+        f"{on_term}\nsetsid sh stray.sh &\n"
         "while [ ! -s stray ]; do sleep 0.01; done; echo ready > ready\n"
-        "while :; do sleep 1; done\n"
+        "sleep 300 & wait $!\n"
     )
     stop, wake = threading.Event(), Wake()
     runner = Runner(wake=wake, stop=stop, kill_grace=5.0, containment=contained)
+    failed: list[BaseException] = []
 
     def stopper() -> None:
-        wait_until((tmp_path / "ready").exists, timeout=20, what="the strays to start")
+        try:
+            wait_until((tmp_path / "ready").exists, timeout=20, what="the stray to start")
+        except AssertionError as exc:
+            failed.append(exc)
         stop.set()
         wake.set()
 
     threading.Thread(target=stopper, daemon=True).start()
     result = runner.run(["/bin/sh", "slow.sh"], cwd=str(tmp_path), env=dict(os.environ),
                         timeout=30)  # fmt: skip
+    assert not failed, failed
     assert result.ending == "stopped"
     stray = int((tmp_path / "stray").read_text())
     strays.append(stray)

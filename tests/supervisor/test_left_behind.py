@@ -52,6 +52,9 @@ def _abandoned(
     wait_until((tmp_path / "pids").exists, timeout=20, what="the agent to write its pids")
     pids = [int(word) for word in (tmp_path / "pids").read_text().split()]
     strays.extend(pids)
+    # Settled: the leader runs `sleep` (the `mv` that wrote the file is gone).
+    comm = Path(f"/proc/{pids[0]}/comm")
+    wait_until(lambda: comm.read_text().strip() == "sleep", what="the agent to settle")
     assert all(procs.running(pid) for pid in pids)
     return proc, pids
 
