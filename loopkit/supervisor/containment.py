@@ -118,7 +118,7 @@ class Containment:
     def remove_record(self) -> None:
         if self.record is not None:
             with contextlib.suppress(OSError):
-                self.record.unlink()
+                self.record.unlink()  # (a folder in its place stays: not ours to remove)
 
 
 class Job:

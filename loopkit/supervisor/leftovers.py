@@ -17,7 +17,6 @@ only cgroups named ``loopkit-…``: the record is a file in the workspace, not a
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loopkit import readfile
 from loopkit.supervisor import cgroup, procs
 from loopkit.supervisor.cgroup import Cgroup
 from loopkit.supervisor.containment import KILL_WAIT, SESSION_ENV, Containment
@@ -46,8 +46,8 @@ class Stopped:
 def _read(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # a FIFO or a folder in its place must not hang nor stop the start
+        data = readfile.json_document(readfile.read_text(path))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

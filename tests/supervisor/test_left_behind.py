@@ -137,6 +137,11 @@ def test_a_hostile_record_stops_nothing_and_is_removed(tmp_path: Path, text: str
     assert not (tmp_path / "running.json").exists()
 
 
+def test_a_fifo_in_place_of_the_record_does_not_hang_the_start(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "running.json")
+    assert stop_left_behind(Containment(record=tmp_path / "running.json"), grace=0.1).count == 0
+
+
 def test_a_cgroup_of_this_workspace_left_without_a_record_is_emptied_and_removed(
     tmp_path: Path, strays: list[int]
 ) -> None:
