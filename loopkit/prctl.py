@@ -10,8 +10,6 @@ top of the process group, and an old kernel or another OS must not stop a run.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import os
 import signal
@@ -28,9 +26,10 @@ def _function() -> Callable[..., int] | None:
     """libc's ``prctl``, looked up once (Linux only)."""
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        function: Callable[..., int] = libc.prctl
+    import ctypes  # here: only a supervisor or a dial needs it
+
+    try:  # the interpreter's own symbols hold libc's (find_library would run ldconfig)
+        function: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
     function.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong,  # type: ignore[attr-defined]
@@ -44,6 +43,8 @@ def child_subreaper() -> bool:
     function = _function()
     if function is None:
         return False
+    import ctypes
+
     value = ctypes.c_int(0)
     if function(PR_GET_CHILD_SUBREAPER, ctypes.addressof(value), 0, 0, 0) != 0:
         return False

@@ -101,20 +101,25 @@ class Cgroup:
             return ["/bin/sh", "-c", f"{join}; {argv[2]}"]
         return ["/bin/sh", "-c", f'{join}; exec "$@"', "sh", *argv]
 
-    def _folders(self) -> list[Path]:
-        """This cgroup and every cgroup below it, the deepest first."""
-        found: list[Path] = []
-        for folder, subfolders, _ in os.walk(self.path, topdown=False):
-            del subfolders
-            found.append(Path(folder))
-        return found
+    def _folders(self) -> list[str]:
+        """This cgroup and every cgroup below it (a command may make some), the deepest first."""
+        found: list[str] = []
+        pending = [str(self.path)]
+        while pending:
+            folder = pending.pop()
+            found.append(folder)
+            with contextlib.suppress(OSError):
+                pending.extend(
+                    e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)
+                )
+        return found[::-1]
 
     def pids(self) -> list[int]:
         """Every process in the cgroup or below it (exited ones are not listed)."""
         found: list[int] = []
         for folder in self._folders():
             with contextlib.suppress(OSError, ValueError):
-                found.extend(int(w) for w in (folder / "cgroup.procs").read_text().split())
+                found.extend(int(w) for w in procs.read(f"{folder}/cgroup.procs").split())
         return found
 
     def signal(self, sig: signal.Signals) -> list[int]:
@@ -134,7 +139,7 @@ class Cgroup:
         for folder in self._folders():
             with contextlib.suppress(FileNotFoundError):
                 try:
-                    folder.rmdir()
+                    os.rmdir(folder)
                 except OSError:
                     return False
         return True
