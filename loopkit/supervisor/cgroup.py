@@ -137,9 +137,10 @@ class Cgroup:
     def remove(self) -> bool:
         """Remove it (and any cgroup the command made below it); False while any is busy."""
         for folder in self._folders():
-            with contextlib.suppress(FileNotFoundError):
-                try:
-                    os.rmdir(folder)
-                except OSError:
-                    return False
+            try:
+                os.rmdir(folder)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return False
         return True
