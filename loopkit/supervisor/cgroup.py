@@ -10,6 +10,9 @@ nothing the command starts can fork outside first. The supervisor itself never e
 cgroup, so a ``cgroup.kill`` can never hit it, nor a subprocess another thread starts
 meanwhile. When that write fails the shell removes the cgroup again: the supervisor sees it
 is gone (:meth:`Cgroup.exists`) and looks for the command's strays by other means.
+
+Every such cgroup is named ``loopkit-…``: :mod:`loopkit.agentsession` tells a supervised
+agent's processes by that, and the next supervisor stops only cgroups named so.
 """
 
 from __future__ import annotations

@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from loopkit import atomicfile, clock, prctl
+from loopkit.agentsession import SESSION_ENV
 from loopkit.log import get_logger
 from loopkit.supervisor import cgroup, procs
 from loopkit.supervisor.cgroup import Cgroup
 
 log = get_logger("loopkit.supervisor")
 
-SESSION_ENV = "LOOPKIT_AGENT_SESSION"
 RECORD_VERSION = 1
 KILL_WAIT = 5.0  # seconds to wait for SIGKILLed processes to be gone
 

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from loopkit import readfile
+from loopkit.agentsession import SESSION_ENV
 from loopkit.supervisor import cgroup, procs
 from loopkit.supervisor.cgroup import Cgroup
-from loopkit.supervisor.containment import KILL_WAIT, SESSION_ENV, Containment
+from loopkit.supervisor.containment import KILL_WAIT, Containment
 
 
 @dataclass(frozen=True, slots=True)

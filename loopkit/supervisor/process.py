@@ -367,7 +367,7 @@ class Runner:
         while (remaining := end - self.clock()) > 0 and job.members():
             fds = [] if output.eof else [output.fd]
             with contextlib.suppress(InterruptedError):
-                select.select(fds, [], [], min(remaining, 0.02))
+                select.select(fds, [], [], min(remaining, 0.05))
             output.pump()
 
     def _drain(self, output: _Output, grace: float = 1.0) -> None:
