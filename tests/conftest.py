@@ -1,29 +1,26 @@
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from loopkit.supervisor import cgroup, procs
+from loopkit.supervisor.containment import Containment, label
+from loopkit.supervisor.leftovers import stop_left_behind
 
 from fakeserver import FakeServer
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _no_cgroups_left() -> Iterator[None]:
-    """A test that ends its supervisor with SIGKILL leaves the cgroup of the command it ran
-    (the next ``loopkit run`` in that workspace would remove it; there is none): at the end,
-    the empty ``loopkit-…-<pid>`` cgroups of supervisors that are gone are removed."""
+def _nothing_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A test that ends its supervisor with SIGKILL (``Daemon.stop``) leaves the command it
+    ran, and its cgroup; the next ``loopkit run`` there would stop them, but none comes. At
+    the end of the session they are stopped as that run would (this session's only)."""
     yield
-    parent = cgroup.parent()
-    for folder in parent.glob("loopkit-*-*") if parent else []:
-        pid = folder.name.rsplit("-", 1)[1]
-        if pid.isdigit() and not procs.running(int(pid)):
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+    for record in tmp_path_factory.getbasetemp().glob("**/.loopkit/running.json"):
+        workspace = record.parent.parent
+        stop_left_behind(Containment(record=record, name=label(workspace)), grace=0)
 
 
 @pytest.fixture(autouse=True)
