@@ -20,8 +20,7 @@ from loopkit.log import get_logger
 from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
-from loopkit.supervisor import containment
-from loopkit.supervisor.containment import Containment
+from loopkit.supervisor.containment import Containment, label
 from loopkit.supervisor.process import Runner
 from loopkit.supervisor.state import State, StateFile
 from loopkit.watch.folder import FolderWatch
@@ -74,9 +73,7 @@ class Parts:
         self.redactor = Redactor(config.channels.secrets())
         self._echo = LineRedactor(_stdout_echo, self.redactor)
         workspace = Workspace.of(config)
-        self.containment = Containment(
-            record=workspace.running_file, name=containment.label(workspace.root)
-        )
+        self.containment = Containment(record=workspace.running_file, name=label(workspace.root))
         self.runner = Runner(
             wake=self.wake,
             stop=self.stop,
