@@ -31,6 +31,11 @@ class Workspace:
         return self.state_dir / "events.jsonl"
 
     @property
+    def running_file(self) -> Path:
+        """The command running now, for the next supervisor if this one is killed."""
+        return self.state_dir / "running.json"
+
+    @property
     def locks_dir(self) -> Path:
         return self.state_dir / "locks"
 

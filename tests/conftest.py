@@ -7,7 +7,30 @@ from pathlib import Path
 
 import pytest
 
+from loopkit.supervisor import cgroup, procs
+from loopkit.supervisor.cgroup import Cgroup
+from loopkit.supervisor.containment import Containment, label
+from loopkit.supervisor.leftovers import stop_left_behind
+
 from fakeserver import FakeServer
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _nothing_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A test that ends its supervisor with SIGKILL (``Daemon.stop``) leaves the command it
+    ran, and its cgroup; the next ``loopkit run`` there would stop them, but none comes. At
+    the end of the session they are stopped as that run would (this session's only)."""
+    yield
+    for record in tmp_path_factory.getbasetemp().glob("**/.loopkit/running.json"):
+        workspace = record.parent.parent
+        stop_left_behind(Containment(record=record, name=label(workspace)), grace=0)
+    # A concurrent pytest of the same user may have pruned this session's folders: an empty
+    # cgroup of a supervisor that is gone is garbage, whoever's it was.
+    parent = cgroup.parent()
+    for folder in parent.glob("loopkit-*-*") if parent else []:
+        pid = folder.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not procs.running(int(pid)) and not Cgroup(folder).pids():
+            Cgroup(folder).remove()
 
 
 @pytest.fixture(autouse=True)

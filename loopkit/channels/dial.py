@@ -3,8 +3,9 @@
 ``LOOPKIT_HITL_DIAL_CMD`` is split like a shell would split it (``shlex``) and run as an
 argv, without a shell; the message goes to its stdin and nowhere else, so nothing in a
 question can ever be executed. It runs in its own session and the whole process group is
-killed when it overruns. The command line itself is treated as a secret (it may carry an
-API key) and never appears in a log or an error.
+killed when it overruns. It also dies (SIGKILL) with the process that sends, even one
+killed with ``kill -9``, so no dial outlives its ``loopkit escalate``. The command line itself
+is treated as a secret (it may carry an API key) and never appears in a log or an error.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import signal
 import subprocess
 from typing import Any
 
+from loopkit import prctl
 from loopkit.channels import Outcome
 from loopkit.config import ChannelSettings
 from loopkit.message import Note, fold
@@ -60,6 +62,10 @@ class DialChannel:
         }
         # An environment value cannot hold a NUL byte (Popen would raise ValueError).
         env = {**os.environ, **{key: value.replace("\0", "") for key, value in extra.items()}}
+        # PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process. That
+        # is this thread, which waits below for the command's end (or kills it after the
+        # timeout): it outlives the command unless the whole process dies, which is just
+        # when the command should go too.
         try:
             proc = subprocess.Popen(
                 argv,
@@ -68,6 +74,7 @@ class DialChannel:
                 stderr=subprocess.PIPE,
                 env=env,
                 start_new_session=True,
+                preexec_fn=prctl.pdeathsig(signal.SIGKILL),
             )
         except OSError as exc:
             return Outcome(

@@ -8,6 +8,9 @@
 - :mod:`~loopkit.supervisor.blocked`: the blocked phase (wait, timeout, apply the answer).
 - :mod:`~loopkit.supervisor.phone`: the Telegram update poller (answers from the phone).
 - :mod:`~loopkit.supervisor.triggers`: the questions the supervisor asks itself.
+- :mod:`~loopkit.supervisor.containment`: nothing a command starts outlives it (its token,
+  cgroup and record; :mod:`~loopkit.supervisor.cgroup`, :mod:`~loopkit.supervisor.procs`);
+  :mod:`~loopkit.supervisor.leftovers`: what a supervisor killed with ``kill -9`` left.
 - :mod:`~loopkit.supervisor.process`, :mod:`~loopkit.supervisor.state`,
   :mod:`~loopkit.supervisor.status`, :mod:`~loopkit.supervisor.tasks`,
   :mod:`~loopkit.supervisor.iterlog`: running a command, state.json and the lock,

@@ -35,7 +35,9 @@ from loopkit.escalation import blockfile
 from loopkit.escalation.repair import repair
 from loopkit.log import get_logger
 from loopkit.supervisor.blocked import BlockedPhase
+from loopkit.supervisor.containment import subreaper
 from loopkit.supervisor.iteration import Iteration
+from loopkit.supervisor.leftovers import stop_left_behind
 from loopkit.supervisor.parts import Options, Parts, Step
 from loopkit.supervisor.state import SupervisorLock
 from loopkit.watch.folder import FolderWatch
@@ -88,7 +90,7 @@ class Supervisor:
 
     def run(self) -> int:
         parts = self.parts
-        with self.lock.held(), self._signals(), self._in_workspace():
+        with self.lock.held(), self._signals(), self._in_workspace(), subreaper():
             folders = [parts.workspace.root, parts.workspace.requests_dir]
             with FolderWatch(folders, parts.wake) as watch, following(parts.wake.set):
                 parts.watch = watch
@@ -116,6 +118,11 @@ class Supervisor:
         parts.state.status = "running"
         parts.save()
         log.info("started", pid=os.getpid(), msg=f"supervising {parts.workspace.root}")
+        left = stop_left_behind(
+            parts.containment, grace=parts.config.loop.kill_grace, stop=parts.stop
+        )
+        if left.count:
+            log.warning("left_behind", count=left.count, by=left.supervisor, msg=left.message())
         # A block a crash left half-raised stands again; the blocked phase sends it.
         repair(parts.escalator, send=False)
         step = self.blocked.apply_answered()

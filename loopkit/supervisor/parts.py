@@ -20,6 +20,7 @@ from loopkit.log import get_logger
 from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
+from loopkit.supervisor.containment import Containment, label
 from loopkit.supervisor.process import Runner
 from loopkit.supervisor.state import State, StateFile
 from loopkit.watch.folder import FolderWatch
@@ -71,8 +72,14 @@ class Parts:
         self.signal_received: int | None = None
         self.redactor = Redactor(config.channels.secrets())
         self._echo = LineRedactor(_stdout_echo, self.redactor)
+        workspace = Workspace.of(config)
+        self.containment = Containment(record=workspace.running_file, name=label(workspace.root))
         self.runner = Runner(
-            wake=self.wake, stop=self.stop, kill_grace=config.loop.kill_grace, echo=self._echo.write
+            wake=self.wake,
+            stop=self.stop,
+            kill_grace=config.loop.kill_grace,
+            echo=self._echo.write,
+            containment=self.containment,
         )
         self.state = State()
         self.watch: FolderWatch | None = None  # while the loop runs

@@ -7,9 +7,11 @@ bounded tail is kept for error messages.
 
 The main thread waits in one ``select``: on the child's output, its exit (a pidfd) and the
 caller's ``wake`` (a signal handler or a folder change sets it), so a stop is acted on at
-once and no helper thread runs per command. On timeout or stop the group gets SIGTERM, then
-SIGKILL after ``kill_grace``. Anything left in the group after the leader exits is killed
-too: no orphan outlives its iteration.
+once and no helper thread runs per command. Each command is held by a
+:class:`~loopkit.supervisor.containment.Job` — its cgroup, its session token, its record —
+so descendants that left the group (``setsid``, double forks) are in reach too. On timeout
+or stop the group and all those get SIGTERM, then SIGKILL after ``kill_grace``. Anything of
+the command still running after the leader exits is killed: no orphan outlives its command.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from loopkit.config import Command
+from loopkit.supervisor.containment import Containment, Job
 from loopkit.watch.wake import Wake
 
 TAIL_BYTES = 8192
@@ -59,14 +62,6 @@ def describe(command: Command) -> str:
 
 def argv_of(command: Command) -> list[str]:
     return ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> bool:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 class _Output:
@@ -216,7 +211,9 @@ class Runner:
         kill_grace: float = 10.0,
         echo: Callable[[bytes], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        containment: Containment | None = None,
     ) -> None:
+        self.containment = containment or Containment()
         self.wake = wake
         self.stop = stop
         self.kill_grace = kill_grace
@@ -243,13 +240,16 @@ class Runner:
         """
         started = self.clock()
         read_fd, write_fd = os.pipe()
+        job = self.containment.prepare(argv_of(command), env)
         try:
-            proc = spawn(argv_of(command), cwd=cwd, env=env, out=write_fd)
+            proc = spawn(job.argv, cwd=cwd, env=job.env, out=write_fd)
         except OSError as exc:
             os.close(read_fd)
             os.close(write_fd)
+            job.finish()
             reason = f"{exc.strerror or exc}: {argv_of(command)[0]!r}"
             return Finished("not-started", None, 0.0, "", reason)
+        job.started(proc.pid, describe(command))
         os.close(write_fd)
         self.current_pgid = proc.pid
         sinks: list[Callable[[bytes], None]] = []
@@ -266,12 +266,13 @@ class Runner:
         exit_ = _Exit(proc, self.wake)
         try:
             ending = self._wait(
-                proc.pid, output, exit_, started, timeout, interrupt, interrupt_grace, recheck
+                job, output, exit_, started, timeout, interrupt, interrupt_grace, recheck
             )
-            # The leader is gone; whatever it left in its group goes with it.
-            _signal_group(proc.pid, signal.SIGKILL)
+            # The leader is gone; whatever it left running goes with it.
+            job.finish()
             self._drain(output)
         finally:
+            job.finish()
             output.close()
             exit_.close()
             self.current_pgid = None
@@ -301,7 +302,7 @@ class Runner:
 
     def _wait(
         self,
-        pgid: int,
+        job: Job,
         output: _Output,
         exit_: _Exit,
         started: float,
@@ -319,15 +320,15 @@ class Runner:
                 return "exited"
             now = self.clock()
             if self.stop.is_set():
-                self._terminate(pgid, output, exit_)
+                self._terminate(job, output, exit_)
                 return "stopped"
             if deadline is not None and now >= deadline:
-                self._terminate(pgid, output, exit_)
+                self._terminate(job, output, exit_)
                 return "timeout"
             if interrupt is not None and interrupt_at is None and interrupt():
                 interrupt_at = now + interrupt_grace
             if interrupt_at is not None and now >= interrupt_at:
-                self._terminate(pgid, output, exit_)
+                self._terminate(job, output, exit_)
                 return "interrupted"
             waits = [d - now for d in (deadline, interrupt_at) if d is not None]
             if interrupt is not None and interrupt_at is None and recheck:
@@ -351,12 +352,23 @@ class Runner:
             output.pump()
         return True
 
-    def _terminate(self, pgid: int, output: _Output, exit_: _Exit) -> None:
-        """SIGTERM to the group, SIGKILL after the grace period; returns once reaped."""
-        _signal_group(pgid, signal.SIGTERM)
+    def _terminate(self, job: Job, output: _Output, exit_: _Exit) -> None:
+        """SIGTERM to the command, SIGKILL after the grace period; returns once reaped.
+
+        The rest of the command (what left its group included) has the same grace as the
+        leader; what still runs at its end is killed by :meth:`Job.finish`.
+        """
+        end = self.clock() + self.kill_grace
+        job.signal(signal.SIGTERM)
         if not self._wait_exit(output, exit_, self.kill_grace):
-            _signal_group(pgid, signal.SIGKILL)
+            job.signal(signal.SIGKILL)
             self._wait_exit(output, exit_, None)
+            return
+        while (remaining := end - self.clock()) > 0 and job.members():
+            fds = [] if output.eof else [output.fd]
+            with contextlib.suppress(InterruptedError):
+                select.select(fds, [], [], min(remaining, 0.05))
+            output.pump()
 
     def _drain(self, output: _Output, grace: float = 1.0) -> None:
         """Read the output to its end; a process that escaped the group gets ``grace`` s."""
