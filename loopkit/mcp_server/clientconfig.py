@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -37,6 +38,16 @@ def entry(workspace: Path | None = None, program: str | None = None) -> dict[str
     return {"mcpServers": {NAME: server}}
 
 
+def _dumps(config: dict[str, Any]) -> str:
+    """Indented JSON, with a list of strings on one line (``"args": ["mcp"]``)."""
+    indented = json.dumps(config, indent=2)
+
+    def one_line(match: re.Match[str]) -> str:
+        return "[" + ", ".join(item.strip() for item in match.group(1).split(",\n")) + "]"
+
+    return re.sub(r'\[\n((?:\s*"(?:[^"\\]|\\.)*",?\n)+?)\s*\]', one_line, indented)
+
+
 def text(workspace: Path | None = None, program: str | None = None) -> str:
     """What ``--print-config`` prints: the .mcp.json entry, then the ``claude mcp add`` line."""
     config = entry(workspace, program)
@@ -46,7 +57,7 @@ def text(workspace: Path | None = None, program: str | None = None) -> str:
     return "\n".join(
         [
             "# .mcp.json at the project root (merge into its mcpServers if it exists):",
-            json.dumps(config, indent=2),
+            _dumps(config),
             "",
             "# or let Claude Code write it:",
             shlex.join(add),

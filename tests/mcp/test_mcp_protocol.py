@@ -52,6 +52,8 @@ def test_stdout_carries_only_the_protocol(ws: Path, tmp_path: Path) -> None:
         assert hello["result"]["serverInfo"]["name"] == "loopkit"
         assert hello["result"]["protocolVersion"] == "2025-06-18"
         _send(proc, {"method": "notifications/initialized"})
+        assert proc.stdin is not None
+        proc.stdin.write('this is not JSON\n{"jsonrpc": "2.0", "id": 99}\n')  # garbage
         calls = [
             ("escalate", {"question": "Which flow?", "context": "c", "attempted": ["a"],
                           "choices": ["A — one", "B — two"]}),
@@ -105,13 +107,20 @@ def test_print_config_prints_the_mcp_json_entry_and_the_claude_line(ws: Path) ->
         [str(LOOPKIT), "mcp", "--print-config"], cwd=ws, env=clean_env(), capture_output=True,
         text=True, check=True,
     )  # fmt: skip
-    assert '"args": [\n        "mcp"\n      ]' in plain.stdout  # no -C: the client's folder
+    assert '"args": ["mcp"]' in plain.stdout  # no -C: the client's folder is the project
+
+    # With loopkit on PATH it prints exactly what the README shows.
     on_path = clean_env(PATH=f"{LOOPKIT.parent}:/usr/bin:/bin")
     found = subprocess.run(
         ["loopkit", "mcp", "--print-config"], cwd=ws, env=on_path, capture_output=True,
         text=True, check=True,
     )  # fmt: skip
-    assert "-- loopkit mcp" in found.stdout and '"command": "loopkit"' in found.stdout
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("## Using loopkit with any MCP client", 1)[1]
+    json_block = section.split("```json\n", 1)[1].split("```", 1)[0]
+    sh_block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    assert json_block in found.stdout
+    assert found.stdout.rstrip("\n").endswith(sh_block.rstrip("\n"))
     assert not (ws / ".loopkit").exists()
 
 

@@ -269,6 +269,10 @@ def test_list_and_get_read_the_records(ws: Path) -> None:
         every = await client.ok("list_human_requests", {"status": "all"})
         assert len(every["requests"]) == 2
 
+        (ws / "requests" / "broken.json").write_text("{")
+        listed = await client.ok("list_human_requests", {"status": "all"})
+        assert len(listed["requests"]) == 2 and "broken.json" in listed["problems"][0]
+
         got = await client.ok("get_human_request", {"request_id": q_id})
         assert got == record(ws, q_id)
         assert got["status"] == "resolved" and got["resolution"]["chosen_option"] == "skip"
