@@ -147,8 +147,8 @@ class AskingTools:
             _both(
                 "request_key",
                 "requestKey",
-                "Stable within this review round; the same "
-                "key returns the existing request. A new round takes a new key.",
+                "Stable within a review round: the same key returns the existing request; "
+                "a new round takes a new key.",
             ),
         ],
         check_target: Annotated[
@@ -166,8 +166,7 @@ class AskingTools:
             _both(
                 "expected_updated_at",
                 "expectedUpdatedAt",
-                "The updated_at you last read for "
-                "this key's request: refused as a conflict when it has changed since.",
+                "The updated_at you last read of this key's request: a conflict if it changed.",
             ),
         ] = None,
         dry_run: Annotated[

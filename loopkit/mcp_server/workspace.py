@@ -38,6 +38,8 @@ class ServedWorkspace:
         return self.app.config()
 
     def config_for_a_block(self) -> Config:
+        """The Config even when loopkit.toml is broken (every valid setting kept): a question
+        must never be lost to a typo."""
         return self.app.config()
 
     def store(self) -> RequestStore:

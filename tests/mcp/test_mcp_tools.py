@@ -111,6 +111,11 @@ def test_tools_list_names_each_with_an_input_and_an_output_schema(ws: Path) -> N
 
 def test_request_human_input_asks_and_a_rubric_violation_is_a_tool_error(ws: Path) -> None:
     async def scenario(client: Client) -> None:
+        routine = {"situation": "Rename a local helper", "policy": "", "confidence": 0.95}
+        proceed = await client.ok("request_human_input", routine)
+        assert proceed["needs_human"] is False and proceed["request"] is None
+        assert proceed["request_id"] is None and not (ws / "requests").exists()
+
         options = ["One", "Two", "Three", "Four"]
         message = await client.refused("request_human_input", {**INPUT, "options": options})
         assert "rubric" in message and "option-count" in message
@@ -135,19 +140,6 @@ def test_request_human_input_asks_and_a_rubric_violation_is_a_tool_error(ws: Pat
         assert len(files(ws)) == 2
 
     serve(ws, scenario)
-
-
-def test_a_confident_routine_situation_needs_no_human_and_writes_nothing(ws: Path) -> None:
-    async def scenario(client: Client) -> None:
-        asked = await client.ok(
-            "request_human_input",
-            {"situation": "Rename a local helper", "policy": "", "confidence": 0.95},
-        )
-        assert asked["needs_human"] is False and asked["request"] is None
-        assert asked["request_id"] is None
-
-    serve(ws, scenario)
-    assert not (ws / "requests").exists()
 
 
 def test_request_human_input_with_block_raises_the_block(ws: Path) -> None:
