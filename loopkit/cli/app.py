@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from loopkit.cli import ask, block, fleet, hook, inbox, loop, setup
+from loopkit.cli import ask, block, fleet, hook, inbox, loop, mcp, setup
 from loopkit.cli.context import App
 from loopkit.discover import NotAFolder, find_workspace
 from loopkit.errors import UsageError
@@ -46,6 +46,6 @@ def root(app: App, workspace: Path | None, verbose: bool) -> None:
 
 # The commands, listed here and nowhere else (no registration as an import side effect).
 COMMANDS = (*block.COMMANDS, *loop.COMMANDS, *inbox.COMMANDS, *ask.COMMANDS, *setup.COMMANDS,
-            *hook.COMMANDS, *fleet.COMMANDS)  # fmt: skip
+            *hook.COMMANDS, *mcp.COMMANDS, *fleet.COMMANDS)  # fmt: skip
 for command in COMMANDS:
     root.add_command(command)
