@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +47,29 @@ exec sleep 300
 """
 
 MODES = ["cgroup", "fallback"]
+
+# Goes 0.3 s after a SIGTERM, which it records in `termed`. Given "stray", it writes its pid to
+# `stray` once ready; else it starts one in a session of its own, waits for it, and writes
+# `ready`.
+SLOW = """
+import os, signal, subprocess, sys, time
+def on_term(signum, frame):
+    with open("termed", "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    time.sleep(0.3)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+if sys.argv[1:] == ["stray"]:
+    open("stray.tmp", "w").write(str(os.getpid()))
+    os.replace("stray.tmp", "stray")
+else:
+    subprocess.Popen([sys.executable, "slow.py", "stray"], start_new_session=True)
+    while not os.path.exists("stray"):
+        time.sleep(0.01)
+    open("ready", "w").close()
+while True:
+    signal.pause()
+"""
 
 
 def _cgroups_or_skip() -> Path:
@@ -209,15 +233,9 @@ def test_without_being_a_subreaper_the_strays_are_found_all_the_same(
 def test_strays_get_sigterm_first_and_the_grace_to_use_it(
     tmp_path: Path, contained: Containment, subreaper: None, strays: list[int]
 ) -> None:
-    # The leader and its stray record the SIGTERM they get, then take 0.3 s to go (`wait`
-    # lets a trap run at once); the grace is longer.
-    on_term = "trap 'echo $$ >> termed; sleep 0.3; exit 0' TERM"
-    (tmp_path / "stray.sh").write_text(f"{on_term}\nsleep 300 &\necho $$ > stray\nwait $!\n")
-    (tmp_path / "slow.sh").write_text(
-        f"{on_term}\nsetsid sh stray.sh &\n"
-        "while [ ! -s stray ]; do sleep 0.01; done; echo ready > ready\n"
-        "sleep 300 & wait $!\n"
-    )
+    # The leader and its setsid'd stray (Python: no shell whose fork-to-exec window could
+    # swallow a signal) record the SIGTERM they get, then take 0.3 s to go; the grace is 5 s.
+    (tmp_path / "slow.py").write_text(SLOW)
     stop, wake = threading.Event(), Wake()
     runner = Runner(wake=wake, stop=stop, kill_grace=5.0, containment=contained)
     failed: list[BaseException] = []
@@ -231,7 +249,7 @@ def test_strays_get_sigterm_first_and_the_grace_to_use_it(
         wake.set()
 
     threading.Thread(target=stopper, daemon=True).start()
-    result = runner.run(["/bin/sh", "slow.sh"], cwd=str(tmp_path), env=dict(os.environ),
+    result = runner.run([sys.executable, "slow.py"], cwd=str(tmp_path), env=dict(os.environ),
                         timeout=30)  # fmt: skip
     assert not failed, failed
     assert result.ending == "stopped"
