@@ -37,6 +37,7 @@ log = get_logger("loopkit.fleet")
 
 CHANNEL = "loopkit_answer"
 CONNECT_TIMEOUT = 2  # seconds: a database that is gone must not hold up a block
+QUIET_AFTER_FAILURE = 5.0  # seconds without new tries once a connection failed
 LEASE_RETRY = 1.0  # seconds between tries for a bot's lease held elsewhere
 
 UPSERT = """
@@ -82,12 +83,17 @@ class PgHub:
         self.dsn = dsn
         self.machine = machine()
         self._warned = False
+        self._retry_at = 0.0
         self._lock = threading.Lock()
 
     # --- connections ----------------------------------------------------------------------
 
     def connect(self, name: str = "loopkit") -> psycopg.Connection[Any] | None:
-        """A connection, or None when the database cannot be reached (warned once)."""
+        """A connection, or None when the database cannot be reached (warned once). After a
+        failure, no new try for :data:`QUIET_AFTER_FAILURE` seconds: an unreachable host
+        costs one connect timeout, not one per write."""
+        if time.monotonic() < self._retry_at:
+            return None
         try:
             conn = psycopg.connect(
                 self.dsn,
@@ -104,6 +110,7 @@ class PgHub:
         return conn
 
     def down(self, exc: BaseException) -> None:
+        self._retry_at = time.monotonic() + QUIET_AFTER_FAILURE
         with self._lock:
             if self._warned:
                 return
