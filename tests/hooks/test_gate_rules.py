@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from loopkit.hooks.pretooluse import _surely_ungated
 from loopkit.hooks.rules import Rules, match
 
 DEFAULTS = Rules.build()
@@ -89,3 +93,32 @@ def test_configured_rules_replace_the_defaults_unless_extended() -> None:
     assert match(own, "Bash", {"command": "rm -rf x"}, "/r") is None
     assert match(own, "Write", {"file_path": "/r/secrets/a.txt"}, "/r") is not None
     assert match(own, "Write", {"file_path": "/r/.env"}, "/r") is None
+
+
+def _raw(cwd: Path, tool: str, tool_input: object) -> bytes:
+    payload = {
+        "session_id": "s",
+        "cwd": str(cwd),
+        "hook_event_name": "PreToolUse",
+        "permission_mode": "default",
+        "tool_name": tool,
+        "tool_input": tool_input,
+    }
+    return json.dumps(payload).encode()
+
+
+def test_the_fast_path_never_waves_through_a_call_a_rule_would_stop(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ws)
+    for command in GATED:
+        assert not _surely_ungated(_raw(ws, "Bash", {"command": command}), None), command
+    for path in ("/repo/.env", "a/b.pem", "deploy.key", "/r/db/migrations/1.sql"):
+        assert not _surely_ungated(_raw(ws, "Write", {"file_path": path}), None), path
+    # The common call is decided without parsing; any doubt parses it.
+    assert _surely_ungated(_raw(ws, "Bash", {"command": "pytest -q"}), None)
+    assert _surely_ungated(_raw(ws, "Read", {"file_path": "/repo/.env"}), None)
+    assert not _surely_ungated(_raw(ws / "sub", "Bash", {"command": "ls"}), None)
+    assert not _surely_ungated(_raw(ws, "Bash", {"command": "r\\u006d -rf x"}), None)
+    (ws / "loopkit.toml").write_text('[gate]\nrules = ["tool:mcp__*"]\n')
+    assert not _surely_ungated(_raw(ws, "mcp__x__y", {}), None)
