@@ -234,7 +234,14 @@ def diagnose(root: Path) -> list[Finding]:
     config, found = _config_findings(root)
     if config is None:
         return found
-    return found + _channel_findings(config) + _workspace_findings(config) + _loop_findings(config)
+    found += _channel_findings(config) + _workspace_findings(config) + _loop_findings(config)
+    if config.channels.fleet_dsn:
+        from loopkit.fleet import schema
+
+        said = schema.check(config.channels.fleet_dsn)
+        if said is not None:
+            found.append(Finding(said[0], "fleet", said[1]))
+    return found
 
 
 def test_message(workspace: Workspace) -> Message:

@@ -10,7 +10,7 @@ them (idempotent), ``loopkit fleet status`` reads them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -59,10 +59,11 @@ def init(conn: Any) -> tuple[int, int]:
 
 
 def version(conn: Any) -> int:
-    row = conn.execute(
-        "SELECT CASE WHEN to_regclass('loopkit_schema') IS NULL THEN 0 "
-        "ELSE (SELECT coalesce(max(version), 0) FROM loopkit_schema) END"
-    ).fetchone()
+    """The schema's version; 0 when ``fleet init`` never ran on this database."""
+    exists = conn.execute("SELECT to_regclass('loopkit_schema') IS NOT NULL").fetchone()
+    if not exists or not exists[0]:
+        return 0
+    row = conn.execute("SELECT coalesce(max(version), 0) FROM loopkit_schema").fetchone()
     return int(row[0]) if row else 0
 
 
@@ -95,3 +96,30 @@ def status(conn: Any) -> dict[str, Any]:
         "answers_not_applied": int(pending[0]) if pending else 0,
         "oldest_unapplied_seconds": round(float(pending[1]), 1) if pending and pending[1] else 0,
     }
+
+
+def check(dsn: str | None) -> tuple[Literal["ok", "problem"], str] | None:
+    """``loopkit doctor``'s word on the fleet: (level, text), or None without one."""
+    if not dsn:
+        return None
+    import psycopg
+
+    try:
+        with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
+            found = version(conn)
+    except psycopg.Error as exc:
+        from loopkit.redact import Redactor
+
+        reason = Redactor((dsn,)).text(str(exc).strip().splitlines()[0] if str(exc) else "")
+        return (
+            "problem",
+            f"the fleet database is unreachable ({reason}); check the DSN and the server",
+        )
+    if found == 0:
+        return "problem", "the fleet database has no loopkit tables; run `loopkit fleet init`"
+    if found < LATEST:
+        return (
+            "problem",
+            f"the fleet schema is at version {found} of {LATEST}; run `loopkit fleet init`",
+        )
+    return "ok", f"the fleet database is reachable (schema version {found})"

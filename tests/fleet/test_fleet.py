@@ -249,3 +249,20 @@ def test_without_psycopg_a_dsn_is_one_config_error(
     with pytest.raises(ConfigError, match=r"pip install 'loopkit\[fleet\]'"):
         config.load(ws, {"LOOPKIT_FLEET_DSN": "postgresql://loopkit@db/x"})
     assert config.load(ws, {}).channels.fleet_dsn is None
+
+
+def test_doctor_says_whether_the_fleet_is_ready(tmp_path: Path, pg_server: Any) -> None:
+    url = str(pg_server.new_database())
+    a = Machine(tmp_path, "a", url)
+    assert "run `loopkit fleet init`" in a.lk("doctor").stdout
+    assert a.lk("fleet", "init").returncode == 0
+    assert "the fleet database is reachable (schema version 1)" in a.lk("doctor").stdout
+    gone = Machine(tmp_path, "b", "postgresql://loopkit:pw@127.0.0.1:1/none")
+    said = gone.lk("doctor")
+    assert "the fleet database is unreachable" in said.stdout and "pw" not in said.stdout
+
+
+def test_status_before_init_says_to_run_it(tmp_path: Path, pg_server: Any) -> None:
+    a = Machine(tmp_path, "a", str(pg_server.new_database()))
+    said = a.lk("fleet", "status")
+    assert said.returncode == 78 and "run `loopkit fleet init`" in said.stderr
