@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from loopkit import config_values, fleet, readfile
+from loopkit import config_values, hub, readfile
 from loopkit.config_values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
 from loopkit.config_values import Command as Command
 from loopkit.config_values import TimeoutAction as TimeoutAction
@@ -369,7 +369,7 @@ def load(
         escalation["ladder"] = escalation.pop("channel")
     channels = _channel_settings(environ, lenient)
     dsn = channels.fleet_dsn or values["fleet"].get("dsn")
-    problem = fleet.configure(dsn)
+    problem = hub.configure(dsn)
     if problem and not lenient:
         raise ConfigError(problem)
     if dsn and channels.fleet_dsn is None:

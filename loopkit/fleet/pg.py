@@ -26,8 +26,8 @@ from psycopg.types.json import Jsonb
 
 from loopkit import clock
 from loopkit.errors import RequestConflict
-from loopkit.fleet import Lease, Offsets, Remote
 from loopkit.home import machine
+from loopkit.hub import Lease, Offsets, Remote
 from loopkit.log import get_logger
 from loopkit.requests.answer import Answer, already_answered, apply_reply
 from loopkit.requests.record import Request
@@ -274,7 +274,7 @@ class PgLease:
         while True:
             conn = self.hub.connect(f"loopkit lease {self.bot} {self.hub.machine}")
             if conn is None:
-                from loopkit.supervisor.bot import BotLease
+                from loopkit.botlease import BotLease
 
                 self._local = BotLease(self.bot)
                 self._local.take()
@@ -307,7 +307,7 @@ class PgOffsets:
     for when the database is gone)."""
 
     def __init__(self, hub: PgHub, token: str | None) -> None:
-        from loopkit.supervisor.bot import OffsetFile
+        from loopkit.botlease import OffsetFile
 
         self.hub = hub
         self.file = OffsetFile(token)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopkit import fleet
+from loopkit import hub
 from loopkit.errors import RequestNotFound
 from loopkit.requests.answer import Answer, answer
 from loopkit.requests.locate import store_holding
@@ -26,9 +26,9 @@ def answer_anywhere(
     another machine does). Errors as :func:`~loopkit.requests.answer.answer`'s."""
     store = store_holding(request_id, here) if here is not None else None
     if store is None or not store.path(request_id).exists():
-        remote = fleet.hub().find(request_id)
+        remote = hub.current().find(request_id)
         if remote is not None:
-            return fleet.hub().answer_remote(remote, reply, by=by, via=via, about=about), None
+            return hub.current().answer_remote(remote, reply, by=by, via=via, about=about), None
     if store is None:
         raise RequestNotFound(f"no request {request_id!r} on this machine or in the fleet")
     result = answer(

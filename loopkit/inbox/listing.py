@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from loopkit import clock, fleet
+from loopkit import clock, hub
 from loopkit.home import Registry
 from loopkit.message import LETTERS, age, fold
 from loopkit.requests.locate import store_for
@@ -55,7 +55,7 @@ def open_requests(registry: Registry | None = None) -> list[Entry]:
         for _, record in store_for(registered.path).all():
             if isinstance(record, Request) and record.is_open:
                 entries.append((order, Entry(record, registered.path, registered.repo)))
-    for remote in fleet.hub().remote_open():
+    for remote in hub.current().remote_open():
         where = Path(remote.workspace)
         entries.append((len(entries), Entry(remote.record, where, remote.repo, remote.machine)))
     # Oldest first; within one second, by workspace as last seen, then as stored.

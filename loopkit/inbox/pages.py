@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loopkit import clock, fleet, readfile
+from loopkit import clock, hub, readfile
 from loopkit.errors import LoopkitError
 from loopkit.escalation import blockfile
 from loopkit.home import Registered, Registry, workspace_id
@@ -104,7 +104,7 @@ def find(key: str, request_id: str, registry: Registry | None = None) -> Card | 
     if not ID_RE.match(request_id):
         return None
     if key.startswith("m"):
-        remote = fleet.hub().find(request_id)
+        remote = hub.current().find(request_id)
         if remote is None or remote_key(remote.machine, remote.workspace) != key:
             return None
         where = Path(remote.workspace)

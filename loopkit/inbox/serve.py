@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from loopkit import clock, fleet
+from loopkit import clock, hub
 from loopkit import config as config_mod
 from loopkit.config import ChannelSettings, Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
@@ -221,7 +221,7 @@ def serve(
     retrier.start()
     # With a fleet: answers given on other machines reach this machine's workspaces.
     follower = threading.Thread(
-        target=fleet.hub().follow, args=(stop,), daemon=True, name="loopkit-fleet"
+        target=hub.current().follow, args=(stop,), daemon=True, name="loopkit-fleet"
     )
     follower.start()
     out.write(f"loopkit serve: listening on http://{bound[0]}:{bound[1]} (LOOPKIT_HOME {home()})\n")

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from loopkit import clock, fleet
+from loopkit import clock, hub
 from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
 from loopkit.requests.record import Request
@@ -160,7 +160,7 @@ def answer(
     def record_it(record: Request) -> None:
         outcome.append(apply_reply(record, reply, by=by, via=via, about=about))
         # With a fleet, the answer is claimed fleet-wide first: exactly one wins (SPEC §13).
-        fleet.hub().claim(store.workspace, record)
+        hub.current().claim(store.workspace, record)
 
     store.update(request_id, record_it, expected_updated_at=expected_updated_at)
     return outcome[0]

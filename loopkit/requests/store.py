@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from loopkit import atomicfile, clock, fleet, readfile
+from loopkit import atomicfile, clock, hub, readfile
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
 from loopkit.requests.record import ID_RE, Request, Status, validate_id
 from loopkit.workspace import Workspace
@@ -104,7 +104,7 @@ class RequestStore:
             atomicfile.write_json(self.path(record.request_id), record.to_dict(), mode=0o600)
         except OSError as exc:
             raise WorkspaceError(atomicfile.failure(exc, self.path(record.request_id))) from None
-        fleet.hub().mirror(self.workspace, record)  # the file is the record; the fleet, a copy
+        hub.current().mirror(self.workspace, record)  # the file is the record; the fleet, a copy
 
     def create(self, record: Request) -> None:
         """Write a new record; an existing one with the same id is a conflict (exit 4)."""

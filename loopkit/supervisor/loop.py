@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-from loopkit import channels, clock, fleet
+from loopkit import channels, clock, hub
 from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.errors import EXIT_OK, ConfigError
@@ -189,7 +189,7 @@ def following(wake: Callable[[], None]) -> Iterator[None]:
     (:meth:`Hub.follow`; the embedded default has nothing to follow)."""
     stop = threading.Event()
     thread = threading.Thread(
-        target=fleet.hub().follow, args=(stop, wake), daemon=True, name="loopkit-fleet"
+        target=hub.current().follow, args=(stop, wake), daemon=True, name="loopkit-fleet"
     )
     thread.start()
     try:

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from loopkit import fleet
+from loopkit import hub
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
@@ -74,8 +74,8 @@ class UpdatePoller:
         self.bot = BotApi(config.channels, client=client)
         self.store = store or RequestStore(Workspace.of(config))
         # One poller per bot: this machine's flock, or the fleet's advisory lock (SPEC §13).
-        self.offsets = fleet.hub().offsets(config.channels.telegram_token)
-        self.lease = fleet.hub().bot_lease(self.offsets.bot)
+        self.offsets = hub.current().offsets(config.channels.telegram_token)
+        self.lease = hub.current().bot_lease(self.offsets.bot)
         self.poll_timeout = poll_timeout
         self.active = threading.Event()
         self.stopped = threading.Event()
@@ -261,7 +261,7 @@ class UpdatePoller:
         try:
             return store_holding(request_id, self.store).load(request_id)
         except LoopkitError:
-            remote = fleet.hub().find(request_id)
+            remote = hub.current().find(request_id)
             return remote.record if remote else None
 
     def _text(self, message: dict[str, Any]) -> None:
