@@ -40,12 +40,21 @@ def _surely_ungated(raw: bytes, explicit: str | None) -> bool:
     """True when no default rule can match ``raw`` and the workspace has no ``[gate]`` of its
     own — decided without parsing the JSON (the common call's whole cost is start-up). Any
     doubt (an escape sequence, a session folder other than ours) says False: parse it."""
-    if b"\\" in raw or explicit is not None or os.environ.get("LOOPKIT_WORKSPACE"):
+    if b"\\" in raw:
         return False
-    here = os.getcwd()
-    if not re.search(rb'"cwd"\s*:\s*"' + re.escape(os.fsencode(here)) + rb'"', raw):
-        return False
-    if "[gate]" in _toml_text(discover.find_workspace(None, cwd=here)):
+    named = explicit if explicit is not None else os.environ.get("LOOPKIT_WORKSPACE", "").strip()
+    if named and not os.path.isabs(named):
+        return False  # relative to the session's folder, which only the JSON says
+    if named:
+        # -C or LOOPKIT_WORKSPACE (under `loopkit run`) names the workspace, wherever the
+        # session's folder is.
+        workspace = discover.find_workspace(explicit)  # -C, else the variable
+    else:
+        here = os.getcwd()
+        if not re.search(rb'"cwd"\s*:\s*"' + re.escape(os.fsencode(here)) + rb'"', raw):
+            return False
+        workspace = discover.find_workspace(None, cwd=here)
+    if "[gate]" in _toml_text(workspace):
         return False
     tool = _GATED_TOOL.search(raw)
     if tool is None:

@@ -122,3 +122,19 @@ def test_the_fast_path_never_waves_through_a_call_a_rule_would_stop(
     assert not _surely_ungated(_raw(ws, "Bash", {"command": "r\\u006d -rf x"}), None)
     (ws / "loopkit.toml").write_text('[gate]\nrules = ["tool:mcp__*"]\n')
     assert not _surely_ungated(_raw(ws, "mcp__x__y", {}), None)
+
+
+def test_under_run_the_fast_path_uses_the_workspace_the_supervisor_named(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "sub").mkdir()
+    monkeypatch.chdir(ws / "sub")
+    monkeypatch.setenv("LOOPKIT_WORKSPACE", str(ws))
+    raw = _raw(ws / "sub" / "deeper", "Bash", {"command": "pytest -q"})
+    assert _surely_ungated(raw, None)  # the session's folder does not matter then
+    for command in GATED:
+        assert not _surely_ungated(_raw(ws / "x", "Bash", {"command": command}), None)
+    (ws / "loopkit.toml").write_text('[gate]\nrules = ["tool:mcp__*"]\n')
+    assert not _surely_ungated(raw, None)
+    monkeypatch.setenv("LOOPKIT_WORKSPACE", "relative/ws")
+    assert not _surely_ungated(raw, None)
