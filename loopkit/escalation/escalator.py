@@ -364,5 +364,5 @@ class Escalator:
         return self.sender.deliver(record, reminders=reminders)
 
     def resume_delivery(self, record: Request) -> Outcome | None:
-        """After a restart: resend only an attempt left in flight (outcome unknown)."""
-        return self.sender.resume(record)
+        """After a restart: what this supervisor left undone (:meth:`Sender.recover`)."""
+        return self.sender.recover(record, restarted=True)

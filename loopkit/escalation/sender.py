@@ -222,10 +222,12 @@ class Sender:
 
         self.store.update(request_id, finish)
 
-    def recover(self, record: Request) -> Outcome | None:
-        """What a crash left undone, for any loopkit process: a block's message never tried
-        is sent; an attempt in flight for longer than the grace period (so no live process
-        is in the middle of it) is sent once more, as a repeat."""
+    def recover(self, record: Request, *, restarted: bool = False) -> Outcome | None:
+        """What a crash left undone: a block's message never tried is sent; an attempt left
+        in flight (outcome unknown) is sent once more, as a repeat — at once by a supervisor
+        that ``restarted`` (the attempt was its own), else only once it is older than the
+        grace period, so no live process is in the middle of it. Nothing else: retries and
+        reminders wait for their time."""
         ladder = delivery.rungs(self.config.escalation)
         if not ladder or not record.is_open:
             return None
@@ -233,23 +235,11 @@ class Sender:
         for entry in record.delivery:
             if delivery.in_flight(entry) and entry.get("channel") in ladder:
                 due = delivery.next_due(record, self.config.escalation, now)
+                if restarted:
+                    due = delivery.Due(entry["channel"], now, "repeat")
                 if due is not None and due.kind == "repeat" and due.at <= now:
                     return self.send(record, due)
                 return None
         if (record.raised_block or record.adopted) and not record.delivery:
             return self.send(record, delivery.Due(ladder[0], now))
-        return None
-
-    def resume(self, record: Request) -> Outcome | None:
-        """After a restart: resend an attempt left in flight (outcome unknown), and send a
-        block's message that was never tried (a crash between BLOCKED.md and the first
-        attempt). Nothing else: retries and reminders wait for their time."""
-        ladder = delivery.rungs(self.config.escalation)
-        for entry in record.delivery:
-            if delivery.in_flight(entry) and entry.get("channel") in ladder:
-                # An attempt cut short by a crash: its outcome is unknown, so send once more.
-                return self.send(record, delivery.Due(entry["channel"], clock.now(), "repeat"))
-        own_block = record.raised_block or record.adopted
-        if ladder and own_block and record.is_open and not record.delivery:
-            return self.send(record, delivery.Due(ladder[0], clock.now()))
         return None
