@@ -15,7 +15,7 @@ import shlex
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from loopkit import clock
 from loopkit.config import Config
@@ -53,24 +53,49 @@ def _prompt(argv: Sequence[str]) -> str:
     return f"Approve running `{fold(shown, room)}`?"
 
 
-def _new_request(config: Config, argv: Sequence[str], cwd: str, digest: str) -> Request:
-    # What is shown and stored has its secrets masked; the hash is over the real argv.
-    shown = _shown(argv)
-    command = shlex.join(shown)
+def approval_request(
+    config: Config,
+    *,
+    key: str,
+    prompt: str,
+    situation: str,
+    policy: str,
+    trigger: str,
+    attempted: str,
+    binding: dict[str, Any],
+) -> Request:
+    """A new approval request bound to one exact action (``binding``: what is shown, masked,
+    and its ``sha256``): ``gate``'s, and the Claude Code hook's. Approvals keep ``abort`` on
+    timeout: nothing irreversible runs on a silence."""
     return Request(
         request_id=new_id(),
-        prompt=_prompt(argv),
-        request_key=f"gate:{digest}",
+        prompt=prompt,
+        request_key=key,
         kind="approval",
-        # The digest stays in the record only: beside a masked argv it would let anyone
-        # reading the message guess a short secret back.
-        situation=f"Command: {command}\nFolder: {cwd}",
-        policy="loopkit gate: this exact command runs only after its approval",
+        situation=situation,
+        policy=policy,
         options=[dict(o) for o in APPROVAL_OPTIONS],
         timeout_default={"after_minutes": config.escalation.timeout_minutes, "action": "abort"},
+        trigger=trigger,
+        attempted=[attempted],
+        gate=binding,
+    )
+
+
+def _new_request(config: Config, argv: Sequence[str], cwd: str, digest: str) -> Request:
+    # What is shown and stored has its secrets masked; the hash is over the real argv. The
+    # digest stays in the record only: beside a masked argv it would let anyone reading the
+    # message guess a short secret back.
+    shown = _shown(argv)
+    return approval_request(
+        config,
+        key=f"gate:{digest}",
+        prompt=_prompt(argv),
+        situation=f"Command: {shlex.join(shown)}\nFolder: {cwd}",
+        policy="loopkit gate: this exact command runs only after its approval",
         trigger="gate",
-        attempted=["nothing: the command has not run; it waits for this approval"],
-        gate={"argv": shown, "cwd": cwd, "sha256": digest},
+        attempted="nothing: the command has not run; it waits for this approval",
+        binding={"argv": shown, "cwd": cwd, "sha256": digest},
     )
 
 

@@ -25,8 +25,7 @@ from loopkit.escalation.escalator import Escalator
 from loopkit.hooks.rules import FILE_TOOLS
 from loopkit.message import clean, fold
 from loopkit.redact import Redactor, mask_command
-from loopkit.requests.answer import APPROVAL_OPTIONS
-from loopkit.requests.record import Request, new_id
+from loopkit.requests.record import Request
 from loopkit.workspace import Workspace
 
 WAITING = "waiting for a human's approval: loopkit will resume you when it is given"
@@ -59,18 +58,15 @@ def _request(config: config_mod.Config, event: dict[str, Any], hit: str, digest:
     shown = shown_call(tool_name, tool_input)
     text = shlex.join(shown) if tool_name == "Bash" else " ".join(shown)
     room = 120 - len("Approve Claude's ``?")
-    return Request(
-        request_id=new_id(),
+    return gate.approval_request(
+        config,
+        key=f"hook:{digest}",
         prompt=f"Approve Claude's `{fold(text, room)}`?",
-        request_key=f"hook:{digest}",
-        kind="approval",
         situation=f"Command: {text}\nFolder: {cwd}\nTool: {tool_name} (rule {hit})",
         policy="loopkit's Claude Code hook: this exact tool call runs only after its approval",
-        options=[dict(o) for o in APPROVAL_OPTIONS],
-        timeout_default={"after_minutes": config.escalation.timeout_minutes, "action": "abort"},
         trigger="claude-hook",
-        attempted=["nothing: Claude Code holds the call until it is approved"],
-        gate={
+        attempted="nothing: Claude Code holds the call until it is approved",
+        binding={
             "argv": shown,
             "cwd": cwd,
             "sha256": digest,
