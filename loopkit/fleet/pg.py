@@ -16,6 +16,7 @@ first answer by its recorded time wins.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -85,6 +86,11 @@ class PgHub:
         self._warned = False
         self._retry_at = 0.0
         self._lock = threading.Lock()
+        # One connection per process for the short statements (mirrors, claims, reads),
+        # made on first use and dropped on a failure; the lease and the follower hold their
+        # own. Reentrant: a claim may mirror.
+        self._shared: psycopg.Connection[Any] | None = None
+        self._use = threading.RLock()
 
     # --- connections ----------------------------------------------------------------------
 
@@ -122,17 +128,31 @@ class PgHub:
             "it syncs when the database is back",
         )
 
+    def _session(self) -> psycopg.Connection[Any] | None:
+        """The shared connection (call with ``_use`` held), or None while the db is gone."""
+        if self._shared is None or self._shared.closed:
+            self._shared = self.connect()
+        return self._shared
+
+    def _failed(self, exc: BaseException) -> None:
+        """The shared connection failed: drop it (the next use reconnects) and warn once."""
+        if self._shared is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._shared.close()
+            self._shared = None
+        self.down(exc)
+
     def _run(self, sql: str, params: dict[str, Any] | tuple[Any, ...] = ()) -> list[Any] | None:
-        conn = self.connect()
-        if conn is None:
-            return None
-        try:
-            with conn:
+        with self._use:
+            conn = self._session()
+            if conn is None:
+                return None
+            try:
                 cursor = conn.execute(sql, params)
                 return cursor.fetchall() if cursor.description else []
-        except psycopg.Error as exc:
-            self.down(exc)
-            return None
+            except psycopg.Error as exc:
+                self._failed(exc)
+                return None
 
     # --- the Hub ----------------------------------------------------------------------------
 
@@ -148,12 +168,12 @@ class PgHub:
         here, and the follower settles it by time when the database is back."""
         if record.status != "resolved":
             return  # a review's Defer is no answer: nothing to claim
-        conn = self.connect()
-        if conn is None:
-            return
         params = _row(self.machine, workspace, record)
-        try:
-            with conn:
+        with self._use:
+            conn = self._session()
+            if conn is None:
+                return
+            try:
                 if conn.execute(CLAIM, params).rowcount == 1:
                     return
                 found = conn.execute(
@@ -161,9 +181,9 @@ class PgHub:
                     "AND workspace = %(workspace)s AND request_id = %(request_id)s",
                     params,
                 ).fetchone()
-        except psycopg.Error as exc:
-            self.down(exc)
-            return
+            except psycopg.Error as exc:
+                self._failed(exc)
+                return
         if found is None:
             self.mirror(workspace, record)  # never mirrored (it was made while the db was gone)
             return
@@ -203,18 +223,43 @@ class PgHub:
         self, remote: Remote, reply: str, *, by: str, via: str, about: dict[str, Any] | None
     ) -> Answer:
         """Answer another machine's request: compare-and-set on its row, then NOTIFY."""
-        conn = self.connect()
-        if conn is None:
-            raise RequestConflict(
-                f"request {remote.record.request_id} is on {remote.machine} and the fleet "
-                "database is unreachable: answer it there, or when the database is back"
-            )
+        unreachable = RequestConflict(
+            f"request {remote.record.request_id} is on {remote.machine} and the fleet "
+            "database is unreachable: answer it there, or when the database is back"
+        )
         key = {
             "machine": remote.machine,
             "workspace": remote.workspace,
             "request_id": remote.record.request_id,
         }
-        with conn, conn.transaction():
+        with self._use:
+            conn = self._session()
+            if conn is None:
+                raise unreachable
+            try:
+                result = self._answer_row(conn, key, reply, by=by, via=via, about=about)
+            except psycopg.Error as exc:
+                self._failed(exc)
+                raise unreachable from None
+        log.info(
+            "fleet_answer",
+            request_id=remote.record.request_id,
+            msg=f"answered request {remote.record.request_id} of {remote.machine}",
+        )
+        return result
+
+    def _answer_row(
+        self,
+        conn: psycopg.Connection[Any],
+        key: dict[str, str],
+        reply: str,
+        *,
+        by: str,
+        via: str,
+        about: dict[str, Any] | None,
+    ) -> Answer:
+        """In one transaction: lock the row, record the reply, mark it answered, NOTIFY."""
+        with conn.transaction():
             row = conn.execute(
                 "SELECT record, answer, status FROM loopkit_requests WHERE machine = "
                 "%(machine)s AND workspace = %(workspace)s AND request_id = %(request_id)s "
@@ -222,7 +267,7 @@ class PgHub:
                 key,
             ).fetchone()
             if row is None:
-                raise RequestConflict(f"request {remote.record.request_id} is gone from the fleet")
+                raise RequestConflict(f"request {key['request_id']} is gone from the fleet")
             record = Request.from_dict(row[1]["record"] if row[1] else row[0])
             if row[2] not in ("open", "deferred") and record.is_open:
                 record.status = row[2]
@@ -236,11 +281,6 @@ class PgHub:
                 {**key, "status": record.status, "answer": Jsonb(answer)},
             )
             conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps(key)))
-        log.info(
-            "fleet_answer",
-            request_id=remote.record.request_id,
-            msg=f"answered request {remote.record.request_id} of {remote.machine}",
-        )
         return result
 
     def bot_lease(self, bot: str) -> Lease:
