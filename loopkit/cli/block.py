@@ -63,22 +63,15 @@ def escalate(
     the configured channel and records the outcome. A failed send is a warning; the block
     stands either way.
     """
-    from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
-    from loopkit.escalation.repair import repair
+    from loopkit.escalation.escalator import Escalation, Escalator
+    from loopkit.escalation.repair import escalate as escalate_after_repair
     from loopkit.escalation.sender import message_for
 
     config, broken = app.config_for_a_block()
     app.register()
     escalator = Escalator(config, store=app.store())
-    repair(escalator)  # a block a crash left half-raised is raised first (this one joins it)
-    result = escalator.escalate(
-        Escalation(
-            question=question,
-            context=context,
-            attempted=list(attempted),
-            choices=[parse_choice(c) for c in choices],
-            trigger=trigger,
-        )
+    result = escalate_after_repair(
+        escalator, Escalation.of_texts(question, context, attempted, choices, trigger)
     )
     record = result.request
     if as_json:

@@ -62,6 +62,20 @@ class Escalation:
     iteration: int | None = None
     summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
 
+    @classmethod
+    def of_texts(
+        cls,
+        question: str,
+        context: str,
+        attempted: list[str] | tuple[str, ...],
+        choices: list[str] | tuple[str, ...],
+        trigger: str = "agent",
+    ) -> Escalation:
+        """From what an agent gives (``"Label — consequence"`` choices), as typed."""
+        return cls(
+            question, context, list(attempted), [parse_choice(c) for c in choices], trigger=trigger
+        )
+
     def cleaned(self) -> Escalation:
         """The same escalation with every text safe to write (see :func:`message.clean`)."""
         return replace(

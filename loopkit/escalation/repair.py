@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile
-from loopkit.escalation.escalator import Escalator
+from loopkit.escalation.escalator import Escalation, Escalator, Result
 from loopkit.log import get_logger
 from loopkit.requests.record import Request
 
@@ -75,3 +75,10 @@ def _recover_delivery(escalator: Escalator) -> None:
     except LoopkitError:
         return
     escalator.sender.recover(record)
+
+
+def escalate(escalator: Escalator, escalation: Escalation) -> Result:
+    """An agent's ``escalate`` (the command and the MCP tool): what a crash left half-raised
+    is raised first — so this question joins that block — then this one."""
+    repair(escalator)
+    return escalator.escalate(escalation)

@@ -19,8 +19,8 @@ from pydantic import AliasChoices, Field
 from loopkit.config_values import TimeoutAction
 from loopkit.escalation.ask import Asked as AskResult
 from loopkit.escalation.ask import Question, ask
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
-from loopkit.escalation.repair import repair
+from loopkit.escalation.escalator import Escalation, Escalator
+from loopkit.escalation.repair import escalate as escalate_after_repair
 from loopkit.mcp_server.models import Asked, Category, Escalated, HumanRequest
 from loopkit.mcp_server.preview import PreviewStore
 from loopkit.mcp_server.workspace import ServedWorkspace
@@ -239,14 +239,8 @@ class AskingTools:
         config = self.served.config_for_a_block()
         self.served.app.register()
         escalator = Escalator(config, store=self.served.store())
-        repair(escalator)  # a block a crash left half-raised is raised first (this one joins it)
-        result = escalator.escalate(
-            Escalation(
-                question=question,
-                context=context,
-                attempted=list(attempted),
-                choices=[parse_choice(c) for c in choices],
-            )
+        result = escalate_after_repair(
+            escalator, Escalation.of_texts(question, context, attempted, choices)
         )
         broken = self.served.broken
         return Escalated(
