@@ -136,9 +136,8 @@ def test_eight_concurrent_replies_across_machines_make_one_answer(tmp_path: Path
     assert status == "resolved"
 
 
-def test_taps_on_a_shared_bot_land_in_the_loop_that_asked(
-    tmp_path: Path, dsn: str, server: FakeServer
-) -> None:
+def loops_sharing_a_bot(tmp_path: Path, dsn: str, server: FakeServer) -> tuple[Machine, Machine]:
+    """Two machines, each with a loop that blocks at its first verify, one bot for both."""
     phone = {
         "LOOPKIT_HITL_CHANNEL": "telegram",
         "LOOPKIT_HITL_TELEGRAM_TOKEN": TOKEN,
@@ -148,13 +147,20 @@ def test_taps_on_a_shared_bot_land_in_the_loop_that_asked(
     a, b = Machine(tmp_path, "a", dsn, **phone), Machine(tmp_path, "b", dsn, **phone)
     for machine in (a, b):
         setup(machine.ws, "max_verify_failures = 1")
+    return a, b
+
+
+def test_taps_on_a_shared_bot_land_in_the_loop_that_asked(
+    tmp_path: Path, dsn: str, server: FakeServer
+) -> None:
+    a, b = loops_sharing_a_bot(tmp_path, dsn, server)
     with Daemon(a.ws, env=a.env) as loop_a, Daemon(b.ws, env=b.env) as loop_b:
         for loop in (loop_a, loop_b):
             loop.wait_state(status="blocked")
         server.wait_for("/getUpdates", 1, timeout=20)
         request_id = str(loop_b.state()["open_request"])
-        sent = [c for c in server.calls("/sendMessage") if request_id in json.dumps(c.body)]
-        message_id = 101 + server.calls("/sendMessage").index(sent[0])
+        # The message the phone shows for b's question, as b recorded it when it was sent.
+        (message_id,) = [e["message_id"] for e in b.record(request_id)["delivery"] if e["ok"]]
         server.push_update(
             callback_query={
                 "id": "cb1",
@@ -176,15 +182,7 @@ def lease_holders(machine: Machine) -> list[str]:
 def test_the_bot_lease_fails_over_within_5_s_after_a_kill(
     tmp_path: Path, dsn: str, server: FakeServer
 ) -> None:
-    phone = {
-        "LOOPKIT_HITL_CHANNEL": "telegram",
-        "LOOPKIT_HITL_TELEGRAM_TOKEN": TOKEN,
-        "LOOPKIT_HITL_TELEGRAM_CHAT": "42",
-        "LOOPKIT_HITL_TELEGRAM_API": server.url,
-    }
-    a, b = Machine(tmp_path, "a", dsn, **phone), Machine(tmp_path, "b", dsn, **phone)
-    for machine in (a, b):
-        setup(machine.ws, "max_verify_failures = 1")
+    a, b = loops_sharing_a_bot(tmp_path, dsn, server)
     with Daemon(a.ws, env=a.env) as loop_a:
         loop_a.wait_state(status="blocked")
         wait_until(lambda: lease_holders(a), 20, "a holds the bot's lease")
