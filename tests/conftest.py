@@ -75,3 +75,15 @@ def pg_server() -> Iterator[object]:
     server.start()
     yield server
     server.stop(remove=True)
+
+
+@pytest.fixture
+def strays() -> Iterator[list[int]]:
+    """Pids a test's commands started: any still running at the end is killed (by pid)."""
+    import signal
+
+    from loopkit.supervisor import procs
+
+    pids: list[int] = []
+    yield pids
+    procs.send([p for p in pids if procs.running(p)], signal.SIGKILL)

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,14 +33,6 @@ e=
 echo "$$ $a $b $c $d $e" > pids.tmp && mv pids.tmp pids
 exec sleep 300
 """
-
-
-@pytest.fixture
-def strays() -> Iterator[list[int]]:
-    """Pids the test's agents started: any still running at the end is killed (by pid)."""
-    pids: list[int] = []
-    yield pids
-    procs.send([p for p in pids if procs.running(p)], signal.SIGKILL)
 
 
 def _start(ws: Path, daemon: Daemon, strays: list[int]) -> list[int]:

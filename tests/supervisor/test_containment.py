@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -111,14 +110,6 @@ def contained(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Contai
         Cgroup(folder).kill()
         wait_until(lambda f=folder: Cgroup(f).remove(), what=f"{folder} to be removable")
     assert not left, f"cgroups left behind: {left}"
-
-
-@pytest.fixture
-def strays() -> Iterator[list[int]]:
-    """Pids the test's commands started: any still running at the end is killed (by pid)."""
-    pids: list[int] = []
-    yield pids
-    procs.send([p for p in pids if procs.running(p)], signal.SIGKILL)
 
 
 class _Run:

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,13 +27,6 @@ c=$(setsid sh -c 'trap "" TERM; sleep 300 >/dev/null 2>&1 & echo $!')
 echo "$$ $a $b $c" > pids.tmp && mv pids.tmp pids
 exec sleep 300
 """
-
-
-@pytest.fixture
-def strays() -> Iterator[list[int]]:
-    pids: list[int] = []
-    yield pids
-    procs.send([p for p in pids if procs.running(p)], signal.SIGKILL)
 
 
 def _cgroups() -> bool:
