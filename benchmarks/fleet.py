@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "fleet")]
 
+from common import agent_runs, wait_for  # noqa: E402  (this folder's shared helpers)
 from pgserver import PgServer  # noqa: E402
 
 from fakeserver import FakeServer  # noqa: E402
@@ -39,17 +40,6 @@ from fakeserver import FakeServer  # noqa: E402
 LOOPKIT = Path(sys.executable).parent / "loopkit"
 TOKEN = "888888:AAFleetBenchTokenNotARealOne_xyz"
 AGENT = 'open("runs.txt", "a").write("run\\n")\n'
-
-
-def wait_for(condition: object, what: str, deadline: float = 30.0) -> object:
-    end = time.monotonic() + deadline
-    while True:
-        value = condition()  # type: ignore[operator]
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise SystemExit(f"fleet: gave up waiting for {what}")
-        time.sleep(0.001)
 
 
 def machine(root: Path, name: str, dsn: str, **extra: str) -> tuple[Path, dict[str, str]]:
@@ -70,11 +60,6 @@ def machine(root: Path, name: str, dsn: str, **extra: str) -> tuple[Path, dict[s
         }
     )
     return ws, env
-
-
-def runs(ws: Path) -> int:
-    path = ws / "runs.txt"
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def blocked_on(ws: Path) -> str | None:
@@ -111,7 +96,7 @@ def replies(pg: PgServer, root: Path, rounds: int) -> dict[str, list[float]]:
             how = ("fleet", "cli-a", "cli-b")[number % 3]
             request_id = wait_for(lambda: blocked_on(ws_b), "b blocked")
             remote = wait_for(lambda rid=request_id: hub.find(str(rid)), "the row in the fleet")
-            before = runs(ws_b)
+            before = agent_runs(ws_b)
             began = time.monotonic()
             if how == "fleet":
                 hub.answer_remote(remote, "A", by="bench", via="cli", about=None)  # type: ignore[arg-type]
@@ -123,7 +108,7 @@ def replies(pg: PgServer, root: Path, rounds: int) -> dict[str, list[float]]:
                     check=True,
                     capture_output=True,
                 )
-            wait_for(lambda before=before: runs(ws_b) > before, "b resumed")
+            wait_for(lambda before=before: agent_runs(ws_b) > before, "b resumed")
             taken[how].append((time.monotonic() - began) * 1000)
             wait_for(lambda rid=request_id: blocked_on(ws_b) not in (None, rid), "the next block")
     finally:

@@ -28,25 +28,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from common import agent_runs, wait_for
+
 LOOPKIT = Path(sys.executable).parent / "loopkit"
-DEADLINE = 30.0
 AGENT = 'open("runs.txt", "a").write("run\\n")\n'
-
-
-def wait_for(condition: object, what: str) -> object:
-    end = time.monotonic() + DEADLINE
-    while True:
-        value = condition()  # type: ignore[operator]
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise SystemExit(f"inbox: gave up waiting for {what}")
-        time.sleep(0.001)
-
-
-def runs(ws: Path) -> int:
-    path = ws / "runs.txt"
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def blocked_on(ws: Path) -> str | None:
@@ -100,7 +85,7 @@ def main() -> int:
         for number in range(args.rounds * 2):
             how = "inbox" if number % 2 == 0 else "reply"
             request_id = wait_for(lambda: blocked_on(ws), "a block")
-            before = runs(ws)
+            before = agent_runs(ws)
             if how == "inbox":
                 page = web.open(f"{base}/").read()
                 csrf = re.search(rb'name="csrf" value="([^"]+)"', page)
@@ -126,7 +111,7 @@ def main() -> int:
                     check=True,
                     capture_output=True,
                 )
-            wait_for(lambda before=before: runs(ws) > before, "the loop resumed")
+            wait_for(lambda before=before: agent_runs(ws) > before, "the loop resumed")
             taken[how].append((time.monotonic() - start) * 1000)
             wait_for(lambda rid=request_id: blocked_on(ws) not in (None, rid), "the next block")
         weight = len(web.open(f"{base}/").read())

@@ -29,6 +29,8 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from common import wait_for
+
 LOOPKIT = Path(sys.executable).parent / "loopkit"
 DEADLINE = 60.0
 
@@ -79,14 +81,6 @@ class Hook:
             return next((at for at, status in self.posts if status == 200), None)
 
 
-def wait_for(condition: object, what: str) -> None:
-    end = time.monotonic() + DEADLINE
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > end:
-            raise SystemExit(f"redelivery: gave up waiting for {what}")
-        time.sleep(0.002)
-
-
 def _instant(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
@@ -127,12 +121,12 @@ def one_round(backoff: str, failures: int) -> tuple[float, float, float]:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)  # fmt: skip
         try:
-            wait_for(lambda: hook.failed() >= failures * 2, "the failed sends")
+            wait_for(lambda: hook.failed() >= failures * 2, "the failed sends", DEADLINE)
             repaired, repaired_wall = hook.repair(), time.time()
-            wait_for(lambda: hook.delivered_at() is not None, "the delivery")
+            wait_for(lambda: hook.delivered_at() is not None, "the delivery", DEADLINE)
             delivered = hook.delivered_at()
             assert delivered is not None
-            wait_for(lambda: _recorded(ws), "the delivery recorded")
+            wait_for(lambda: _recorded(ws), "the delivery recorded", DEADLINE)
             due, sent = schedule_of(ws, seconds)
             return delivered - repaired, max(0.0, due - repaired_wall), sent - due
         finally:

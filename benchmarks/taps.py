@@ -28,12 +28,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from common import agent_runs, wait_for  # noqa: E402  (this folder's shared helpers)
+
 from fakeserver import FakeServer  # noqa: E402  (the test suite's fake Bot API)
 
 LOOPKIT = Path(sys.executable).parent / "loopkit"
 TOKEN = "555555:AABenchTapsTokenNotARealOne_xyz"
 CHAT = 4242
-DEADLINE = 30.0
 AGENT = """\
 import os
 open("runs.txt", "a").write(os.environ.get("LOOPKIT_DECISION", "") + "\\n")
@@ -41,22 +42,6 @@ if not os.path.exists("asked"):
     open("asked", "w").close()
     open("BLOCKED.md", "w").write("## Question:\\nGo on?\\n## Choices:\\n- A) Yes — go\\n")
 """
-
-
-def wait_for(condition: object, what: str) -> object:
-    end = time.monotonic() + DEADLINE
-    while True:
-        value = condition()  # type: ignore[operator]
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise SystemExit(f"taps: gave up waiting for {what}")
-        time.sleep(0.001)
-
-
-def runs(ws: Path) -> int:
-    path = ws / "runs.txt"
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def request_of(ws: Path) -> tuple[str, int] | None:
@@ -96,7 +81,7 @@ def one_size(loops: int, server: FakeServer, root: Path, *, by_reply: bool) -> l
         taken = []
         for ws, found in zip(spaces, asked, strict=True):
             request_id, message_id = found  # type: ignore[misc]
-            before = runs(ws)
+            before = agent_runs(ws)
             start = time.monotonic()
             if by_reply:
                 argv = [str(LOOPKIT), "-C", str(ws), "reply", "--request-id", request_id]
@@ -109,7 +94,7 @@ def one_size(loops: int, server: FakeServer, root: Path, *, by_reply: bool) -> l
                         "message": {"message_id": message_id, "chat": {"id": CHAT}, "text": "x"},
                     }
                 )  # fmt: skip
-            wait_for(lambda ws=ws, before=before: runs(ws) > before, f"{ws.name} resumed")
+            wait_for(lambda ws=ws, before=before: agent_runs(ws) > before, f"{ws.name} resumed")
             taken.append((time.monotonic() - start) * 1000)
         return taken
     finally:
