@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from loopkit.supervisor import cgroup, procs
+from loopkit.supervisor import cgroup
+from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
 from loopkit.supervisor.containment import Containment, label
 from loopkit.supervisor.leftovers import stop_left_behind
@@ -82,7 +83,7 @@ def strays() -> Iterator[list[int]]:
     """Pids a test's commands started: any still running at the end is killed (by pid)."""
     import signal
 
-    from loopkit.supervisor import procs
+    from loopkit.supervisor import procfs as procs
 
     pids: list[int] = []
     yield pids

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loopkit.doctor import diagnose
+from loopkit.setup.doctor import diagnose
 
 from helpers import loopkit
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from loopkit.cli import ask, block, fleet, hook, inbox, loop, mcp, setup
+from loopkit.cli import answer, ask, block, fleet, hook, inbox, loop, mcp, requests, setup
 from loopkit.cli.context import App
 from loopkit.discover import NotAFolder, find_workspace
 from loopkit.errors import UsageError
@@ -45,7 +45,8 @@ def root(app: App, workspace: Path | None, verbose: bool) -> None:
 
 
 # The commands, listed here and nowhere else (no registration as an import side effect).
-COMMANDS = (*block.COMMANDS, *loop.COMMANDS, *inbox.COMMANDS, *ask.COMMANDS, *setup.COMMANDS,
+COMMANDS = (*block.COMMANDS, *loop.COMMANDS, *inbox.COMMANDS, *ask.COMMANDS, *answer.COMMANDS,
+            *requests.COMMANDS, *setup.COMMANDS,
             *hook.COMMANDS, *mcp.COMMANDS, *fleet.COMMANDS)  # fmt: skip
 for command in COMMANDS:
     root.add_command(command)

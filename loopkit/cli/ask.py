@@ -1,8 +1,7 @@
-"""``ask``, ``reply``, ``unblock``, ``requests`` and ``gate``: questions and their answers."""
+"""``ask`` and ``gate``: what an agent runs to put a question or a command to a human."""
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 from typing import cast
@@ -11,25 +10,9 @@ import click
 
 from loopkit.cli.context import App
 from loopkit.config import TIMEOUT_ACTIONS
-from loopkit.errors import EXIT_BLOCKED, EXIT_OK, AgentAnswer
+from loopkit.errors import EXIT_BLOCKED, EXIT_OK
 from loopkit.escalation.policy import CATEGORIES
-from loopkit.requests.record import KINDS, STATUSES, Kind
-
-
-def refuse_agents() -> None:
-    """Only a human answers (SPEC section 11): never a process of a supervised agent."""
-    from loopkit import agentsession
-
-    if agentsession.inside():
-        raise AgentAnswer(agentsession.REFUSAL)
-
-
-def human() -> str:
-    """Who is answering from this shell: $LOOPKIT_HUMAN, else the login name."""
-    try:
-        return os.environ.get("LOOPKIT_HUMAN") or getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
+from loopkit.requests.record import KINDS, Kind
 
 
 @click.command()
@@ -144,124 +127,6 @@ def ask(
     return code
 
 
-@click.command()
-@click.option("--request-id", "--request_id", "request_id", required=True, help="Which request.")
-@click.option("--reply", "-r", required=True, help="The human's reply, verbatim.")
-@click.option("--expected-updated-at", metavar="TS", help="Refuse (exit 4) if it changed since.")
-@click.option("--by", default=None, help="Who answers (default: $LOOPKIT_HUMAN or your login).")
-@click.pass_obj
-def reply(
-    app: App, request_id: str, reply: str, expected_updated_at: str | None, by: str | None
-) -> int:
-    """Record a human's answer to a request and print the decision as JSON.
-
-    Matching: an option's letter or number, a unique label prefix, a value, a clear fuzzy
-    match; "work on it" / "your call" takes the recommendation; anything else is free text.
-    Exit 4 if the request was already answered (the first answer stands), 66 if there is no
-    such request, 65 if its record is corrupt.
-    """
-    from loopkit.fleet.route import answer_anywhere
-
-    refuse_agents()
-    app.config()
-    result, _ = answer_anywhere(
-        request_id, reply, by=by or human(), via="cli", here=app.store(),
-        expected_updated_at=expected_updated_at,
-    )  # fmt: skip
-    click.echo(json.dumps(result.decision, ensure_ascii=False))
-    if result.deferred:
-        click.echo(f"deferred: request {request_id} stays open", err=True)
-    return EXIT_OK
-
-
-@click.command()
-@click.option("--reply", "-r", help="Answer the open block's question (else: no answer).")
-@click.option("--by", default=None, help="Who answers (default: $LOOPKIT_HUMAN or your login).")
-@click.pass_obj
-def unblock(app: App, reply: str | None, by: str | None) -> int:
-    """Resolve the open block's request and remove BLOCKED.md.
-
-    With --reply the answer is parsed and recorded like `loopkit reply` (a running
-    supervisor hands it to the next agent run as LOOPKIT_DECISION); without, the request
-    is resolved as "unblocked by hand".
-    """
-    from loopkit.escalation.unblock import unblock as do_unblock
-
-    refuse_agents()
-
-    outcome = do_unblock(app.config(), reply=reply, by=by or human(), store=app.store())
-    if outcome.decision is not None:
-        click.echo(json.dumps(outcome.decision, ensure_ascii=False))
-    click.echo(outcome.message, err=True)
-    return EXIT_OK
-
-
-@click.group(invoke_without_command=True)
-@click.option("--status", type=click.Choice(STATUSES), help="Only requests with this status.")
-@click.option("--kind", type=click.Choice(KINDS), help="Only requests of this kind.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (one array).")
-@click.pass_context
-def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: bool) -> int:
-    """List requests (oldest first). `requests show ID` is the one true read."""
-    if ctx.invoked_subcommand is not None:
-        return EXIT_OK
-    from loopkit.requests.listing import listing, render
-
-    app: App = ctx.obj
-    app.config()
-    rows, problems = listing(app.store(), status=status, kind=kind)
-    click.echo(json.dumps(rows, ensure_ascii=False) if as_json else render(rows))
-    for problem in problems:
-        click.echo(f"loopkit: warning: {problem}", err=True)
-    return EXIT_OK
-
-
-@requests.command("show")
-@click.argument("request_id")
-@click.option("--json", "as_json", is_flag=True, help="JSON (the default: it is the record).")
-@click.pass_obj
-def requests_show(app: App, request_id: str, as_json: bool) -> int:
-    """Print the whole record as JSON: the one true read of a request's outcome."""
-
-    app.config()
-    record = app.store_holding(request_id).load(request_id)
-    click.echo(json.dumps(record.to_dict(), indent=2, ensure_ascii=False))
-    return EXIT_OK
-
-
-@requests.command("wait")
-@click.argument("request_id")
-@click.option("--timeout", type=click.FloatRange(min=0), metavar="S", help="Give up after S s.")
-@click.option("--json", "as_json", is_flag=True, help="JSON (the default).")
-@click.pass_obj
-def requests_wait(app: App, request_id: str, timeout: float | None, as_json: bool) -> int:
-    """Wait until the request is answered; exit by outcome.
-
-    \b
-    0 approved or an option chosen · 3 rejected, aborted or expired
-    4 changes requested · 2 still open when --timeout ran out.
-    """
-    from loopkit.requests.answer import outcome_of
-    from loopkit.requests.waiting import exit_code, wait_for
-
-    app.config()
-    record = wait_for(app.store(), request_id, timeout=timeout)
-    res = record.resolution or {}
-    click.echo(
-        json.dumps(
-            {
-                "request_id": record.request_id,
-                "status": record.status,
-                "outcome": outcome_of(record),
-                "parsed_decision": res.get("parsed_decision"),
-                "reason": res.get("reason"),
-            },
-            ensure_ascii=False,
-        )
-    )
-    return exit_code(record)
-
-
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.option("--wait", is_flag=True, help="Wait for the answer instead of exiting 2.")
 @click.option("--timeout", type=click.FloatRange(min=0), metavar="S", help="With --wait.")
@@ -285,4 +150,4 @@ def gate(app: App, wait: bool, timeout: float | None, command: tuple[str, ...]) 
     return result.exit_code
 
 
-COMMANDS = (ask, reply, unblock, requests, gate)
+COMMANDS = (ask, gate)

@@ -124,8 +124,8 @@ def resend(app: App) -> int:
     """Send the open block's message again now (exit 0 sent, 1 failed, 66 no open block)."""
     from loopkit import clock
     from loopkit.escalation import delivery
+    from loopkit.escalation.adoption import block_request_id
     from loopkit.escalation.sender import Sender
-    from loopkit.supervisor.status import block_request_id
 
     config = app.config(console_level="info")
     request_id = block_request_id(app.workspace(), app.store())

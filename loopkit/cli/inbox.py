@@ -21,7 +21,7 @@ def inbox(app: App, as_json: bool) -> int:
     (each registers itself on run, escalate, ask and gate): repo, workspace, age, kind,
     question, choices, deadline, and how to answer.
     """
-    from loopkit.inbox.listing import open_requests, render
+    from loopkit.inbox.entries import open_requests, render
 
     entries = open_requests()
     if as_json:

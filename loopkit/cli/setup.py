@@ -30,7 +30,7 @@ def init(app: App, agent: str | None, verify: str | None, channel: str, force: b
     It writes into -C DIR, else the current folder: init makes a workspace where you are
     (it does not look upward for one, as the other commands do).
     """
-    from loopkit.scaffold import init as do_init
+    from loopkit.setup.scaffold import init as do_init
 
     result = do_init(
         app.explicit or Path("."), agent=agent, verify=verify, channel=channel, force=force
@@ -47,7 +47,7 @@ def init(app: App, agent: str | None, verify: str | None, channel: str, force: b
 @click.pass_obj
 def doctor(app: App, as_json: bool) -> int:
     """Check the config, the channel settings and the template; each problem with its fix."""
-    from loopkit.doctor import diagnose
+    from loopkit.setup.doctor import diagnose
 
     findings = diagnose(app.root)
     problems = sum(1 for f in findings if f.level == "problem")
@@ -65,7 +65,7 @@ def doctor(app: App, as_json: bool) -> int:
 @click.pass_obj
 def send_test(app: App) -> int:
     """Send one test message over the configured channel (exit 0 sent, 1 not)."""
-    from loopkit.doctor import send_test as do_send
+    from loopkit.setup.doctor import send_test as do_send
 
     config = app.config()
     outcome, message = do_send(config)

@@ -25,6 +25,8 @@ from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import Escalation, parse_choice
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
+from loopkit.workspace import Workspace
+from loopkit.workspace.state import State, StateFile
 
 READ_LIMIT = 64 * 1024
 MAX_CHOICES = 3
@@ -134,3 +136,15 @@ def parse(text: str) -> Escalation:
         choices=_choices(sections.get("choices", [])),
         trigger="agent-file",
     )
+
+
+def block_request_id(
+    workspace: Workspace, store: RequestStore, state: State | None = None
+) -> str | None:
+    """The request of the BLOCKED.md there (:func:`block_request`); for something
+    other than a file in its place, the request the supervisor remembers. None when not
+    blocked."""
+    remembered = (state or StateFile(workspace).load()).open_request
+    if blockfile.state(workspace.blocked) == "other":
+        return remembered
+    return block_request(workspace.blocked, store, remembered)

@@ -24,9 +24,9 @@ from loopkit.escalation.escalator import Escalator
 from loopkit.message import clean, fold
 from loopkit.redact import mask_command
 from loopkit.requests.answer import APPROVAL_OPTIONS, outcome_of
+from loopkit.requests.outcome import wait_for
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
-from loopkit.requests.waiting import wait_for
 
 
 def command_hash(argv: Sequence[str], cwd: str) -> str:

@@ -28,9 +28,9 @@ from psycopg.types.json import Jsonb
 from loopkit import clock
 from loopkit.errors import RequestConflict
 from loopkit.home import machine
-from loopkit.hub import Lease, Offsets, Remote
 from loopkit.log import get_logger
 from loopkit.requests.answer import Answer, already_answered, apply_reply
+from loopkit.requests.hub import Lease, Offsets, Remote
 from loopkit.requests.record import Request
 from loopkit.workspace import Workspace
 
@@ -314,7 +314,7 @@ class PgLease:
         while True:
             conn = self.hub.connect(f"loopkit lease {self.bot} {self.hub.machine}")
             if conn is None:
-                from loopkit.botlease import BotLease
+                from loopkit.home.bot import BotLease
 
                 self._local = BotLease(self.bot)
                 self._local.take()
@@ -347,7 +347,7 @@ class PgOffsets:
     for when the database is gone)."""
 
     def __init__(self, hub: PgHub, token: str | None) -> None:
-        from loopkit.botlease import OffsetFile
+        from loopkit.home.bot import OffsetFile
 
         self.hub = hub
         self.file = OffsetFile(token)

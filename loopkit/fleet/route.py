@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopkit import hub
 from loopkit.errors import RequestNotFound
+from loopkit.requests import hub
 from loopkit.requests.answer import Answer, answer
 from loopkit.requests.locate import store_holding
 from loopkit.requests.store import RequestStore

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loopkit import clock, hub, readfile
+from loopkit import clock, readfile
 from loopkit.errors import LoopkitError
 from loopkit.escalation import blockfile
 from loopkit.home import Registered, Registry, workspace_id
-from loopkit.inbox.listing import Entry, open_requests
+from loopkit.inbox.entries import Entry, open_requests
 from loopkit.message import LETTERS, age, clean
+from loopkit.requests import hub
 from loopkit.requests.locate import store_for
 from loopkit.requests.record import ID_RE, Request
 from loopkit.requests.store import RequestStore

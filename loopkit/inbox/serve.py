@@ -25,20 +25,21 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from loopkit import clock, hub
+from loopkit import clock
 from loopkit import config as config_mod
 from loopkit.config import ChannelSettings, Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
 from loopkit.escalation import blockfile, delivery
+from loopkit.escalation.adoption import block_request_id
 from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
 from loopkit.escalation.sender import Sender
 from loopkit.home import Registry, home
 from loopkit.log import get_logger
+from loopkit.requests import hub
 from loopkit.requests.store import RequestStore
-from loopkit.supervisor.state import SupervisorLock
-from loopkit.supervisor.status import block_request_id
 from loopkit.workspace import Workspace
+from loopkit.workspace.state import SupervisorLock
 
 log = get_logger("loopkit.serve")
 
@@ -242,7 +243,7 @@ def _poller(settings: ChannelSettings) -> Any:
     """The bot's poller for the whole machine, when a bot is configured."""
     if not (settings.telegram_token and settings.telegram_chat):
         return None
-    from loopkit.supervisor.phone import UpdatePoller
+    from loopkit.inbox.relay.poller import UpdatePoller
 
     config = Config(workspace=home(), channels=settings)  # serve has no workspace of its own
     poller = UpdatePoller(config)

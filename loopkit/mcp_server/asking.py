@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field
 
-from loopkit.config_values import TimeoutAction
+from loopkit.config.values import TimeoutAction
 from loopkit.escalation.ask import Asked as AskResult
 from loopkit.escalation.ask import Question, ask
 from loopkit.escalation.escalator import Escalation, Escalator

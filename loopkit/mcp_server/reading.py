@@ -1,8 +1,8 @@
 """The tools that read: ``list_human_requests``, ``get_human_request``, ``wait_for_human``.
 
-The list is :func:`loopkit.requests.listing.listing` (``loopkit requests --json``), the read
+The list is :func:`loopkit.requests.table.listing` (``loopkit requests --json``), the read
 is the store's (``requests show``, a request in another registered workspace found too), the
-wait is :func:`loopkit.requests.waiting.wait_for` (``requests wait``). The wait never
+wait is :func:`loopkit.requests.outcome.wait_for` (``requests wait``). The wait never
 guesses: when its time is up before anyone answered, it says ``open``.
 """
 
@@ -27,9 +27,9 @@ from loopkit.mcp_server.models import (
 )
 from loopkit.mcp_server.workspace import ServedWorkspace
 from loopkit.requests.answer import outcome_of
-from loopkit.requests.listing import listing
+from loopkit.requests.outcome import wait_for
 from loopkit.requests.record import Kind, Request
-from loopkit.requests.waiting import wait_for
+from loopkit.requests.table import listing
 
 MAX_WAIT = 50.0  # seconds: below the idle timeouts of MCP clients (SPEC section 12)
 PROGRESS_EVERY = 10.0  # seconds between progress notifications while a wait runs

@@ -4,8 +4,8 @@
 - :mod:`~loopkit.requests.store`: ``RequestStore``, the locked read-modify-write.
 - :mod:`~loopkit.requests.replies`: a reply's text → a decision (pure).
 - :mod:`~loopkit.requests.answer`: recording an answer, exactly once; outcomes.
-- :mod:`~loopkit.requests.listing`: ``loopkit requests``.
-- :mod:`~loopkit.requests.waiting`: ``loopkit requests wait``.
+- :mod:`~loopkit.requests.table`: ``loopkit requests``.
+- :mod:`~loopkit.requests.outcome`: ``loopkit requests wait``.
 
 Nothing is imported here, so importing one module costs only that module.
 """

@@ -18,9 +18,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from loopkit import clock, hub
+from loopkit import clock
 from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
+from loopkit.requests import hub
 from loopkit.requests.record import Request
 from loopkit.requests.replies import Decision, parse_reply
 from loopkit.requests.store import RequestStore

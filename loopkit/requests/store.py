@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from loopkit import atomicfile, clock, hub, readfile
+from loopkit import atomicfile, clock, readfile
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
+from loopkit.requests import hub
 from loopkit.requests.record import ID_RE, Request, Status, validate_id
 from loopkit.workspace import Workspace
 

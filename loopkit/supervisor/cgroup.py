@@ -24,7 +24,7 @@ import shlex
 import signal
 from pathlib import Path
 
-from loopkit.supervisor import procs
+from loopkit.supervisor import procfs as procs
 
 MOUNTINFO = Path("/proc/self/mountinfo")
 OWN = Path("/proc/self/cgroup")

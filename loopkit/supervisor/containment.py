@@ -1,6 +1,6 @@
 """Nothing a command starts outlives it (SPEC section 14).
 
-Every command the :class:`~loopkit.supervisor.process.Runner` starts — agent, verify, done,
+Every command the :class:`~loopkit.supervisor.runner.Runner` starts — agent, verify, done,
 preflight — runs in a new session, and besides:
 
 - carries ``LOOPKIT_AGENT_SESSION``, a random token made once per supervisor run, in its
@@ -36,7 +36,8 @@ from typing import Any
 from loopkit import atomicfile, clock, prctl
 from loopkit.agentsession import SESSION_ENV
 from loopkit.log import get_logger
-from loopkit.supervisor import cgroup, procs
+from loopkit.supervisor import cgroup
+from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
 
 log = get_logger("loopkit.supervisor")

@@ -24,7 +24,7 @@ from loopkit.message import fold
 from loopkit.supervisor import triggers
 from loopkit.supervisor.iterlog import IterationLog, prune
 from loopkit.supervisor.parts import CONTINUE, Parts, Step
-from loopkit.supervisor.process import Finished, describe
+from loopkit.supervisor.runner import Finished, describe
 from loopkit.supervisor.tasks import current_task
 
 log = get_logger("loopkit.supervisor")

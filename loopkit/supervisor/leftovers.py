@@ -27,7 +27,8 @@ from typing import Any
 
 from loopkit import readfile
 from loopkit.agentsession import SESSION_ENV
-from loopkit.supervisor import cgroup, procs
+from loopkit.supervisor import cgroup
+from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
 from loopkit.supervisor.containment import KILL_WAIT, Containment
 

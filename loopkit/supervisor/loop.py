@@ -27,20 +27,21 @@ import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-from loopkit import channels, clock, hub
+from loopkit import channels, clock
 from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import blockfile
 from loopkit.escalation.repair import repair
 from loopkit.log import get_logger
+from loopkit.requests import hub
 from loopkit.supervisor.blocked import BlockedPhase
 from loopkit.supervisor.containment import subreaper
 from loopkit.supervisor.iteration import Iteration
 from loopkit.supervisor.leftovers import stop_left_behind
 from loopkit.supervisor.parts import Options, Parts, Step
-from loopkit.supervisor.state import SupervisorLock
 from loopkit.watch.folder import FolderWatch
+from loopkit.workspace.state import SupervisorLock
 
 log = get_logger("loopkit.supervisor")
 

@@ -21,14 +21,14 @@ from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor.containment import Containment, label
-from loopkit.supervisor.process import Runner
-from loopkit.supervisor.state import State, StateFile
+from loopkit.supervisor.runner import Runner
 from loopkit.watch.folder import FolderWatch
 from loopkit.watch.wake import Wake
 from loopkit.workspace import Workspace
+from loopkit.workspace.state import State, StateFile
 
 if TYPE_CHECKING:
-    from loopkit.supervisor.phone import UpdatePoller
+    from loopkit.inbox.relay.poller import UpdatePoller
 
 log = get_logger("loopkit.supervisor")
 
@@ -107,7 +107,7 @@ class Parts:
         ):
             return None
         if self._poller is None:
-            from loopkit.supervisor.phone import UpdatePoller
+            from loopkit.inbox.relay.poller import UpdatePoller
 
             self._poller = UpdatePoller(self.config, store=self.store)
             self._poller.start()

@@ -14,20 +14,8 @@ from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.message import age
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
-from loopkit.supervisor.state import State, StateFile, SupervisorLock
 from loopkit.workspace import Workspace
-
-
-def block_request_id(
-    workspace: Workspace, store: RequestStore, state: State | None = None
-) -> str | None:
-    """The request of the BLOCKED.md there (:func:`adoption.block_request`); for something
-    other than a file in its place, the request the supervisor remembers. None when not
-    blocked."""
-    remembered = (state or StateFile(workspace).load()).open_request
-    if blockfile.state(workspace.blocked) == "other":
-        return remembered
-    return adoption.block_request(workspace.blocked, store, remembered)
+from loopkit.workspace.state import StateFile, SupervisorLock
 
 
 def status(config: Config, *, store: RequestStore | None = None) -> dict[str, Any]:
@@ -52,7 +40,7 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         shown = "running"
     else:
         shown = supervisor or state.status
-    request_id = block_request_id(workspace, store, state)
+    request_id = adoption.block_request_id(workspace, store, state)
     record: Request | None = None
     request: dict[str, Any] | None = None
     if request_id:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from loopkit.supervisor import cgroup, procs
+from loopkit.supervisor import cgroup
+from loopkit.supervisor import procfs as procs
 
 from helpers import ESCALATE, LOOPKIT, Daemon, clean_env, setup, wait_until
 

@@ -141,7 +141,7 @@ def test_no_other_command_imports_the_sdk(ws: Path) -> None:
 def test_the_schemas_enums_are_the_domains() -> None:
     from loopkit.escalation.policy import CATEGORIES
     from loopkit.mcp_server.models import Category, Outcome
-    from loopkit.requests.waiting import EXIT_BY_OUTCOME
+    from loopkit.requests.outcome import EXIT_BY_OUTCOME
 
     assert get_args(Category) == CATEGORIES
     assert set(get_args(Outcome)) == set(EXIT_BY_OUTCOME)

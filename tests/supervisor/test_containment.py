@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from loopkit import prctl
-from loopkit.supervisor import cgroup, containment, procs
+from loopkit.supervisor import cgroup, containment
+from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
 from loopkit.supervisor.containment import Containment
-from loopkit.supervisor.process import Finished, Runner
+from loopkit.supervisor.runner import Finished, Runner
 from loopkit.watch.wake import Wake
 
 from helpers import wait_until

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from loopkit.supervisor import cgroup, procs
+from loopkit.supervisor import cgroup
+from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
 from loopkit.supervisor.containment import Containment
 from loopkit.supervisor.leftovers import stop_left_behind

@@ -13,7 +13,7 @@ import structlog
 from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
-from loopkit.supervisor.phone import UpdatePoller
+from loopkit.inbox.relay.poller import UpdatePoller
 
 from fakeserver import FakeServer, Reply
 from helpers import offset_file, wait_until

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopkit import clock
-from loopkit.botlease import BotLease as BotLease
-from loopkit.botlease import OffsetFile as OffsetFile
-from loopkit.botlease import bot_id as bot_id
+from loopkit.home.bot import BotLease as BotLease
+from loopkit.home.bot import OffsetFile as OffsetFile
+from loopkit.home.bot import bot_id as bot_id
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.record import Request

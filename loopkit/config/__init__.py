@@ -21,13 +21,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from loopkit import config_values, hub, readfile
-from loopkit.config_values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
-from loopkit.config_values import Command as Command
-from loopkit.config_values import TimeoutAction as TimeoutAction
-from loopkit.config_values import parse_duration as parse_duration
+from loopkit import readfile
+from loopkit.config import values as config_values
+from loopkit.config.values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
+from loopkit.config.values import Command as Command
+from loopkit.config.values import TimeoutAction as TimeoutAction
+from loopkit.config.values import parse_duration as parse_duration
 from loopkit.errors import ConfigError
 from loopkit.redact import dial_secrets
+from loopkit.requests import hub
 
 CONFIG_NAME = "loopkit.toml"
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"

@@ -8,9 +8,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from loopkit import clock, hub
+from loopkit import clock
 from loopkit.home import Registry
 from loopkit.message import LETTERS, age, fold
+from loopkit.requests import hub
 from loopkit.requests.locate import store_for
 from loopkit.requests.record import Request
 

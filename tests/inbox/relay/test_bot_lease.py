@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopkit import config as config_mod
-from loopkit.supervisor.bot import BotLease
-from loopkit.supervisor.phone import UpdatePoller
+from loopkit.inbox.relay.poller import UpdatePoller
+from loopkit.inbox.relay.senders import BotLease
 
 from fakeserver import FakeServer
 from helpers import wait_until

@@ -13,7 +13,7 @@ from loopkit.channels.http import MAX_RETRY_AFTER, capped_wait
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
-from loopkit.supervisor.phone import UpdatePoller
+from loopkit.inbox.relay.poller import UpdatePoller
 
 from fakeserver import FakeServer, Reply
 

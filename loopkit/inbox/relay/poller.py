@@ -24,7 +24,6 @@ from typing import Any
 
 import httpx
 
-from loopkit import hub
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.errors import LoopkitError, RequestConflict
@@ -32,17 +31,18 @@ from loopkit.escalation.blockfile import remove_block
 from loopkit.escalation.sender import message_for
 from loopkit.fleet.route import answer_anywhere
 from loopkit.home import Registry
-from loopkit.log import get_logger
-from loopkit.message import LETTERS, fold
-from loopkit.requests.locate import store_for, store_holding
-from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
-from loopkit.supervisor.bot import (
+from loopkit.inbox.relay.senders import (
     Sender,
     outcome_line,
     sender_of,
     telegram_message_id,
 )
+from loopkit.log import get_logger
+from loopkit.message import LETTERS, fold
+from loopkit.requests import hub
+from loopkit.requests.locate import store_for, store_holding
+from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.phone")

@@ -87,12 +87,12 @@ class LocalHub:
         raise NotImplementedError("no other machine without a fleet")
 
     def bot_lease(self, bot: str) -> Lease:
-        from loopkit.botlease import BotLease
+        from loopkit.home.bot import BotLease
 
         return BotLease(bot)
 
     def offsets(self, token: str | None) -> Offsets:
-        from loopkit.botlease import OffsetFile
+        from loopkit.home.bot import OffsetFile
 
         return OffsetFile(token)
 

@@ -1,0 +1,83 @@
+"""``reply`` and ``unblock``: a human's answer, from a shell (never an agent's)."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+
+import click
+
+from loopkit.cli.context import App
+from loopkit.errors import EXIT_OK, AgentAnswer
+
+
+def refuse_agents() -> None:
+    """Only a human answers (SPEC section 11): never a process of a supervised agent."""
+    from loopkit import agentsession
+
+    if agentsession.inside():
+        raise AgentAnswer(agentsession.REFUSAL)
+
+
+def human() -> str:
+    """Who is answering from this shell: $LOOPKIT_HUMAN, else the login name."""
+    try:
+        return os.environ.get("LOOPKIT_HUMAN") or getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+@click.command()
+@click.option("--request-id", "--request_id", "request_id", required=True, help="Which request.")
+@click.option("--reply", "-r", required=True, help="The human's reply, verbatim.")
+@click.option("--expected-updated-at", metavar="TS", help="Refuse (exit 4) if it changed since.")
+@click.option("--by", default=None, help="Who answers (default: $LOOPKIT_HUMAN or your login).")
+@click.pass_obj
+def reply(
+    app: App, request_id: str, reply: str, expected_updated_at: str | None, by: str | None
+) -> int:
+    """Record a human's answer to a request and print the decision as JSON.
+
+    Matching: an option's letter or number, a unique label prefix, a value, a clear fuzzy
+    match; "work on it" / "your call" takes the recommendation; anything else is free text.
+    Exit 4 if the request was already answered (the first answer stands), 66 if there is no
+    such request, 65 if its record is corrupt.
+    """
+    from loopkit.fleet.route import answer_anywhere
+
+    refuse_agents()
+    app.config()
+    result, _ = answer_anywhere(
+        request_id, reply, by=by or human(), via="cli", here=app.store(),
+        expected_updated_at=expected_updated_at,
+    )  # fmt: skip
+    click.echo(json.dumps(result.decision, ensure_ascii=False))
+    if result.deferred:
+        click.echo(f"deferred: request {request_id} stays open", err=True)
+    return EXIT_OK
+
+
+@click.command()
+@click.option("--reply", "-r", help="Answer the open block's question (else: no answer).")
+@click.option("--by", default=None, help="Who answers (default: $LOOPKIT_HUMAN or your login).")
+@click.pass_obj
+def unblock(app: App, reply: str | None, by: str | None) -> int:
+    """Resolve the open block's request and remove BLOCKED.md.
+
+    With --reply the answer is parsed and recorded like `loopkit reply` (a running
+    supervisor hands it to the next agent run as LOOPKIT_DECISION); without, the request
+    is resolved as "unblocked by hand".
+    """
+    from loopkit.escalation.unblock import unblock as do_unblock
+
+    refuse_agents()
+
+    outcome = do_unblock(app.config(), reply=reply, by=by or human(), store=app.store())
+    if outcome.decision is not None:
+        click.echo(json.dumps(outcome.decision, ensure_ascii=False))
+    click.echo(outcome.message, err=True)
+    return EXIT_OK
+
+
+COMMANDS = (reply, unblock)
