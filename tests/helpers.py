@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fakeserver import FakeServer
@@ -243,3 +243,19 @@ def phone_env(server: FakeServer, **extra: str) -> dict[str, str]:
 def offset_file(token: str) -> Path:
     """Where loopkit keeps a bot's update offset: one per bot, in the test's LOOPKIT_HOME."""
     return Path(os.environ["LOOPKIT_HOME"]) / "telegram" / f"{token.split(':')[0]}.json"
+
+
+def relay_for(config: Any, **options: Any) -> Any:
+    """The Telegram relay as ``loopkit run`` assembles it for ``config``'s workspace: its
+    store (with the hub its Config names) first, every registered workspace's after."""
+    from loopkit.fleet import Hubs
+    from loopkit.inbox.relay.poller import UpdatePoller
+    from loopkit.requests.locate import Stores
+    from loopkit.requests.store import RequestStore
+    from loopkit.workspace import Workspace
+
+    hubs = Hubs()
+    store = RequestStore(Workspace.of(config), hub=hubs.for_config(config))
+    stores = Stores(hubs.for_config)
+    stores.add(config, store)
+    return UpdatePoller.relay(config.channels, hubs=hubs, stores=stores, here=store, **options)

@@ -8,7 +8,7 @@ import os
 
 import click
 
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.errors import EXIT_OK, AgentAnswer
 
 
@@ -47,10 +47,10 @@ def reply(
     from loopkit.fleet.route import answer_anywhere
 
     refuse_agents()
-    app.config()
+    app.config(anywhere=True)
     result, _ = answer_anywhere(
-        request_id, reply, by=by or human(), via="cli", here=app.store(),
-        expected_updated_at=expected_updated_at,
+        request_id, reply, by=by or human(), via="cli", here=app.store(), stores=app.stores(),
+        hubs=app.hubs, expected_updated_at=expected_updated_at,
     )  # fmt: skip
     click.echo(json.dumps(result.decision, ensure_ascii=False))
     if result.deferred:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
+from loopkit.app import App
 from loopkit.cli import answer, ask, block, fleet, hook, inbox, loop, mcp, requests, setup
-from loopkit.cli.context import App
 from loopkit.discover import NotAFolder, find_workspace
 from loopkit.errors import UsageError
 

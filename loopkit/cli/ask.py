@@ -8,7 +8,7 @@ from typing import cast
 
 import click
 
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.config import TIMEOUT_ACTIONS
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK
 from loopkit.escalation.policy import CATEGORIES

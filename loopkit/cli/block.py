@@ -7,7 +7,7 @@ import json
 import click
 
 from loopkit import check as check_mod
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.config import Config
 from loopkit.errors import (
     EXIT_BLOCKED,

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.errors import EXIT_OK, ConfigError, WorkspaceError
 
 

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.errors import EXIT_OK
 
 

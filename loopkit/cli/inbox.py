@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.errors import EXIT_OK
 
 
@@ -23,7 +23,8 @@ def inbox(app: App, as_json: bool) -> int:
     """
     from loopkit.inbox.entries import open_requests, render
 
-    entries = open_requests()
+    app.config(anywhere=True)
+    entries = open_requests(app.stores(), app.hubs)
     if as_json:
         click.echo(json.dumps([e.row() for e in entries], ensure_ascii=False))
     else:
@@ -102,6 +103,7 @@ def serve(
         out=sys.stdout,
         user=user or default_user(),
         rotate=rotate_token,
+        hubs=app.hubs,
     )
 
 

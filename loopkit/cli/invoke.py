@@ -30,8 +30,9 @@ def _usage_line(exc: click.UsageError) -> str:
 
 
 def run(args: list[str]) -> int:
+    from loopkit.app import App
     from loopkit.cli.app import root
-    from loopkit.cli.context import App, report_bug
+    from loopkit.cli.context import report_bug
 
     app = App()
     try:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.errors import EXIT_OK, ConfigError
 
 
@@ -44,7 +44,7 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
         )
     app.register()
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
-    return Supervisor(config, options=options).run()
+    return Supervisor(config, options=options, hubs=app.hubs, hub=app.store().hub).run()
 
 
 @click.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.errors import EXIT_OK
 
 

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.errors import EXIT_OK
 from loopkit.requests.record import KINDS, STATUSES
 
@@ -23,7 +23,7 @@ def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: 
     from loopkit.requests.table import listing, render
 
     app: App = ctx.obj
-    app.config()
+    app.config(anywhere=True)
     rows, problems = listing(app.store(), status=status, kind=kind)
     click.echo(json.dumps(rows, ensure_ascii=False) if as_json else render(rows))
     for problem in problems:
@@ -38,7 +38,7 @@ def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: 
 def requests_show(app: App, request_id: str, as_json: bool) -> int:
     """Print the whole record as JSON: the one true read of a request's outcome."""
 
-    app.config()
+    app.config(anywhere=True)
     record = app.store_holding(request_id).load(request_id)
     click.echo(json.dumps(record.to_dict(), indent=2, ensure_ascii=False))
     return EXIT_OK
@@ -59,7 +59,7 @@ def requests_wait(app: App, request_id: str, timeout: float | None, as_json: boo
     from loopkit.requests.answer import outcome_of
     from loopkit.requests.outcome import exit_code, wait_for
 
-    app.config()
+    app.config(anywhere=True)
     record = wait_for(app.store(), request_id, timeout=timeout)
     res = record.resolution or {}
     click.echo(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
+from loopkit.app import App
 from loopkit.channels import CHANNELS
-from loopkit.cli.context import App
 from loopkit.errors import EXIT_FAILURE, EXIT_OK
 
 

@@ -29,7 +29,6 @@ from loopkit.config.values import TimeoutAction as TimeoutAction
 from loopkit.config.values import parse_duration as parse_duration
 from loopkit.errors import ConfigError
 from loopkit.redact import dial_secrets
-from loopkit.requests import hub
 
 CONFIG_NAME = "loopkit.toml"
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"
@@ -331,10 +330,21 @@ def _env_dsn(value: str | None, lenient: bool) -> str | None:
         raise ConfigError(f"LOOPKIT_FLEET_DSN: {exc}") from None
 
 
+def _fleet_installed() -> bool:
+    """Whether the ``[fleet]`` extra (psycopg) is there: looked up, never imported."""
+    import importlib.util
+
+    return importlib.util.find_spec("psycopg") is not None
+
+
 def load(
     workspace: Path, environ: Mapping[str, str] | None = None, *, lenient: bool = False
 ) -> Config:
     """Build the Config for ``workspace``. Raises ConfigError (exit 78) when invalid.
+
+    Pure: it reads, validates and returns. It configures nothing — the fleet's DSN is a field
+    (``channels.fleet_dsn``: the environment's, else ``[fleet] dsn``), and whoever assembles
+    the process builds the hub from it (:class:`loopkit.fleet.Hubs`).
 
     The workspace is made absolute here, once: every path derived from the Config (the
     events file included) names the same folder, whatever the process's folder is later.
@@ -371,10 +381,15 @@ def load(
         escalation["ladder"] = escalation.pop("channel")
     channels = _channel_settings(environ, lenient)
     dsn = channels.fleet_dsn or values["fleet"].get("dsn")
-    problem = hub.configure(dsn)
-    if problem and not lenient:
-        raise ConfigError(problem)
-    if dsn and channels.fleet_dsn is None:
+    if dsn is not None and not _fleet_installed():
+        if not lenient:
+            raise ConfigError(
+                "a fleet DSN is set ([fleet] dsn or LOOPKIT_FLEET_DSN) but psycopg is not "
+                "installed: pip install 'loopkit[fleet]' (or unset it to work on this machine "
+                "alone)"
+            )
+        dsn = None  # lenient: this machine alone, as without a fleet
+    if dsn != channels.fleet_dsn:
         channels = replace(channels, fleet_dsn=dsn)
     return Config(
         workspace=workspace,

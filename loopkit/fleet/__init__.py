@@ -1,4 +1,127 @@
-"""The fleet on PostgreSQL (SPEC section 13): :mod:`~loopkit.fleet.pg` (the hub),
+"""The fleet on PostgreSQL (SPEC sections 13 and 15): :mod:`~loopkit.fleet.pg` (the hub),
 :mod:`~loopkit.fleet.follow` (the owner's side), :mod:`~loopkit.fleet.schema` (the tables),
-:mod:`~loopkit.fleet.route` (an answer finds its request anywhere). What every part of
-loopkit talks to, fleet or not, is :mod:`loopkit.requests.hub`."""
+:mod:`~loopkit.fleet.route` (an answer finds its request anywhere).
+
+:class:`Hubs` is where a process gets its hubs: built once where an application is assembled
+(the CLI's App, ``serve``, ``run``'s Supervisor, ``mcp``) and handed down. It makes one
+:class:`~loopkit.fleet.pg.PgHub` per DSN — one shared connection each — and hands out the
+:class:`~loopkit.requests.hub.LocalHub` for a workspace without a fleet. psycopg is imported
+only once a DSN is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from loopkit.config import Config
+from loopkit.config.values import fleet_dsn
+from loopkit.requests.hub import Hub, LocalHub, Remote
+
+if TYPE_CHECKING:
+    from loopkit.fleet.pg import PgHub
+    from loopkit.requests.locate import Stores
+
+
+class Hubs:
+    """The hubs of one process: the local one, and one per fleet DSN.
+
+    A process that serves several workspaces answers each request through the hub its own
+    workspace's configuration names (:meth:`for_config`), or the environment's DSN when set
+    (``LOOPKIT_FLEET_DSN``, which a Config already prefers); loading another workspace's
+    config never changes it. :meth:`fleets` are every fleet this process knows of — the
+    environment's, and each one a loaded config named — which the inboxes search for other
+    machines' requests.
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        environ = os.environ if environ is None else environ
+        self.local = LocalHub()
+        self._made: dict[str, Hub] = {}
+        self._lock = threading.Lock()
+        self._env_dsn: str | None = None
+        with contextlib.suppress(ValueError):
+            self._env_dsn = fleet_dsn(environ.get("LOOPKIT_FLEET_DSN", "")) or None
+
+    def for_config(self, config: Config) -> Hub:
+        """The hub ``config``'s workspace answers through (``load`` checked psycopg)."""
+        return self.for_dsn(config.channels.fleet_dsn)
+
+    def for_dsn(self, dsn: str | None) -> Hub:
+        """The fleet at ``dsn`` (the same object for the same DSN), or the local hub."""
+        if not dsn:
+            return self.local
+        with self._lock:
+            if dsn not in self._made:
+                from loopkit.fleet.pg import PgHub  # psycopg: only where a fleet is used
+
+                self._made[dsn] = PgHub(dsn)
+            return self._made[dsn]
+
+    def fleets(self) -> list[Hub]:
+        """Every fleet hub this process knows: the environment's first, then those made."""
+        if self._env_dsn and _installed():
+            self.for_dsn(self._env_dsn)
+        with self._lock:
+            made = dict(self._made)
+        first = [made.pop(self._env_dsn)] if self._env_dsn in made else []
+        return [*first, *made.values()]
+
+    def pg_hubs(self) -> list[PgHub]:
+        fleets = self.fleets()
+        if not fleets:
+            return []
+        from loopkit.fleet.pg import PgHub
+
+        return [hub for hub in fleets if isinstance(hub, PgHub)]
+
+    def remote_open(self) -> list[Remote]:
+        """Other machines' open requests, across every fleet known (each once)."""
+        seen: set[tuple[str, str, str]] = set()
+        found: list[Remote] = []
+        for hub in self.fleets():
+            for remote in hub.remote_open():
+                key = (remote.machine, remote.workspace, remote.record.request_id)
+                if key not in seen:
+                    seen.add(key)
+                    found.append(remote)
+        return found
+
+    def find(self, request_id: str) -> tuple[Hub, Remote] | None:
+        """Another machine's request ``request_id``, with the hub that holds it."""
+        for hub in self.fleets():
+            remote = hub.find(request_id)
+            if remote is not None:
+                return hub, remote
+        return None
+
+
+def _installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("psycopg") is not None
+
+
+def follow(
+    hubs: Hubs, stores: Stores, stop: threading.Event, wake: Callable[[], None] | None = None
+) -> list[threading.Thread]:
+    """With a fleet: one follower thread per fleet, so answers given on other machines reach
+    this machine's workspaces (:mod:`loopkit.fleet.follow`). Without one, nothing. The
+    fleets are the environment's and every one a registered workspace names."""
+    stores.registered()  # load each workspace's config: its fleet's hub is made then
+    pg_hubs = hubs.pg_hubs()
+    if not pg_hubs:
+        return []
+    from loopkit.fleet.follow import Follower
+
+    threads = []
+    for hub in pg_hubs:
+        thread = threading.Thread(
+            target=Follower(hub, stores, stop, wake).run, daemon=True, name="loopkit-fleet"
+        )
+        thread.start()
+        threads.append(thread)
+    return threads

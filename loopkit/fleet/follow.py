@@ -23,9 +23,10 @@ import psycopg
 from loopkit import atomicfile, readfile
 from loopkit.errors import LoopkitError
 from loopkit.escalation.blockfile import remove_block
-from loopkit.home import Registry, home
+from loopkit.fleet.pg import CHANNEL, PgHub
+from loopkit.home import home
 from loopkit.log import get_logger
-from loopkit.requests.locate import store_for
+from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
 
 log = get_logger("loopkit.fleet")
@@ -39,8 +40,18 @@ def _first(record: Request) -> str:
 
 
 class Follower:
-    def __init__(self, hub: Any, stop: threading.Event, wake: Callable[[], None] | None) -> None:
+    """Follows one fleet (``hub``) for the workspaces of this machine whose configuration
+    names it (``stores`` gives each workspace's store with its own hub)."""
+
+    def __init__(
+        self,
+        hub: PgHub,
+        stores: Stores,
+        stop: threading.Event,
+        wake: Callable[[], None] | None,
+    ) -> None:
         self.hub = hub
+        self.stores = stores
         self.stop = stop
         self.wake = wake
         self.synced = home() / "fleet" / "synced.json"
@@ -56,7 +67,7 @@ class Follower:
             backoff = 1.0
             try:
                 with conn:
-                    conn.execute(f"LISTEN {self.hub_channel()}")
+                    conn.execute(f"LISTEN {CHANNEL}")
                     self.catch_up(conn)
                     beat = time.monotonic()
                     while not self.stop.is_set():
@@ -72,23 +83,18 @@ class Follower:
                 self.hub.down(exc)
                 self.stop.wait(backoff)
 
-    @staticmethod
-    def hub_channel() -> str:
-        from loopkit.fleet.pg import CHANNEL
-
-        return CHANNEL
-
     # --- catching up ------------------------------------------------------------------------
 
     def catch_up(self, conn: Any) -> None:
         self._seen(conn)
         started = time.time_ns()
         since = self._synced_ns() - MARGIN_NS
-        for registered in Registry().workspaces():
+        for registered, place in self.stores.registered():
+            if place.store.hub is not self.hub:
+                continue  # a workspace of another fleet, or of this machine alone
             try:
-                store = store_for(registered.path)
-                for request_id in store.changed_since(since):
-                    self.hub.mirror(store.workspace, store.load(request_id))
+                for request_id in place.store.changed_since(since):
+                    self.hub.mirror(place.workspace, place.store.load(request_id))
             except LoopkitError as exc:
                 log.warning("fleet_sync_failed", msg=f"fleet: cannot sync {registered.path}: {exc}")
         self.synced.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -139,7 +145,7 @@ class Follower:
         """Give this machine's record the answer another machine wrote (once)."""
         try:
             remote = Request.from_dict(answer["record"], source="fleet answer")
-            store = store_for(Path(workspace))
+            store = self.stores.of(Path(workspace))
         except (LoopkitError, KeyError, TypeError) as exc:
             log.warning("fleet_apply_failed", msg=f"fleet: cannot apply {request_id}: {exc}")
             return

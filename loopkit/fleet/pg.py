@@ -1,4 +1,5 @@
-"""The fleet on PostgreSQL (psycopg 3): :class:`~loopkit.fleet.Hub` for many machines.
+"""The fleet on PostgreSQL (psycopg 3): a :class:`~loopkit.requests.hub.Hub` for many
+machines, made by :class:`loopkit.fleet.Hubs` (one per DSN).
 
 - Every write of a record is mirrored to ``loopkit_requests`` (an upsert; the file stays the
   record). A row answered from another machine keeps its answer until its owner applies it.
@@ -28,6 +29,7 @@ from psycopg.types.json import Jsonb
 from loopkit import clock
 from loopkit.errors import RequestConflict
 from loopkit.home import machine
+from loopkit.home.bot import BotLease, OffsetFile
 from loopkit.log import get_logger
 from loopkit.requests.answer import Answer, already_answered, apply_reply
 from loopkit.requests.hub import Lease, Offsets, Remote
@@ -201,8 +203,8 @@ class PgHub:
 
     def find(self, request_id: str) -> Remote | None:
         rows = self._run(
-            "SELECT machine, workspace, repo, record FROM loopkit_requests "
-            "WHERE request_id = %s AND machine <> %s LIMIT 1",
+            "SELECT machine, workspace, repo, COALESCE(answer->'record', record) "
+            "FROM loopkit_requests WHERE request_id = %s AND machine <> %s LIMIT 1",
             (request_id, self.machine),
         )
         return self._remote(rows[0]) if rows and self._readable(rows[0][3]) else None
@@ -289,11 +291,6 @@ class PgHub:
     def offsets(self, token: str | None) -> Offsets:
         return PgOffsets(self, token)
 
-    def follow(self, stop: threading.Event, wake: Any = None) -> None:
-        from loopkit.fleet.follow import Follower
-
-        Follower(self, stop, wake).run()
-
 
 class PgLease:
     """One poller per bot fleet-wide: ``pg_try_advisory_lock`` held on a connection of its
@@ -314,8 +311,6 @@ class PgLease:
         while True:
             conn = self.hub.connect(f"loopkit lease {self.bot} {self.hub.machine}")
             if conn is None:
-                from loopkit.home.bot import BotLease
-
                 self._local = BotLease(self.bot)
                 self._local.take()
                 return
@@ -347,8 +342,6 @@ class PgOffsets:
     for when the database is gone)."""
 
     def __init__(self, hub: PgHub, token: str | None) -> None:
-        from loopkit.home.bot import OffsetFile
-
         self.hub = hub
         self.file = OffsetFile(token)
         self.bot = self.file.bot

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from loopkit.errors import RequestNotFound
-from loopkit.requests import hub
+from loopkit.fleet import Hubs
 from loopkit.requests.answer import Answer, answer
-from loopkit.requests.locate import store_holding
+from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 
 
@@ -19,18 +19,24 @@ def answer_anywhere(
     by: str,
     via: str,
     here: RequestStore | None,
+    stores: Stores,
+    hubs: Hubs,
     about: dict[str, Any] | None = None,
     expected_updated_at: str | None = None,
 ) -> tuple[Answer, RequestStore | None]:
     """Answer ``request_id``; returns the answer and the local store that holds it (None when
-    another machine does). Errors as :func:`~loopkit.requests.answer.answer`'s."""
-    store = store_holding(request_id, here) if here is not None else None
-    if store is None or not store.path(request_id).exists():
-        remote = hub.current().find(request_id)
-        if remote is not None:
-            return hub.current().answer_remote(remote, reply, by=by, via=via, about=about), None
+    another machine does). A local request is claimed through its own store's hub; another
+    machine's through the fleet that holds it. Errors as
+    :func:`~loopkit.requests.answer.answer`'s."""
+    store = stores.holding(request_id, here)
     if store is None:
-        raise RequestNotFound(f"no request {request_id!r} on this machine or in the fleet")
+        found = hubs.find(request_id)
+        if found is not None:
+            hub, remote = found
+            return hub.answer_remote(remote, reply, by=by, via=via, about=about), None
+        if here is None:
+            raise RequestNotFound(f"no request {request_id!r} on this machine or in the fleet")
+        store = here  # its load says "no request …"
     result = answer(
         store,
         request_id,

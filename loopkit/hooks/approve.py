@@ -22,10 +22,12 @@ from loopkit import agentsession, log
 from loopkit import config as config_mod
 from loopkit.escalation import gate
 from loopkit.escalation.escalator import Escalator
+from loopkit.fleet import Hubs
 from loopkit.hooks.rules import FILE_TOOLS
 from loopkit.message import clean, fold
 from loopkit.redact import Redactor, mask_command
 from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 WAITING = "waiting for a human's approval: loopkit will resume you when it is given"
@@ -95,7 +97,8 @@ def decide(workspace: str, event: dict[str, Any], hit: str) -> dict[str, Any]:
               stream=sys.stderr, console_level="warning")  # fmt: skip
     event = {**event, "cwd": event.get("cwd") or workspace}
     digest = call_hash(event["tool_name"], event.get("tool_input", {}), event["cwd"])
-    escalator = Escalator(config)
+    store = RequestStore(Workspace.of(config), hub=Hubs().for_config(config))
+    escalator = Escalator(config, store=store)
     supervised = agentsession.inside()
     record = gate.approval(
         f"hook:{digest}",

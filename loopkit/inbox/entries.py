@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from loopkit import clock
-from loopkit.home import Registry
+from loopkit.fleet import Hubs
 from loopkit.message import LETTERS, age, fold
-from loopkit.requests import hub
-from loopkit.requests.locate import store_for
+from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
 
 
@@ -49,14 +48,16 @@ class Entry:
         }
 
 
-def open_requests(registry: Registry | None = None) -> list[Entry]:
-    """Every open or deferred request of every registered workspace, oldest first."""
+def open_requests(stores: Stores, hubs: Hubs) -> list[Entry]:
+    """Every open or deferred request of every registered workspace — and, with a fleet,
+    every other machine's — oldest first. The fleets searched are the environment's and
+    every one a registered workspace's configuration names."""
     entries: list[tuple[int, Entry]] = []
-    for order, registered in enumerate((registry or Registry()).workspaces()):
-        for _, record in store_for(registered.path).all():
+    for order, (registered, place) in enumerate(stores.registered()):
+        for _, record in place.store.all():
             if isinstance(record, Request) and record.is_open:
                 entries.append((order, Entry(record, registered.path, registered.repo)))
-    for remote in hub.current().remote_open():
+    for remote in hubs.remote_open():
         where = Path(remote.workspace)
         entries.append((len(entries), Entry(remote.record, where, remote.repo, remote.machine)))
     # Oldest first; within one second, by workspace as last seen, then as stored.

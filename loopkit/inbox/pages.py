@@ -1,5 +1,9 @@
 """What the inbox's pages show, read from the registered workspaces (no HTTP in here).
 
+Every function is handed the process's :class:`~loopkit.requests.locate.Stores` (this
+machine's workspaces, each with its own hub) and :class:`~loopkit.fleet.Hubs` (the fleets,
+for other machines' requests).
+
 Every workspace is addressed by its registry id (``home.workspace_id``), never by a path
 from the request, so a URL cannot name a folder loopkit was not told about. Context refs
 are shown only when they are regular text files inside their workspace, cut at
@@ -15,12 +19,11 @@ from typing import Any
 
 from loopkit import clock, readfile
 from loopkit.errors import LoopkitError
-from loopkit.escalation import blockfile
-from loopkit.home import Registered, Registry, workspace_id
+from loopkit.fleet import Hubs
+from loopkit.home import workspace_id
 from loopkit.inbox.entries import Entry, open_requests
 from loopkit.message import LETTERS, age, clean
-from loopkit.requests import hub
-from loopkit.requests.locate import store_for
+from loopkit.requests.locate import Place, Stores
 from loopkit.requests.record import ID_RE, Request
 from loopkit.requests.store import RequestStore
 
@@ -89,50 +92,55 @@ def _card(entry: Entry) -> Card:
     return Card(entry.record, entry.workspace, entry.repo, workspace_id(entry.workspace))
 
 
-def open_cards(registry: Registry | None = None) -> list[Card]:
-    return [_card(entry) for entry in open_requests(registry)]
+def open_cards(stores: Stores, hubs: Hubs) -> list[Card]:
+    return [_card(entry) for entry in open_requests(stores, hubs)]
 
 
-def _workspace(key: str, registry: Registry) -> Registered | None:
-    for registered in registry.workspaces():
+def _place(key: str, stores: Stores) -> tuple[Path, str, Place] | None:
+    for registered, place in stores.registered():
         if workspace_id(registered.path) == key:
-            return registered
+            return registered.path, registered.repo, place
     return None
 
 
-def find(key: str, request_id: str, registry: Registry | None = None) -> Card | None:
-    """The request ``request_id`` of the workspace with registry id ``key``, if both exist."""
+def find(key: str, request_id: str, stores: Stores, hubs: Hubs) -> Card | None:
+    """The request ``request_id`` of the workspace with registry id ``key``, if both exist;
+    another machine's as the fleet has it now (answered there: its answer)."""
     if not ID_RE.match(request_id):
         return None
     if key.startswith("m"):
-        remote = hub.current().find(request_id)
-        if remote is None or remote_key(remote.machine, remote.workspace) != key:
+        found = hubs.find(request_id)
+        if found is None:
+            return None
+        remote = found[1]
+        if remote_key(remote.machine, remote.workspace) != key:
             return None
         where = Path(remote.workspace)
         return Card(remote.record, where, remote.repo, key, machine=remote.machine)
-    registered = _workspace(key, registry or Registry())
-    if registered is None:
+    located = _place(key, stores)
+    if located is None:
         return None
+    path, repo, place = located
     try:
-        record = store_for(registered.path).load(request_id)
+        record = place.store.load(request_id)
     except LoopkitError:
         return None
-    card = Card(record, registered.path, registered.repo, key)
-    card.refs = [_ref(registered.path, ref) for ref in record.context_refs]
+    card = Card(record, path, repo, key)
+    card.refs = [_ref(path, ref) for ref in record.context_refs]
     return card
 
 
-def store_of(card: Card) -> RequestStore:
-    return store_for(card.workspace)
+def store_of(card: Card, stores: Stores) -> RequestStore:
+    return stores.of(card.workspace)
 
 
-def history(limit: int = 100, registry: Registry | None = None) -> list[Card]:
+def history(stores: Stores, limit: int = 100) -> list[Card]:
     """Resolved and expired requests of every workspace, the most recent first."""
     found: list[Card] = []
-    for registered in (registry or Registry()).workspaces():
+    for registered, place in stores.registered():
         key = workspace_id(registered.path)
         try:
-            records = list(store_for(registered.path).all())
+            records = list(place.store.all())
         except LoopkitError:
             continue
         for _, record in records:
@@ -156,12 +164,3 @@ def _ref(root: Path, ref: str) -> Ref:
         return Ref(ref)  # not text
     lines = raw.decode("utf-8", "replace").splitlines()
     return Ref(ref, clean("\n".join(lines[:REF_LINES])), cut=len(lines) > REF_LINES)
-
-
-def blocked_here(card: Card) -> bool:
-    """Whether the request's workspace is blocked on it (its BLOCKED.md names it)."""
-    try:
-        workspace = store_of(card).workspace
-    except LoopkitError:
-        return False
-    return blockfile.request_id_of(workspace.blocked) == card.record.request_id

@@ -25,20 +25,19 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from loopkit import clock
-from loopkit import config as config_mod
-from loopkit.config import ChannelSettings, Config
+from loopkit import clock, fleet
+from loopkit.config import ChannelSettings
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
 from loopkit.escalation import blockfile, delivery
 from loopkit.escalation.adoption import block_request_id
 from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
 from loopkit.escalation.sender import Sender
-from loopkit.home import Registry, home
+from loopkit.fleet import Hubs
+from loopkit.home import home
+from loopkit.inbox.relay.poller import UpdatePoller
 from loopkit.log import get_logger
-from loopkit.requests import hub
-from loopkit.requests.store import RequestStore
-from loopkit.workspace import Workspace
+from loopkit.requests.locate import Stores
 from loopkit.workspace.state import SupervisorLock
 
 log = get_logger("loopkit.serve")
@@ -116,12 +115,13 @@ class Retrier:
     """Sends what is due for blocks no supervisor watches, in every registered workspace."""
 
     stop: threading.Event
+    stores: Stores
     repaired: set[Path] = field(default_factory=set)
 
     def run(self) -> None:
         while not self.stop.is_set():
             wait = RETRY_LOOK
-            for path in [r.path for r in Registry().workspaces()]:
+            for path in [r.path for r in self.stores.registry.workspaces()]:
                 try:
                     wait = min(wait, self._workspace(path))
                 except Exception as exc:  # one broken workspace stops no other
@@ -131,10 +131,9 @@ class Retrier:
     def _workspace(self, path: Path) -> float:
         """Send what is due for the block standing in ``path`` (its BLOCKED.md's request, the
         only one read); seconds until its next send (RETRY_LOOK at most)."""
-        config = config_mod.load(path, lenient=True)
-        workspace = Workspace.of(config)
+        place = self.stores.place(path)
+        config, store, workspace = place.config, place.store, place.workspace
         watched = SupervisorLock(workspace).holder() is not None
-        store = RequestStore(workspace)
         if path not in self.repaired and not watched:
             # Once per workspace: finish an escalation a crash cut short (escalation.repair).
             self.repaired.add(path)
@@ -188,7 +187,10 @@ def serve(
     out: Any,
     user: str,
     rotate: bool = False,
+    hubs: Hubs | None = None,
 ) -> int:
+    """Serve the inbox, the relay, the retrier and the follower until a signal. ``hubs``:
+    the process's hubs, handed to each (built here when not handed in)."""
     from loopkit.inbox.auth import InboxToken, Throttle
     from loopkit.inbox.web import Inbox, app
 
@@ -210,21 +212,20 @@ def serve(
     sock.setblocking(False)
     bound = sock.getsockname()
     stop = threading.Event()
-    server = _Server(sock, app(Inbox(token, user, Throttle())))
-    poller = _poller(settings)
+    hubs = hubs or Hubs()
+    stores = Stores(hubs.for_config)
+    server = _Server(sock, app(Inbox(token, user, Throttle(), stores, hubs)))
+    poller = _poller(settings, hubs, stores)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
         server.stop(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    retrier = threading.Thread(target=Retrier(stop).run, daemon=True, name="loopkit-retry")
-    retrier.start()
+    retrier = Retrier(stop, stores)
+    threading.Thread(target=retrier.run, daemon=True, name="loopkit-retry").start()
     # With a fleet: answers given on other machines reach this machine's workspaces.
-    follower = threading.Thread(
-        target=hub.current().follow, args=(stop,), daemon=True, name="loopkit-fleet"
-    )
-    follower.start()
+    fleet.follow(hubs, stores, stop)
     out.write(f"loopkit serve: listening on http://{bound[0]}:{bound[1]} (LOOPKIT_HOME {home()})\n")
     show_url(out, bound[0], bound[1], secret, user)
     try:
@@ -239,14 +240,13 @@ def serve(
     return EXIT_SIGINT if server.signal == signal.SIGINT else EXIT_SIGTERM
 
 
-def _poller(settings: ChannelSettings) -> Any:
-    """The bot's poller for the whole machine, when a bot is configured."""
+def _poller(settings: ChannelSettings, hubs: Hubs, stores: Stores) -> UpdatePoller | None:
+    """The bot's poller for the whole machine, when a bot is configured (serve has no
+    workspace of its own: the bot's lease and offset are kept by the environment's fleet,
+    else on this machine)."""
     if not (settings.telegram_token and settings.telegram_chat):
         return None
-    from loopkit.inbox.relay.poller import UpdatePoller
-
-    config = Config(workspace=home(), channels=settings)  # serve has no workspace of its own
-    poller = UpdatePoller(config)
+    poller = UpdatePoller.relay(settings, hubs=hubs, stores=stores)
     poller.active.set()
     poller.start()
     return poller

@@ -29,11 +29,13 @@ from starlette.routing import Route
 from loopkit import agentsession
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation import blockfile
+from loopkit.fleet import Hubs
 from loopkit.fleet.route import answer_anywhere
 from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, InboxToken, Sessions, Throttle
 from loopkit.log import get_logger
 from loopkit.requests.answer import parse_for
+from loopkit.requests.locate import Stores
 
 log = get_logger("loopkit.inbox")
 
@@ -56,6 +58,8 @@ class Inbox:
     token: InboxToken
     user: str
     throttle: Throttle
+    stores: Stores
+    hubs: Hubs
 
     @property
     def sessions(self) -> Sessions:
@@ -79,6 +83,7 @@ def _client(request: HttpRequest) -> str:
 
 def app(inbox: Inbox) -> Starlette:
     templates = _templates()
+    where = (inbox.stores, inbox.hubs)
     static = {
         name: (resources.files("loopkit.inbox") / "static" / name).read_bytes() for name in STATIC
     }
@@ -125,12 +130,12 @@ def app(inbox: Inbox) -> Starlette:
         return wrapped
 
     async def listing(request: HttpRequest, nonce: str) -> Response:
-        cards = pages.open_cards()
+        cards = pages.open_cards(inbox.stores, inbox.hubs)
         name = "_list.html.j2" if request.query_params.get("fragment") else "list.html.j2"
         return page(name, cards=cards, csrf=inbox.sessions.csrf(nonce), title="Inbox")
 
     async def one(request: HttpRequest, nonce: str) -> Response:
-        card = pages.find(request.path_params["key"], request.path_params["rid"])
+        card = pages.find(request.path_params["key"], request.path_params["rid"], *where)
         if card is None:
             return page("missing.html.j2", 404, title="Not found")
         if request.query_params.get("fragment"):
@@ -149,7 +154,7 @@ def app(inbox: Inbox) -> Starlette:
         if not inbox.sessions.csrf_matches(nonce, form.get("csrf", "")):
             stale = "403 Forbidden: stale or missing form token; reload the page\n"
             return PlainTextResponse(stale, 403, headers=HEADERS)
-        card = pages.find(request.path_params["key"], request.path_params["rid"])
+        card = pages.find(request.path_params["key"], request.path_params["rid"], *where)
         if card is None:
             return page("missing.html.j2", 404, title="Not found")
         server = request.scope.get("server") or (None, None)
@@ -168,13 +173,14 @@ def app(inbox: Inbox) -> Starlette:
             )
         if not text:
             return RedirectResponse(card.url, 303, headers=HEADERS)
-        here = None if card.machine else pages.store_of(card)
+        here = None if card.machine else pages.store_of(card, inbox.stores)
         try:
             result, store = answer_anywhere(
-                card.record.request_id, text, by=inbox.user, via="inbox", here=here
-            )
+                card.record.request_id, text, by=inbox.user, via="inbox", here=here,
+                stores=inbox.stores, hubs=inbox.hubs,
+            )  # fmt: skip
         except RequestConflict:
-            fresh = pages.find(card.key, card.record.request_id) or card
+            fresh = pages.find(card.key, card.record.request_id, *where) or card
             return page("answered.html.j2", card=fresh, title="Already answered")
         except LoopkitError as exc:
             return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
@@ -189,7 +195,7 @@ def app(inbox: Inbox) -> Starlette:
         return RedirectResponse(f"{card.url}?done=1", 303, headers=HEADERS)
 
     async def past(request: HttpRequest, nonce: str) -> Response:
-        return page("history.html.j2", cards=pages.history(), title="History")
+        return page("history.html.j2", cards=pages.history(inbox.stores), title="History")
 
     async def asset(request: HttpRequest, nonce: str) -> Response:
         name = request.path_params["name"]

@@ -1,11 +1,11 @@
 """The workspace a ``loopkit mcp`` server serves: found once at start, as every command finds
-it (SPEC section 9), with the command line's own :class:`~loopkit.cli.context.App`."""
+it (SPEC section 9), with the same :class:`~loopkit.app.App` as the command line."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopkit.cli.context import App
+from loopkit.app import App
 from loopkit.config import Config
 from loopkit.errors import ConfigError
 from loopkit.requests.store import RequestStore

@@ -15,13 +15,12 @@ first answer is never touched.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from loopkit import clock
 from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
-from loopkit.requests import hub
+from loopkit.requests.answered import Answer as Answer
 from loopkit.requests.record import Request
 from loopkit.requests.replies import Decision, parse_reply
 from loopkit.requests.store import RequestStore
@@ -49,13 +48,6 @@ _INDEXED = re.compile(
 _YES = frozenset({"yes", "y", "approve", "approved", "ok", "lgtm", "👍"})
 _NO = frozenset({"no", "n", "reject", "rejected", "deny"})
 _REASON_SPLIT = re.compile(r"\s*(?::|—|–|\s-\s|,|;|\n)\s*|\s+(?=because\b)", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    record: Request
-    decision: dict[str, Any]  # the SPEC's decision JSON: DECISION_KEYS
-    deferred: bool = False
 
 
 def options_for(kind: str) -> tuple[dict[str, str], ...]:
@@ -161,7 +153,7 @@ def answer(
     def record_it(record: Request) -> None:
         outcome.append(apply_reply(record, reply, by=by, via=via, about=about))
         # With a fleet, the answer is claimed fleet-wide first: exactly one wins (SPEC §13).
-        hub.current().claim(store.workspace, record)
+        store.hub.claim(store.workspace, record)
 
     store.update(request_id, record_it, expected_updated_at=expected_updated_at)
     return outcome[0]

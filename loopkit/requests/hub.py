@@ -1,29 +1,28 @@
-"""The hub: what a fleet shares (SPEC section 13) — one human's requests, answers and bot.
+"""The hub: what a fleet shares (SPEC sections 13 and 15) — one human's requests, answers and bot.
 
-Every part that a fleet changes talks to one :class:`Hub`, whichever store is behind it:
-the request store mirrors each write through it, ``answer`` claims each answer through it,
-the phone poller takes its bot lease and keeps its offset through it, and the inboxes list
-and answer other machines' requests through it. :class:`LocalHub` is the embedded default
-(sections 1–12: files in the workspace and ``LOOPKIT_HOME``; it mirrors nothing and knows
-no other machine); with ``[fleet] dsn`` / ``LOOPKIT_FLEET_DSN`` set, ``config.load``
-configures a :class:`~loopkit.fleet.pg.PgHub` on PostgreSQL. Nothing else in loopkit asks
-whether there is a fleet.
+Every part that a fleet changes talks to a :class:`Hub` it was *handed*, never one it looked
+up: the request store mirrors each write through its hub (``RequestStore(workspace,
+hub=…)``), the answer path claims each answer through the store's hub, the Telegram relay
+takes its bot lease and keeps its offset through the hub it was given, and the inboxes list
+and answer other machines' requests through the hubs of the process. A hub is built where an
+application is assembled — the CLI's :class:`~loopkit.app.App`, ``serve``, ``run``'s
+Supervisor, ``mcp`` — by :class:`loopkit.fleet.Hubs` (one per fleet DSN), the way httpx's
+``Client(transport=…)`` is given its transport once. Loading a workspace's configuration
+never changes which hub anything else uses.
 
-This module imports nothing beyond the standard library (the request store imports it);
-:mod:`loopkit.fleet` builds on it.
+:class:`LocalHub` is the embedded default (sections 1–12: files in the workspace and
+``LOOPKIT_HOME``; it mirrors nothing and knows no other machine). This module knows nothing
+of :mod:`loopkit.fleet`, which builds on it.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from loopkit.requests.answer import Answer
-    from loopkit.requests.record import Request
-    from loopkit.workspace import Workspace
+from loopkit.requests.answered import Answer
+from loopkit.requests.record import Request
+from loopkit.workspace import Workspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +62,6 @@ class Hub(Protocol):
     ) -> Answer: ...
     def bot_lease(self, bot: str) -> Lease: ...
     def offsets(self, token: str | None) -> Offsets: ...
-    def follow(self, stop: threading.Event, wake: Callable[[], None] | None = None) -> None: ...
 
 
 class LocalHub:
@@ -87,7 +85,7 @@ class LocalHub:
         raise NotImplementedError("no other machine without a fleet")
 
     def bot_lease(self, bot: str) -> Lease:
-        from loopkit.home.bot import BotLease
+        from loopkit.home.bot import BotLease  # with its logger: only where a bot is polled
 
         return BotLease(bot)
 
@@ -95,44 +93,3 @@ class LocalHub:
         from loopkit.home.bot import OffsetFile
 
         return OffsetFile(token)
-
-    def follow(self, stop: threading.Event, wake: Callable[[], None] | None = None) -> None:
-        return None  # answers arrive as file changes: the folder watch sees them
-
-
-_local = LocalHub()
-_current: Any = _local
-_dsn: str | None = None
-_lock = threading.Lock()
-
-
-def configure(dsn: str | None) -> str | None:
-    """Use the fleet at ``dsn`` (None: the embedded default). Called by ``config.load``;
-    returns why the fleet cannot be used (psycopg missing), else None."""
-    global _current, _dsn
-    import importlib.util
-
-    if dsn is not None and importlib.util.find_spec("psycopg") is None:
-        dsn = None
-        problem: str | None = (
-            "a fleet DSN is set ([fleet] dsn or LOOPKIT_FLEET_DSN) but psycopg is not "
-            "installed: pip install 'loopkit[fleet]' (or unset it to work on this machine alone)"
-        )
-    else:
-        problem = None
-    with _lock:
-        if dsn == _dsn:
-            return problem
-        if dsn is None:
-            _current, _dsn = _local, None
-            return problem
-        from loopkit.fleet.pg import PgHub
-
-        _current, _dsn = PgHub(dsn), dsn
-    return problem
-
-
-def current() -> Hub:
-    """The hub this process uses (the last ``config.load`` chose it)."""
-    hub_now: Hub = _current
-    return hub_now

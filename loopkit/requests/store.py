@@ -16,14 +16,19 @@ from typing import Any
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
-from loopkit.requests import hub
+from loopkit.requests.hub import Hub, LocalHub
 from loopkit.requests.record import ID_RE, Request, Status, validate_id
 from loopkit.workspace import Workspace
 
 
 class RequestStore:
-    def __init__(self, workspace: Workspace) -> None:
+    """One workspace's requests. ``hub`` is the hub its workspace's configuration names
+    (handed down by whoever assembled the process; :class:`LocalHub` alone): every write is
+    mirrored through it and every answer claimed through it."""
+
+    def __init__(self, workspace: Workspace, *, hub: Hub | None = None) -> None:
         self.workspace = workspace
+        self.hub: Hub = hub if hub is not None else LocalHub()
         self.folder = workspace.requests_dir
         self._guard = threading.RLock()  # makes locked() reentrant within this store
         self._depth = 0
@@ -105,7 +110,7 @@ class RequestStore:
             atomicfile.write_json(self.path(record.request_id), record.to_dict(), mode=0o600)
         except OSError as exc:
             raise WorkspaceError(atomicfile.failure(exc, self.path(record.request_id))) from None
-        hub.current().mirror(self.workspace, record)  # the file is the record; the fleet, a copy
+        self.hub.mirror(self.workspace, record)  # the file is the record; the fleet, a copy
 
     def create(self, record: Request) -> None:
         """Write a new record; an existing one with the same id is a conflict (exit 4)."""

@@ -24,17 +24,18 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from types import FrameType
 
-from loopkit import channels, clock
+from loopkit import channels, clock, fleet
 from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import blockfile
 from loopkit.escalation.repair import repair
+from loopkit.fleet import Hubs
 from loopkit.log import get_logger
-from loopkit.requests import hub
+from loopkit.requests.hub import Hub
 from loopkit.supervisor.blocked import BlockedPhase
 from loopkit.supervisor.containment import subreaper
 from loopkit.supervisor.iteration import Iteration
@@ -51,8 +52,17 @@ __all__ = ["Options", "Supervisor"]
 class Supervisor:
     """The loop, its lifecycle and its signals, over the phases it owns."""
 
-    def __init__(self, config: Config, *, options: Options | None = None) -> None:
-        self.parts = Parts(config, options or Options())
+    def __init__(
+        self,
+        config: Config,
+        *,
+        options: Options | None = None,
+        hubs: Hubs | None = None,
+        hub: Hub | None = None,
+    ) -> None:
+        """``hubs``: the process's hubs (one per fleet DSN); ``hub``: the workspace's own
+        (default: the one its Config names). Built here when not handed in."""
+        self.parts = Parts(config, options or Options(), hubs=hubs or Hubs(), hub=hub)
         self.lock = SupervisorLock(self.parts.workspace)
         self.reload = threading.Event()
         self.iteration = Iteration(self.parts)
@@ -93,7 +103,7 @@ class Supervisor:
         parts = self.parts
         with self.lock.held(), self._signals(), self._in_workspace(), subreaper():
             folders = [parts.workspace.root, parts.workspace.requests_dir]
-            with FolderWatch(folders, parts.wake) as watch, following(parts.wake.set):
+            with FolderWatch(folders, parts.wake) as watch, following(parts):
                 parts.watch = watch
                 try:
                     return self._loop()
@@ -185,14 +195,11 @@ class Supervisor:
 
 
 @contextlib.contextmanager
-def following(wake: Callable[[], None]) -> Iterator[None]:
+def following(parts: Parts) -> Iterator[None]:
     """With a fleet, answers given on other machines are applied here while we run
-    (:meth:`Hub.follow`; the embedded default has nothing to follow)."""
+    (:func:`loopkit.fleet.follow`; without one there is nothing to follow)."""
     stop = threading.Event()
-    thread = threading.Thread(
-        target=hub.current().follow, args=(stop, wake), daemon=True, name="loopkit-fleet"
-    )
-    thread.start()
+    fleet.follow(parts.hubs, parts.stores, stop, parts.wake.set)
     try:
         yield
     finally:

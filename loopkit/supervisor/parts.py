@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING, Literal
 from loopkit.config import Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.escalation.escalator import Escalator
+from loopkit.fleet import Hubs
 from loopkit.log import get_logger
 from loopkit.redact import LineRedactor, Redactor
+from loopkit.requests.hub import Hub
+from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor.containment import Containment, label
@@ -64,8 +67,12 @@ def _stdout_echo(chunk: bytes) -> None:
 class Parts:
     """The supervisor's parts and state, and the few steps every phase uses."""
 
-    def __init__(self, config: Config, options: Options) -> None:
+    def __init__(
+        self, config: Config, options: Options, *, hubs: Hubs, hub: Hub | None = None
+    ) -> None:
         self.options = options
+        self.hubs = hubs
+        self._hub = hub  # the workspace's hub, when handed one (else its Config's)
         self.state_file = StateFile(Workspace.of(config))
         self.wake = Wake()
         self.stop = threading.Event()
@@ -90,7 +97,10 @@ class Parts:
         """Build the config's parts: at start, and again on a reload."""
         self.config = config
         self.workspace = Workspace.of(config)
-        self.store = RequestStore(self.workspace)  # the one store of this process
+        hub = self._hub if self._hub is not None else self.hubs.for_config(config)
+        self.store = RequestStore(self.workspace, hub=hub)  # the one store of this process
+        self.stores = Stores(self.hubs.for_config)  # every other registered workspace's
+        self.stores.add(config, self.store)
         self.escalator = Escalator(config, store=self.store)
         self.runner.kill_grace = config.loop.kill_grace
         self.redactor = Redactor(config.channels.secrets())
@@ -109,7 +119,9 @@ class Parts:
         if self._poller is None:
             from loopkit.inbox.relay.poller import UpdatePoller
 
-            self._poller = UpdatePoller(self.config, store=self.store)
+            self._poller = UpdatePoller.relay(
+                channels, hubs=self.hubs, stores=self.stores, hub=self.store.hub, here=self.store
+            )
             self._poller.start()
         return self._poller
 

@@ -20,10 +20,12 @@ from loopkit.escalation import gate
 from loopkit.escalation.ask import Question
 from loopkit.escalation.ask import ask as do_ask
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.fleet import Hubs
 from loopkit.home import Registry, home, workspace_id
 from loopkit.inbox.auth import InboxToken, Throttle
 from loopkit.inbox.web import Inbox, app
 from loopkit.requests.answer import answer
+from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
@@ -62,7 +64,8 @@ def inbox(ws: Path) -> tuple[Browser, InboxToken]:
     Registry().register(ws, "shop")
     token = InboxToken(home())
     token.ensure()
-    return Browser(app(Inbox(token, "ana", Throttle()))), token
+    hubs = Hubs()
+    return Browser(app(Inbox(token, "ana", Throttle(), Stores(hubs.for_config), hubs))), token
 
 
 def escalate(ws: Path, question: str = "Which flow?") -> str:

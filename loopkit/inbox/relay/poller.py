@@ -1,13 +1,12 @@
-"""Answers from Telegram: long-poll ``getUpdates`` while blocked and record taps and replies.
+"""Answers from Telegram: long-poll ``getUpdates`` while blocked and hand each update to the
+:class:`~loopkit.inbox.relay.router.Router` (who may answer: :mod:`~loopkit.inbox.relay.
+senders`; an update from anyone else is logged, and a tap is answered "not allowed").
 
-Who may answer: only updates from ``LOOPKIT_HITL_TELEGRAM_CHAT`` and, when set, from a user
-in ``LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS`` (numeric ids: usernames change). Anything else
-decides nothing; it is logged, and a tap is answered "not allowed".
-
-Exactly once: an update's answer is recorded (``loopkit.answers.answer``, under the store
-lock) *before* the offset moves past it, and the offset is saved under ``.loopkit/`` after
-each handled batch. A crash in between means the update comes again after the restart; the
-request is answered by then, so it is acknowledged "already answered" and changes nothing.
+Exactly once: an update's answer is recorded (by the router, under the store lock) *before*
+the offset moves past it, and the offset is saved (in ``LOOPKIT_HOME`` or the fleet, as the
+hub keeps it) after each handled batch. A crash in between means the update comes again
+after the restart; the request is answered by then, so it is acknowledged "already
+answered" and changes nothing.
 An answer sent while loopkit was down waits at Telegram and is applied after the restart.
 
 A tap is acknowledged (``answerCallbackQuery``) and the message is edited to show the outcome,
@@ -25,25 +24,16 @@ from typing import Any
 import httpx
 
 from loopkit.channels.telegram_api import BotApi, BotApiError
-from loopkit.config import Config
-from loopkit.errors import LoopkitError, RequestConflict
-from loopkit.escalation.blockfile import remove_block
-from loopkit.escalation.sender import message_for
-from loopkit.fleet.route import answer_anywhere
-from loopkit.home import Registry
-from loopkit.inbox.relay.senders import (
-    Sender,
-    outcome_line,
-    sender_of,
-    telegram_message_id,
-)
+from loopkit.config import ChannelSettings
+from loopkit.errors import LoopkitError
+from loopkit.fleet import Hubs
+from loopkit.inbox.relay.router import Router
+from loopkit.inbox.relay.senders import Allowed
 from loopkit.log import get_logger
-from loopkit.message import LETTERS, fold
-from loopkit.requests import hub
-from loopkit.requests.locate import store_for, store_holding
+from loopkit.requests.hub import Hub
+from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
-from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.phone")
 
@@ -63,19 +53,19 @@ class UpdatePoller:
 
     def __init__(
         self,
-        config: Config,
+        settings: ChannelSettings,
+        router: Router,
         *,
-        client: httpx.Client | None = None,
+        hub: Hub,
         wait: Callable[[float], bool] | None = None,
         poll_timeout: int = POLL_TIMEOUT,
-        store: RequestStore | None = None,
     ) -> None:
-        self.config = config
-        self.bot = BotApi(config.channels, client=client)
-        self.store = store or RequestStore(Workspace.of(config))
-        # One poller per bot: this machine's flock, or the fleet's advisory lock (SPEC §13).
-        self.offsets = hub.current().offsets(config.channels.telegram_token)
-        self.lease = hub.current().bot_lease(self.offsets.bot)
+        self.router = router
+        self.bot = router.bot
+        # One poller per bot: this machine's flock, or the fleet's advisory lock (SPEC §13),
+        # as the hub it was handed keeps them.
+        self.offsets = hub.offsets(settings.telegram_token)
+        self.lease = hub.bot_lease(self.offsets.bot)
         self.poll_timeout = poll_timeout
         self.active = threading.Event()
         self.stopped = threading.Event()
@@ -83,9 +73,37 @@ class UpdatePoller:
         self._wait = wait or self.stopped.wait
         self._thread: threading.Thread | None = None
         self._reported: str | None = None  # the kind of failure already reported
-        chat = (config.channels.telegram_chat or "").strip()
-        self.chat = chat
-        self.allowed = frozenset(config.channels.telegram_allowed_users)
+
+    @classmethod
+    def relay(
+        cls,
+        settings: ChannelSettings,
+        *,
+        hubs: Hubs,
+        stores: Stores,
+        hub: Hub | None = None,
+        here: RequestStore | None = None,
+        client: httpx.Client | None = None,
+        wait: Callable[[float], bool] | None = None,
+        poll_timeout: int = POLL_TIMEOUT,
+    ) -> UpdatePoller:
+        """The relay as ``run`` and ``serve`` assemble it: the bot's poller and its router.
+        ``hub`` keeps the bot's lease and offset (default: the fleet ``settings`` name)."""
+        bot = BotApi(settings, client=client)
+        router = Router(bot, Allowed.of(settings), stores=stores, hubs=hubs, here=here)
+        return cls(
+            settings,
+            router,
+            hub=hub or hubs.for_dsn(settings.fleet_dsn),
+            wait=wait,
+            poll_timeout=poll_timeout,
+        )
+
+    def handle(self, update: dict[str, Any]) -> None:
+        self.router.handle(update)
+
+    def show_outcome(self, record: Request, original: Any = None) -> None:
+        self.router.show_outcome(record, original)
 
     # --- the thread -----------------------------------------------------------------------
 
@@ -196,197 +214,3 @@ class UpdatePoller:
         if last is not None:
             self.offsets.save(last)
         return len(updates)
-
-    def _chat_ok(self, chat: Any) -> bool:
-        if not isinstance(chat, dict) or not self.chat:
-            return False
-        if str(chat.get("id")) == self.chat:
-            return True
-        username = chat.get("username")
-        return bool(username) and self.chat.lstrip("@").lower() == str(username).lower()
-
-    def _user_ok(self, sender: Sender) -> bool:
-        return not self.allowed or (sender.user_id is not None and sender.user_id in self.allowed)
-
-    def handle(self, update: dict[str, Any]) -> None:
-        if isinstance(update.get("callback_query"), dict):
-            self._tap(update["callback_query"])
-        elif isinstance(update.get("message"), dict):
-            self._text(update["message"])
-
-    def _tap(self, query: dict[str, Any]) -> None:
-        sender = sender_of(query.get("from"))
-        raw = query.get("message")
-        message: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        query_id = query.get("id")
-        if not (self._chat_ok(message.get("chat")) and self._user_ok(sender)):
-            log.warning(
-                "telegram_not_allowed",
-                user=sender.user_id,
-                msg=f"telegram: ignored a tap from {sender.by}: not allowed",
-            )
-            self._ack(query_id, "not allowed")
-            return
-        request_id, _, index_text = str(query.get("data") or "").rpartition(":")
-        # Exactly <request_id>:<index>, an ASCII index ("²" is a digit to isdigit()).
-        if not (request_id and index_text.isascii() and index_text.isdigit()):
-            self._ack(query_id, "unknown button")
-            return
-        target = self._find(request_id)
-        if target is None:
-            self._ack(query_id, "unknown request")
-            return
-        index = int(index_text[:3])
-        sent_as = telegram_message_id(target)
-        if index >= min(len(target.options), len(LETTERS)) or (
-            sent_as is not None and sent_as != message.get("message_id")
-        ):
-            # A forged button: an index the request does not offer, or another request's
-            # id riding on this block's message.
-            self._ack(query_id, "unknown button")
-            return
-        applied = self._apply(request_id, LETTERS[index], sender)
-        if applied is None:
-            self._ack(query_id, "unknown request")
-            return
-        record, already = applied
-        if already:
-            self._ack(query_id, already)
-            return
-        self._ack(query_id, outcome_line(record))
-        self.show_outcome(record, message.get("text"))
-
-    def _find(self, request_id: str) -> Request | None:
-        """The request wherever it is: this machine's workspaces, else the fleet's."""
-        try:
-            return store_holding(request_id, self.store).load(request_id)
-        except LoopkitError:
-            remote = hub.current().find(request_id)
-            return remote.record if remote else None
-
-    def _text(self, message: dict[str, Any]) -> None:
-        sender = sender_of(message.get("from"))
-        replied = message.get("reply_to_message")
-        text = message.get("text")
-        if not isinstance(text, str) or text.startswith("/"):
-            return  # a sticker, a photo, a bot command: nothing to answer with
-        if not isinstance(replied, dict):
-            if self._chat_ok(message.get("chat")) and self._user_ok(sender):
-                self._plain(text, sender)
-            return
-        if not (self._chat_ok(message.get("chat")) and self._user_ok(sender)):
-            log.warning(
-                "telegram_not_allowed",
-                user=sender.user_id,
-                msg=f"telegram: ignored a reply from {sender.by}: not allowed",
-            )
-            return
-        record = self._request_for_message(replied.get("message_id"))
-        if record is None:
-            log.info(
-                "telegram_reply_ignored",
-                msg="telegram: ignored a reply to a message that is no block's",
-            )
-            return
-        applied = self._apply(record.request_id, text, sender)
-        if applied is not None and not applied[1]:
-            self.show_outcome(applied[0], replied.get("text"))
-
-    def _open_blocks(self) -> list[tuple[Request, RequestStore]]:
-        """Every open block sent to this chat, across the machine's workspaces."""
-        found = []
-        for store in self._stores():
-            for _, record in store.all():
-                if not (isinstance(record, Request) and record.is_open and record.raised_block):
-                    continue
-                if telegram_message_id(record) is not None:
-                    found.append((record, store))
-        return found
-
-    def _plain(self, text: str, sender: Sender) -> None:
-        """A message that replies to nothing: it answers the open block when exactly one is
-        open across the machine; with several, the bot lists them and says how to answer."""
-        blocks = self._open_blocks()
-        if len(blocks) == 1:
-            record, _ = blocks[0]
-            applied = self._apply(record.request_id, text, sender)
-            if applied is not None and not applied[1]:
-                self.show_outcome(applied[0])
-            return
-        if not blocks:
-            log.info("telegram_chatter", msg="telegram: a message, and no block is open")
-            return
-        lines = [
-            f"{len(blocks)} questions are open; reply to the question's message or tap a button:"
-        ]
-        lines += [f"- {store.workspace.repo_name()}: {fold(r.prompt, 100)}" for r, store in blocks]
-        self.bot.try_call("sendMessage", {"chat_id": self.chat, "text": "\n".join(lines)})
-
-    def _stores(self) -> list[RequestStore]:
-        """This workspace's store first, then every other registered workspace's."""
-        stores = [self.store]
-        for registered in Registry().workspaces():
-            if registered.path != self.store.workspace.root:
-                stores.append(store_for(registered.path))
-        return stores
-
-    def _request_for_message(self, message_id: Any) -> Request | None:
-        if not isinstance(message_id, int):
-            return None
-        for store in self._stores():
-            for _, record in store.all():
-                if isinstance(record, Request) and telegram_message_id(record) == message_id:
-                    return record
-        return None
-
-    def _apply(
-        self, request_id: str, reply: str, sender: Sender
-    ) -> tuple[Request, str | None] | None:
-        """Record the answer. Returns the record and, if it was answered already, why not."""
-        about = {"by_id": sender.user_id, "by_name": sender.name}
-        try:
-            result, store = answer_anywhere(request_id, reply, by=sender.by, via="telegram",
-                                            here=self.store, about=about)  # fmt: skip
-        except RequestConflict as conflict:
-            found = self._find(request_id)
-            return (found, fold(str(conflict), 190)) if found else None
-        except LoopkitError:
-            return None
-        if store is not None and not result.deferred:
-            # As `loopkit unblock --reply` does: the block goes, supervised or not; a waiting
-            # supervisor sees the answer either way and hands it on once.
-            remove_block(store.workspace.blocked, result.record)
-        log.info(
-            "telegram_answer",
-            request_id=request_id,
-            by=sender.by,
-            msg=f"telegram: {sender.name} answered {request_id}",
-        )
-        return result.record, None
-
-    def _ack(self, query_id: Any, text: str) -> None:
-        if query_id is not None:
-            self.bot.try_call(
-                "answerCallbackQuery", {"callback_query_id": query_id, "text": fold(text, 190)}
-            )
-
-    def show_outcome(self, record: Request, original: Any = None) -> None:
-        """Edit the block's message to end with the outcome; its keyboard goes."""
-        message_id = telegram_message_id(record)
-        if message_id is None or not self.chat:
-            return
-        if not isinstance(original, str):
-            try:
-                repo = store_holding(record.request_id, self.store).workspace.repo_name()
-            except LoopkitError:
-                repo = Workspace.of(self.config).repo_name()
-            original = message_for(record, repo).text
-        self.bot.try_call(
-            "editMessageText",
-            {
-                "chat_id": self.chat,
-                "message_id": message_id,
-                "text": f"{original}\n\n{outcome_line(record)}",
-                "reply_markup": {"inline_keyboard": []},
-            },
-        )

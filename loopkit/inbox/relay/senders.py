@@ -1,6 +1,10 @@
-"""What the phone poller knows of one bot and its messages: who sent an update, the bot's
-lease and offset in ``LOOPKIT_HOME`` (one per bot on the machine), which message a request went out
-as, and the line a message is edited to end with once its request is answered."""
+"""Who may answer, and what the relay knows of one bot's messages: who sent an update,
+whether that chat and user may decide (:class:`Allowed`), which message a request went out
+as, and the line a message is edited to end with once its request is answered.
+
+Who may answer: only updates from ``LOOPKIT_HITL_TELEGRAM_CHAT`` and, when set, from a user
+in ``LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS`` (numeric ids: usernames change). Anything else
+decides nothing."""
 
 from __future__ import annotations
 
@@ -8,14 +12,37 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopkit import clock
-from loopkit.home.bot import BotLease as BotLease
-from loopkit.home.bot import OffsetFile as OffsetFile
-from loopkit.home.bot import bot_id as bot_id
+from loopkit.config import ChannelSettings
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.record import Request
 
 log = get_logger("loopkit.phone")
+
+
+@dataclass(frozen=True, slots=True)
+class Allowed:
+    """The chat the bot answers in, and the users who may decide (none listed: anyone in
+    that chat)."""
+
+    chat: str
+    users: frozenset[int]
+
+    @classmethod
+    def of(cls, settings: ChannelSettings) -> Allowed:
+        chat = (settings.telegram_chat or "").strip()
+        return cls(chat, frozenset(settings.telegram_allowed_users))
+
+    def chat_ok(self, chat: Any) -> bool:
+        if not isinstance(chat, dict) or not self.chat:
+            return False
+        if str(chat.get("id")) == self.chat:
+            return True
+        username = chat.get("username")
+        return bool(username) and self.chat.lstrip("@").lower() == str(username).lower()
+
+    def user_ok(self, sender: Sender) -> bool:
+        return not self.users or (sender.user_id is not None and sender.user_id in self.users)
 
 
 @dataclass(frozen=True, slots=True)

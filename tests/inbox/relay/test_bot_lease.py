@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopkit import config as config_mod
+from loopkit.home.bot import BotLease
 from loopkit.inbox.relay.poller import UpdatePoller
-from loopkit.inbox.relay.senders import BotLease
 
 from fakeserver import FakeServer
-from helpers import wait_until
+from helpers import relay_for, wait_until
 
 TOKEN = "656565:AALeaseTestTokenNotARealOne_xyz"
 
@@ -20,7 +20,7 @@ def poller(ws: Path, server: FakeServer) -> UpdatePoller:
         "LOOPKIT_HITL_CHANNEL": "telegram", "LOOPKIT_HITL_TELEGRAM_TOKEN": TOKEN,
         "LOOPKIT_HITL_TELEGRAM_CHAT": "1", "LOOPKIT_HITL_TELEGRAM_API": server.url,
     })  # fmt: skip
-    made = UpdatePoller(config, poll_timeout=0)
+    made = relay_for(config, poll_timeout=0)
     made.active.set()
     made.start()
     return made

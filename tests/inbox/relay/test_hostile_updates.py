@@ -13,9 +13,9 @@ from loopkit.channels.http import MAX_RETRY_AFTER, capped_wait
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
-from loopkit.inbox.relay.poller import UpdatePoller
 
 from fakeserver import FakeServer, Reply
+from helpers import relay_for
 
 TOKEN = "434343:AAHostileTestTokenNotARealOne_xyz"
 CHAT = 4343
@@ -52,7 +52,7 @@ def test_a_forged_index_is_an_unknown_button(ws: Path, server: FakeServer, index
     request_id, message_id = block(config, "Yes — go", "No — wait")  # two choices: 0 and 1
     tap(server, f"{request_id}:{index}", message_id)
     tap(server, f"{request_id}:1", message_id)  # the next, real answer is not stuck behind it
-    UpdatePoller(config, poll_timeout=0).poll_once()
+    relay_for(config, poll_timeout=0).poll_once()
     acks = [c.body["text"] for c in server.calls("/answerCallbackQuery")]
     assert acks[0] == "unknown button"
     record = json.loads((ws / "requests" / f"{request_id}.json").read_text())
@@ -67,7 +67,7 @@ def test_another_request_s_id_on_a_block_s_message_decides_nothing(
     (ws / "BLOCKED.md").unlink()
     second, _ = block(config, "Yes — go")
     tap(server, f"{second}:0", first_message)  # the second's id, on the first's message
-    UpdatePoller(config, poll_timeout=0).poll_once()
+    relay_for(config, poll_timeout=0).poll_once()
     assert status(ws, second) == "open" and status(ws, first) == "open"
     assert server.calls("/answerCallbackQuery")[0].body["text"] == "unknown button"
 

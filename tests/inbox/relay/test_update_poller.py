@@ -16,7 +16,7 @@ from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.inbox.relay.poller import UpdatePoller
 
 from fakeserver import FakeServer, Reply
-from helpers import offset_file, wait_until
+from helpers import offset_file, relay_for, wait_until
 
 TOKEN = "424242:AAUpdatesTestTokenNotARealOne_xyz"
 CHAT = 4242
@@ -91,7 +91,7 @@ def test_a_tap_answers_acknowledges_and_edits(
 ) -> None:
     request_id, message_id = block(ws_config)
     update_id = tap(server, request_id, 1, message_id)
-    poller = UpdatePoller(ws_config, poll_timeout=0)
+    poller = relay_for(ws_config, poll_timeout=0)
     assert poller.poll_once() == 1
     record = load(ws, request_id)
     assert record["status"] == "resolved"
@@ -120,7 +120,7 @@ def test_taps_from_strangers_decide_nothing(
     config = make_config(ws, server, allowed)
     request_id, message_id = block(config)
     tap(server, request_id, 2, message_id, user=who, chat=chat)
-    UpdatePoller(config, poll_timeout=0).poll_once()
+    relay_for(config, poll_timeout=0).poll_once()
     assert load(ws, request_id)["status"] == "open"
     [ack] = server.calls("/answerCallbackQuery")
     assert ack.body["text"] == "not allowed"
@@ -131,7 +131,7 @@ def test_an_allowed_user_may_answer(ws: Path, server: FakeServer) -> None:
     config = make_config(ws, server, "333, 111")
     request_id, message_id = block(config)
     tap(server, request_id, 0, message_id)
-    UpdatePoller(config, poll_timeout=0).poll_once()
+    relay_for(config, poll_timeout=0).poll_once()
     assert load(ws, request_id)["resolution"]["chosen_option"] == "retry-with-a-hint"
 
 
@@ -139,7 +139,7 @@ def test_a_text_reply_to_the_block_message(ws: Path, server: FakeServer, ws_conf
     request_id, message_id = block(ws_config)
     text_reply(server, "Use banker's rounding", reply_to=message_id + 50)  # another message
     text_reply(server, "hello", reply_to=message_id, user=BOB, chat=999)  # a stranger
-    poller = UpdatePoller(ws_config, poll_timeout=0)
+    poller = relay_for(ws_config, poll_timeout=0)
     assert poller.poll_once() == 2
     assert load(ws, request_id)["status"] == "open"
     text_reply(server, "Use banker's rounding", reply_to=message_id)
@@ -155,7 +155,7 @@ def test_two_taps_one_decision(ws: Path, server: FakeServer, ws_config: Config) 
     request_id, message_id = block(ws_config)
     tap(server, request_id, 1, message_id)
     tap(server, request_id, 2, message_id, user=BOB)
-    UpdatePoller(ws_config, poll_timeout=0).poll_once()
+    relay_for(ws_config, poll_timeout=0).poll_once()
     assert load(ws, request_id)["resolution"]["chosen_option"] == "skip-the-task"
     first, second = server.calls("/answerCallbackQuery")
     assert first.body["text"].startswith("Resolved: Skip the task")
@@ -168,16 +168,16 @@ def test_a_restart_never_replays_and_a_lost_offset_changes_nothing(
 ) -> None:
     request_id, message_id = block(ws_config)
     update_id = tap(server, request_id, 1, message_id)
-    UpdatePoller(ws_config, poll_timeout=0).poll_once()
+    relay_for(ws_config, poll_timeout=0).poll_once()
     before = (ws / "requests" / f"{request_id}.json").read_text()
     # A crash between recording the answer and saving the offset (Telegram has not been
     # told the new offset yet, so it serves the tap again): it changes nothing.
     offset_file(TOKEN).unlink()
-    assert UpdatePoller(ws_config, poll_timeout=0).poll_once() == 1
+    assert relay_for(ws_config, poll_timeout=0).poll_once() == 1
     assert (ws / "requests" / f"{request_id}.json").read_text() == before
     assert "already resolved" in server.calls("/answerCallbackQuery")[-1].body["text"]
     # A new process: it asks from the saved offset, so the old tap is not even fetched.
-    restarted = UpdatePoller(ws_config, poll_timeout=0)
+    restarted = relay_for(ws_config, poll_timeout=0)
     assert restarted.poll_once() == 0
     assert server.offsets()[-1] == update_id + 1
 
@@ -186,16 +186,16 @@ def test_an_answer_sent_while_down_is_applied_on_start(
     ws: Path, server: FakeServer, ws_config: Config
 ) -> None:
     request_id, message_id = block(ws_config)
-    UpdatePoller(ws_config, poll_timeout=0).poll_once()  # nothing yet; offset unknown
+    relay_for(ws_config, poll_timeout=0).poll_once()  # nothing yet; offset unknown
     tap(server, request_id, 2, message_id)  # arrives while no poller runs
-    UpdatePoller(ws_config, poll_timeout=0).poll_once()
+    relay_for(ws_config, poll_timeout=0).poll_once()
     assert load(ws, request_id)["resolution"]["chosen_option"] == "abort"
 
 
 def test_the_offset_file_holds_no_secret(ws: Path, server: FakeServer, ws_config: Config) -> None:
     request_id, message_id = block(ws_config)
     tap(server, request_id, 0, message_id)
-    UpdatePoller(ws_config, poll_timeout=0).poll_once()
+    relay_for(ws_config, poll_timeout=0).poll_once()
     saved = offset_file(TOKEN).read_text()
     assert TOKEN not in saved and TOKEN.split(":")[1] not in saved
     assert json.loads(saved)["bot"] == "424242"
@@ -229,7 +229,7 @@ def test_409_conflict_warns_once_and_backs_off(
 ) -> None:
     conflict = {"ok": False, "error_code": 409, "description": "Conflict: terminated by other"}
     server.queue("/getUpdates", *[Reply(409, conflict)] * 4)
-    poller = UpdatePoller(ws_config, poll_timeout=0)
+    poller = relay_for(ws_config, poll_timeout=0)
     waits = Waits(poller, stop_after=4)
     with structlog.testing.capture_logs() as logs:
         run_loop(poller, waits)
@@ -242,7 +242,7 @@ def test_409_conflict_warns_once_and_backs_off(
 def test_429_honours_retry_after(ws: Path, server: FakeServer, ws_config: Config) -> None:
     limited = {"ok": False, "error_code": 429, "parameters": {"retry_after": 7}}
     server.queue("/getUpdates", Reply(429, limited))
-    poller = UpdatePoller(ws_config, poll_timeout=0)
+    poller = relay_for(ws_config, poll_timeout=0)
     waits = Waits(poller, stop_after=1)
     run_loop(poller, waits)
     assert waits.seen == [7.0]
@@ -258,7 +258,7 @@ def test_network_loss_backs_off_to_60_seconds(ws: Path, ws_config: Config) -> No
             "LOOPKIT_HITL_TELEGRAM_API": "http://127.0.0.1:9",  # nothing listens there
         },
     )
-    poller = UpdatePoller(down, poll_timeout=0)
+    poller = relay_for(down, poll_timeout=0)
     waits = Waits(poller, stop_after=8)
     with structlog.testing.capture_logs() as logs:
         run_loop(poller, waits)
@@ -270,7 +270,7 @@ def test_an_empty_answer_that_does_not_long_poll_never_spins(
     ws: Path, server: FakeServer, ws_config: Config
 ) -> None:
     server.queue("/getUpdates", Reply(200, {"ok": True, "result": []}))
-    poller = UpdatePoller(ws_config, poll_timeout=0)
+    poller = relay_for(ws_config, poll_timeout=0)
     waits = Waits(poller, stop_after=1)
     run_loop(poller, waits)
     assert waits.seen == [1.0]

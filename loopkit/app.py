@@ -1,0 +1,104 @@
+"""What one invocation is handed: the workspace, one Config, its hub, its store, and every
+other registered workspace's store (SPEC sections 9, 10 and 15).
+
+The hubs are built here — once, where the application is assembled — and handed down: the
+store of this workspace gets the hub its own Config names, and :class:`~loopkit.requests.
+locate.Stores` gives every other workspace's store the hub *its* Config names. The CLI and
+``loopkit mcp`` both run on an :class:`App`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loopkit import config as config_mod
+from loopkit.config import CONFIG_NAME, Config
+from loopkit.errors import ConfigError
+from loopkit.fleet import Hubs
+from loopkit.home import Registry
+from loopkit.redact import Redactor
+from loopkit.requests.locate import Stores
+from loopkit.requests.store import RequestStore
+from loopkit.workspace import Workspace
+
+
+@dataclass
+class App:
+    """What every command needs: the workspace, and a Config built once, on first use."""
+
+    root: Path = Path(".")  # the workspace, as found (SPEC §9)
+    explicit: Path | None = None  # the -C folder, if one was given
+    verbose: bool = False
+    hubs: Hubs = field(default_factory=Hubs)
+    _config: Config | None = field(default=None, repr=False)
+    _store: RequestStore | None = field(default=None, repr=False)
+    _stores: Stores | None = field(default=None, repr=False)
+
+    def config(self, *, console_level: str = "warning", anywhere: bool = False) -> Config:
+        """The Config; the first call also sets up logging (console from ``console_level``).
+
+        ``anywhere``: the command works from any folder (``reply``, ``requests``, ``inbox``):
+        run in a folder that is no workspace, it writes nothing there (no ``.loopkit/``)."""
+        if self._config is None:
+            self._config = config_mod.load(self.root)
+            self.setup_logging(self._config, console_level, anywhere=anywhere)
+        return self._config
+
+    def config_for_a_block(self) -> tuple[Config, ConfigError | None]:
+        """The Config, or — when it is broken — every valid setting kept (``blocked_file``,
+        the channel …), and the error: a question must never be lost to a typo."""
+        try:
+            return self.config(), None
+        except ConfigError as exc:
+            self._config = config_mod.load(self.root, lenient=True)
+            self.setup_logging(self._config, "warning")
+            return self._config, exc
+
+    def workspace(self) -> Workspace:
+        return Workspace.of(self.config())
+
+    def register(self) -> None:
+        """Record this workspace in the machine's loopkit home (SPEC §10); a home that cannot
+        be written is a warning, never a lost block."""
+        config = self._config or self.config()
+        try:
+            Registry().register(config.workspace, Workspace.of(config).repo_name())
+        except OSError as exc:
+            sys.stderr.write(
+                f"loopkit: warning: cannot register this workspace in LOOPKIT_HOME "
+                f"({exc.strerror}); `loopkit inbox` will not list it\n"
+            )
+
+    def store(self) -> RequestStore:
+        """The one request store of this invocation, with the hub its Config names."""
+        if self._store is None:
+            config = self._config or self.config()
+            self._store = RequestStore(Workspace.of(config), hub=self.hubs.for_config(config))
+        return self._store
+
+    def stores(self) -> Stores:
+        """Every registered workspace's store (this one's is :meth:`store`)."""
+        if self._stores is None:
+            self._stores = Stores(self.hubs.for_config)
+            if self._config is not None:
+                self._stores.add(self._config, self.store())
+        return self._stores
+
+    def store_holding(self, request_id: str) -> RequestStore:
+        """This workspace's store, or the registered workspace's that holds ``request_id``
+        (this one's again when none does: its load then says "no request")."""
+        here = self.store()
+        return self.stores().holding(request_id, here) or here
+
+    def setup_logging(self, config: Config, console_level: str, *, anywhere: bool = False) -> None:
+        from loopkit import log as events  # structlog: loaded once a command logs
+
+        workspace = Workspace.of(config)
+        is_workspace = (config.workspace / CONFIG_NAME).exists() or workspace.state_dir.is_dir()
+        events.setup(
+            workspace.events_file if is_workspace or not anywhere else None,
+            Redactor(config.channels.secrets()),
+            console_level="debug" if self.verbose else console_level,
+        )

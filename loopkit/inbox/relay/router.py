@@ -1,0 +1,245 @@
+"""The relay's router: one Telegram update → the request it answers, wherever it is.
+
+A tap names its request on the button (``<request_id>:<index>``); a reply names it by the
+message it replies to; a plain message answers the one open block, when exactly one is open
+across the machine. The answer is recorded through
+:func:`~loopkit.fleet.route.answer_anywhere` — this machine's workspaces first (each store
+with its own hub), then the fleets — exactly once, and the block's ``BLOCKED.md`` goes. Who
+may answer is :class:`~loopkit.inbox.relay.senders.Allowed`'s to say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopkit.channels.telegram_api import BotApi
+from loopkit.errors import LoopkitError, RequestConflict
+from loopkit.escalation.blockfile import remove_block
+from loopkit.escalation.sender import message_for
+from loopkit.fleet import Hubs
+from loopkit.fleet.route import answer_anywhere
+from loopkit.inbox.relay.senders import (
+    Allowed,
+    Sender,
+    outcome_line,
+    sender_of,
+    telegram_message_id,
+)
+from loopkit.log import get_logger
+from loopkit.message import LETTERS, fold
+from loopkit.requests.locate import Stores
+from loopkit.requests.record import Request
+from loopkit.requests.store import RequestStore
+
+log = get_logger("loopkit.phone")
+
+
+class Router:
+    """Routes a bot's updates to the requests they answer.
+
+    ``here`` is the assembling workspace's own store (looked at first; None for ``serve``),
+    ``stores`` every registered workspace's, ``hubs`` the fleets for other machines'."""
+
+    def __init__(
+        self,
+        bot: BotApi,
+        allowed: Allowed,
+        *,
+        stores: Stores,
+        hubs: Hubs,
+        here: RequestStore | None = None,
+    ) -> None:
+        self.bot = bot
+        self.allowed = allowed
+        self.stores = stores
+        self.hubs = hubs
+        self.here = here
+
+    @property
+    def chat(self) -> str:
+        return self.allowed.chat
+
+    def handle(self, update: dict[str, Any]) -> None:
+        if isinstance(update.get("callback_query"), dict):
+            self._tap(update["callback_query"])
+        elif isinstance(update.get("message"), dict):
+            self._text(update["message"])
+
+    def _tap(self, query: dict[str, Any]) -> None:
+        sender = sender_of(query.get("from"))
+        raw = query.get("message")
+        message: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        query_id = query.get("id")
+        if not (self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender)):
+            log.warning(
+                "telegram_not_allowed",
+                user=sender.user_id,
+                msg=f"telegram: ignored a tap from {sender.by}: not allowed",
+            )
+            self._ack(query_id, "not allowed")
+            return
+        request_id, _, index_text = str(query.get("data") or "").rpartition(":")
+        # Exactly <request_id>:<index>, an ASCII index ("²" is a digit to isdigit()).
+        if not (request_id and index_text.isascii() and index_text.isdigit()):
+            self._ack(query_id, "unknown button")
+            return
+        target = self._find(request_id)
+        if target is None:
+            self._ack(query_id, "unknown request")
+            return
+        index = int(index_text[:3])
+        sent_as = telegram_message_id(target)
+        if index >= min(len(target.options), len(LETTERS)) or (
+            sent_as is not None and sent_as != message.get("message_id")
+        ):
+            # A forged button: an index the request does not offer, or another request's
+            # id riding on this block's message.
+            self._ack(query_id, "unknown button")
+            return
+        applied = self._apply(request_id, LETTERS[index], sender)
+        if applied is None:
+            self._ack(query_id, "unknown request")
+            return
+        record, already = applied
+        if already:
+            self._ack(query_id, already)
+            return
+        self._ack(query_id, outcome_line(record))
+        self.show_outcome(record, message.get("text"))
+
+    def _find(self, request_id: str) -> Request | None:
+        """The request wherever it is: this machine's workspaces, else the fleet's."""
+        try:
+            store = self.stores.holding(request_id, self.here)
+            if store is not None:
+                return store.load(request_id)
+        except LoopkitError:
+            pass
+        found = self.hubs.find(request_id)
+        return found[1].record if found else None
+
+    def _text(self, message: dict[str, Any]) -> None:
+        sender = sender_of(message.get("from"))
+        replied = message.get("reply_to_message")
+        text = message.get("text")
+        if not isinstance(text, str) or text.startswith("/"):
+            return  # a sticker, a photo, a bot command: nothing to answer with
+        if not isinstance(replied, dict):
+            if self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender):
+                self._plain(text, sender)
+            return
+        if not (self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender)):
+            log.warning(
+                "telegram_not_allowed",
+                user=sender.user_id,
+                msg=f"telegram: ignored a reply from {sender.by}: not allowed",
+            )
+            return
+        record = self._request_for_message(replied.get("message_id"))
+        if record is None:
+            log.info(
+                "telegram_reply_ignored",
+                msg="telegram: ignored a reply to a message that is no block's",
+            )
+            return
+        applied = self._apply(record.request_id, text, sender)
+        if applied is not None and not applied[1]:
+            self.show_outcome(applied[0], replied.get("text"))
+
+    def _open_blocks(self) -> list[tuple[Request, RequestStore]]:
+        """Every open block sent to this chat, across the machine's workspaces."""
+        found = []
+        for store in self._stores():
+            for _, record in store.all():
+                if not (isinstance(record, Request) and record.is_open and record.raised_block):
+                    continue
+                if telegram_message_id(record) is not None:
+                    found.append((record, store))
+        return found
+
+    def _plain(self, text: str, sender: Sender) -> None:
+        """A message that replies to nothing: it answers the open block when exactly one is
+        open across the machine; with several, the bot lists them and says how to answer."""
+        blocks = self._open_blocks()
+        if len(blocks) == 1:
+            record, _ = blocks[0]
+            applied = self._apply(record.request_id, text, sender)
+            if applied is not None and not applied[1]:
+                self.show_outcome(applied[0])
+            return
+        if not blocks:
+            log.info("telegram_chatter", msg="telegram: a message, and no block is open")
+            return
+        lines = [
+            f"{len(blocks)} questions are open; reply to the question's message or tap a button:"
+        ]
+        lines += [f"- {store.workspace.repo_name()}: {fold(r.prompt, 100)}" for r, store in blocks]
+        self.bot.try_call("sendMessage", {"chat_id": self.chat, "text": "\n".join(lines)})
+
+    def _stores(self) -> list[RequestStore]:
+        """This workspace's store first, then every other registered workspace's."""
+        return self.stores.all(self.here)
+
+    def _request_for_message(self, message_id: Any) -> Request | None:
+        if not isinstance(message_id, int):
+            return None
+        for store in self._stores():
+            for _, record in store.all():
+                if isinstance(record, Request) and telegram_message_id(record) == message_id:
+                    return record
+        return None
+
+    def _apply(
+        self, request_id: str, reply: str, sender: Sender
+    ) -> tuple[Request, str | None] | None:
+        """Record the answer. Returns the record and, if it was answered already, why not."""
+        about = {"by_id": sender.user_id, "by_name": sender.name}
+        try:
+            result, store = answer_anywhere(request_id, reply, by=sender.by, via="telegram",
+                                            here=self.here, stores=self.stores, hubs=self.hubs,
+                                            about=about)  # fmt: skip
+        except RequestConflict as conflict:
+            found = self._find(request_id)
+            return (found, fold(str(conflict), 190)) if found else None
+        except LoopkitError:
+            return None
+        if store is not None and not result.deferred:
+            # As `loopkit unblock --reply` does: the block goes, supervised or not; a waiting
+            # supervisor sees the answer either way and hands it on once.
+            remove_block(store.workspace.blocked, result.record)
+        log.info(
+            "telegram_answer",
+            request_id=request_id,
+            by=sender.by,
+            msg=f"telegram: {sender.name} answered {request_id}",
+        )
+        return result.record, None
+
+    def _ack(self, query_id: Any, text: str) -> None:
+        if query_id is not None:
+            self.bot.try_call(
+                "answerCallbackQuery", {"callback_query_id": query_id, "text": fold(text, 190)}
+            )
+
+    def show_outcome(self, record: Request, original: Any = None) -> None:
+        """Edit the block's message to end with the outcome; its keyboard goes."""
+        message_id = telegram_message_id(record)
+        if message_id is None or not self.chat:
+            return
+        if not isinstance(original, str):
+            try:
+                holder = self.stores.holding(record.request_id, self.here)
+            except LoopkitError:
+                holder = None
+            holder = holder or self.here
+            repo = holder.workspace.repo_name() if holder is not None else "loopkit"
+            original = message_for(record, repo).text
+        self.bot.try_call(
+            "editMessageText",
+            {
+                "chat_id": self.chat,
+                "message_id": message_id,
+                "text": f"{original}\n\n{outcome_line(record)}",
+                "reply_markup": {"inline_keyboard": []},
+            },
+        )

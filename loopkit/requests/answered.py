@@ -1,0 +1,16 @@
+"""What answering a request gives back: the record as answered, the SPEC's decision JSON
+(section 4), and whether it was a review's *Defer* (the request stays open)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from loopkit.requests.record import Request
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    record: Request
+    decision: dict[str, Any]  # the SPEC's decision JSON: DECISION_KEYS
+    deferred: bool = False
