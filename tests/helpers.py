@@ -3,6 +3,7 @@ the request commands, a supervised loop's workspace, a phone pointed at the fake
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -12,6 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import httpx
 
 if TYPE_CHECKING:
     from fakeserver import FakeServer
@@ -259,3 +262,31 @@ def relay_for(config: Any, **options: Any) -> Any:
     stores = Stores(hubs.for_config)
     stores.add(config, store)
     return UpdatePoller.relay(config.channels, hubs=hubs, stores=stores, here=store, **options)
+
+
+class Browser:
+    """A synchronous client of the ASGI app that keeps its cookies, as a browser would."""
+
+    def __init__(self, asgi: Any) -> None:
+        self.transport = httpx.ASGITransport(app=asgi, client=("203.0.113.9", 50000))
+        self.cookies = httpx.Cookies()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        follow = kwargs.pop("follow_redirects", True)
+
+        async def go() -> httpx.Response:
+            async with httpx.AsyncClient(
+                transport=self.transport, base_url="http://127.0.0.1", cookies=self.cookies,
+                follow_redirects=follow,
+            ) as client:  # fmt: skip
+                response = await client.request(method, path, **kwargs)
+                self.cookies.update(client.cookies)
+                return response
+
+        return asyncio.run(go())
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", path, **kwargs)

@@ -99,6 +99,12 @@ class Hubs:
         return None
 
 
+    def close(self) -> None:
+        """Close every fleet's shared connection (a later use opens a new one)."""
+        for hub in self.pg_hubs():
+            hub.close()
+
+
 def _installed() -> bool:
     import importlib.util
 

@@ -43,7 +43,13 @@ CONNECT_TIMEOUT = 2  # seconds: a database that is gone must not hold up a block
 QUIET_AFTER_FAILURE = 5.0  # seconds without new tries once a connection failed
 LEASE_RETRY = 1.0  # seconds between tries for a bot's lease held elsewhere
 
+# A machine that writes a request is seen (``fleet status``), whether or not it runs a
+# supervisor or ``serve`` (whose follower beats): one statement, a data-modifying CTE.
 UPSERT = """
+WITH seen AS (
+  INSERT INTO loopkit_machines (machine, seen_at) VALUES (%(machine)s, now())
+  ON CONFLICT (machine) DO UPDATE SET seen_at = now()
+)
 INSERT INTO loopkit_requests (machine, workspace, request_id, repo, status, updated_at, record)
 VALUES (%(machine)s, %(workspace)s, %(request_id)s, %(repo)s, %(status)s, %(updated_at)s,
         %(record)s)
@@ -129,6 +135,14 @@ class PgHub:
             msg=f"fleet database unreachable ({reason}): working on this machine alone; "
             "it syncs when the database is back",
         )
+
+    def close(self) -> None:
+        """Close the shared connection (the lease and the follower close their own)."""
+        with self._use:
+            if self._shared is not None:
+                with contextlib.suppress(psycopg.Error):
+                    self._shared.close()
+                self._shared = None
 
     def _session(self) -> psycopg.Connection[Any] | None:
         """The shared connection (call with ``_use`` held), or None while the db is gone."""

@@ -236,6 +236,7 @@ def serve(
         stop.set()
         if poller is not None:
             poller.stop()
+        hubs.close()
         sock.close()
     return EXIT_SIGINT if server.signal == signal.SIGINT else EXIT_SIGTERM
 

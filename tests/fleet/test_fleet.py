@@ -264,3 +264,57 @@ def test_status_before_init_says_to_run_it(tmp_path: Path, pg_server: Any) -> No
     a = Machine(tmp_path, "a", str(pg_server.new_database()))
     said = a.lk("fleet", "status")
     assert said.returncode == 78 and "run `loopkit fleet init`" in said.stderr
+
+
+# --- the fleet as a newcomer meets it (SPEC section 15) -----------------------------------
+
+
+def test_inbox_on_a_machine_without_a_workspace_lists_the_fleet(tmp_path: Path, dsn: str) -> None:
+    a, b = Machine(tmp_path, "a", dsn), Machine(tmp_path, "b", dsn)
+    theirs = b.escalate("Theirs?")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    fresh = Machine(tmp_path, "fresh", dsn)  # a LOOPKIT_HOME with no workspace registered
+    done = subprocess.run(
+        [str(LOOPKIT), "inbox", "--json"],
+        cwd=plain, env=fresh.env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [row["request_id"] for row in rows] == [theirs]
+    assert rows[0]["machine"]
+    assert not (plain / ".loopkit").exists()
+    assert a.home != fresh.home
+
+
+def test_a_reply_from_a_plain_folder_leaves_nothing_there(tmp_path: Path, dsn: str) -> None:
+    a, b = Machine(tmp_path, "a", dsn), Machine(tmp_path, "b", dsn)
+    request_id = b.escalate()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    done = subprocess.run(
+        [str(LOOPKIT), "reply", "--request-id", request_id, "--reply", "A", "--by", "ana"],
+        cwd=plain, env=a.env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["chosen_option"] == "keep"
+    assert list(plain.iterdir()) == [], "reply made the plain folder a workspace"
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT status FROM loopkit_requests WHERE request_id = %s", (request_id,)
+        ).fetchone()
+    assert row == ("resolved",)
+
+
+def test_fleet_status_lists_a_machine_that_only_escalated(tmp_path: Path, dsn: str) -> None:
+    a, b = Machine(tmp_path, "a", dsn), Machine(tmp_path, "b", dsn)
+    b.escalate()  # b never runs a supervisor or serve: it only asked
+    done = a.lk("fleet", "status", "--json")
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    b_machine = b.lk("fleet", "status", "--json")
+    this_b = json.loads(b_machine.stdout)["this_machine"]
+    assert this_b in [seen["machine"] for seen in info["machines"]]
+    assert info["open"] == {this_b: 1}

@@ -7,12 +7,9 @@ cover every rule quickly and without one.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from loopkit import config
@@ -29,33 +26,7 @@ from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
-
-class Browser:
-    """A synchronous client of the ASGI app that keeps its cookies, as a browser would."""
-
-    def __init__(self, asgi: Any) -> None:
-        self.transport = httpx.ASGITransport(app=asgi, client=("203.0.113.9", 50000))
-        self.cookies = httpx.Cookies()
-
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        follow = kwargs.pop("follow_redirects", True)
-
-        async def go() -> httpx.Response:
-            async with httpx.AsyncClient(
-                transport=self.transport, base_url="http://127.0.0.1", cookies=self.cookies,
-                follow_redirects=follow,
-            ) as client:  # fmt: skip
-                response = await client.request(method, path, **kwargs)
-                self.cookies.update(client.cookies)
-                return response
-
-        return asyncio.run(go())
-
-    def get(self, path: str, **kwargs: Any) -> httpx.Response:
-        return self.request("GET", path, **kwargs)
-
-    def post(self, path: str, **kwargs: Any) -> httpx.Response:
-        return self.request("POST", path, **kwargs)
+from helpers import Browser
 
 
 @pytest.fixture
