@@ -15,7 +15,6 @@ from typing import Any
 
 from loopkit import clock, readfile
 from loopkit.errors import LoopkitError
-from loopkit.escalation import blockfile
 from loopkit.home import Registered, Registry, workspace_id
 from loopkit.inbox.entries import Entry, open_requests
 from loopkit.message import LETTERS, age, clean
@@ -156,12 +155,3 @@ def _ref(root: Path, ref: str) -> Ref:
         return Ref(ref)  # not text
     lines = raw.decode("utf-8", "replace").splitlines()
     return Ref(ref, clean("\n".join(lines[:REF_LINES])), cut=len(lines) > REF_LINES)
-
-
-def blocked_here(card: Card) -> bool:
-    """Whether the request's workspace is blocked on it (its BLOCKED.md names it)."""
-    try:
-        workspace = store_of(card).workspace
-    except LoopkitError:
-        return False
-    return blockfile.request_id_of(workspace.blocked) == card.record.request_id
