@@ -10,6 +10,7 @@ things live", so the document and the code cannot drift apart.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -119,7 +120,7 @@ def test_no_cycle_between_parts() -> None:
                 cycles.append(
                     " → ".join(loop)
                     + "  ("
-                    + ", ".join(edges[a][b] for a, b in zip(loop, loop[1:], strict=False))
+                    + ", ".join(edges[a][b] for a, b in itertools.pairwise(loop))
                     + ")"
                 )
             elif target not in state:
