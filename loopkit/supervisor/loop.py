@@ -187,7 +187,7 @@ class Supervisor:
 @contextlib.contextmanager
 def following(wake: Callable[[], None]) -> Iterator[None]:
     """With a fleet, answers given on other machines are applied here while we run
-    (:meth:`Hub.follow`; the embedded default has nothing to follow)."""
+    (:meth:`~loopkit.requests.hub.Hub.follow`; the embedded default has nothing to follow)."""
     stop = threading.Event()
     thread = threading.Thread(
         target=hub.current().follow, args=(stop, wake), daemon=True, name="loopkit-fleet"

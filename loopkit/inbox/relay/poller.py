@@ -4,9 +4,10 @@ Who may answer: only updates from ``LOOPKIT_HITL_TELEGRAM_CHAT`` and, when set, 
 in ``LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS`` (numeric ids: usernames change). Anything else
 decides nothing; it is logged, and a tap is answered "not allowed".
 
-Exactly once: an update's answer is recorded (``loopkit.answers.answer``, under the store
-lock) *before* the offset moves past it, and the offset is saved under ``.loopkit/`` after
-each handled batch. A crash in between means the update comes again after the restart; the
+Exactly once: an update's answer is recorded (:func:`~loopkit.requests.answer.answer`, under the
+store lock) *before* the offset moves past it, and the offset is saved after each handled
+batch (in ``LOOPKIT_HOME/telegram/<bot-id>.json``, or the fleet's database: the hub's
+``offsets``). A crash in between means the update comes again after the restart; the
 request is answered by then, so it is acknowledged "already answered" and changes nothing.
 An answer sent while loopkit was down waits at Telegram and is applied after the restart.
 
