@@ -1,6 +1,6 @@
-"""What the phone poller knows of one bot and its messages: who sent an update, the bot's
-lease and offset in ``LOOPKIT_HOME`` (one per bot on the machine), which message a request went out
-as, and the line a message is edited to end with once its request is answered."""
+"""What the phone poller knows of one bot's messages: who sent an update, which message a
+request went out as, and the line a message is edited to end with once its request is
+answered. The bot's lease and offset are :mod:`loopkit.home.bot`'s (re-exported here)."""
 
 from __future__ import annotations
 
