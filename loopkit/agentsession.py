@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 SESSION_ENV = "LOOPKIT_AGENT_SESSION"
-EXIT_AGENT = 77  # EX_NOPERM
 REFUSAL = (
     "an agent cannot answer its own question; a human answers from the phone, the inbox or a "
     "terminal of their own"

@@ -2,9 +2,9 @@
 other registered workspace's store (SPEC sections 9, 10 and 15).
 
 The hubs are built here — once, where the application is assembled — and handed down: the
-store of this workspace gets the hub its own Config names, and :class:`~loopkit.requests.
-locate.Stores` gives every other workspace's store the hub *its* Config names. The CLI and
-``loopkit mcp`` both run on an :class:`App`.
+store of this workspace gets the hub its own Config names, and
+:class:`~loopkit.requests.locate.Stores` gives every other workspace's store the hub *its*
+Config names. The CLI and ``loopkit mcp`` both run on an :class:`App`.
 """
 
 from __future__ import annotations

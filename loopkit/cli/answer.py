@@ -42,7 +42,7 @@ def reply(
     Matching: an option's letter or number, a unique label prefix, a value, a clear fuzzy
     match; "work on it" / "your call" takes the recommendation; anything else is free text.
     Exit 4 if the request was already answered (the first answer stands), 66 if there is no
-    such request, 65 if its record is corrupt.
+    such request, 65 if its record is corrupt, 77 from inside a supervised agent's session.
     """
     from loopkit.fleet.route import answer_anywhere
 
@@ -67,7 +67,9 @@ def unblock(app: App, reply: str | None, by: str | None) -> int:
 
     With --reply the answer is parsed and recorded like `loopkit reply` (a running
     supervisor hands it to the next agent run as LOOPKIT_DECISION); without, the request
-    is resolved as "unblocked by hand".
+    is resolved as "unblocked by hand". Not blocked: exit 0, nothing to do (with --reply:
+    66). Exit 4 if the request was already answered, 77 from inside a supervised agent's
+    session.
     """
     from loopkit.escalation.unblock import unblock as do_unblock
 

@@ -17,7 +17,9 @@ def fleet() -> None:
     \b
     Set [fleet] dsn in loopkit.toml or LOOPKIT_FLEET_DSN (a postgresql:// URL) on every
     machine, install the extra (pip install 'loopkit[fleet]'), run `loopkit fleet init`
-    once. Unset, loopkit works on this machine alone, as ever.
+    once. Unset, loopkit works on this machine alone.
+
+    Exit 78 when no DSN is set, 1 when the database cannot be reached.
     """
 
 

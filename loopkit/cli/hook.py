@@ -29,7 +29,12 @@ def claude() -> None:
 @click.pass_obj
 def pretooluse(app: App) -> int:
     """Before each tool call: a call that matches [gate] rules or [gate] protect waits for a
-    human's approval of that exact call; any other call goes ahead (exit 0, no output)."""
+    human's approval of that exact call; any other call goes ahead (exit 0, no output).
+
+    A matched call gets Claude Code's decision JSON on stdout (exit 0); anything wrong with a
+    matched call (a broken [gate] table, unreadable input) denies it: exit 2, one line on
+    stderr.
+    """
     from loopkit.hooks.pretooluse import main
 
     return main(str(app.explicit) if app.explicit else None)

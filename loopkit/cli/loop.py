@@ -51,7 +51,13 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print the state as JSON.")
 @click.pass_obj
 def status(app: App, as_json: bool) -> int:
-    """Show the supervisor's state: running / blocked / finished, iteration, task, request."""
+    """Show the supervisor's state: running / blocked / finished, iteration, task, request.
+
+    The state is one of running, blocked, idle (stopped by --max-iterations), finished,
+    aborted or stopped; it says blocked whenever BLOCKED.md stands, supervised or not. While
+    blocked it adds since when, the request, the deadline and its timeout action, the last
+    delivery per channel and the next send.
+    """
     from loopkit.escalation.escalator import Escalator
     from loopkit.escalation.repair import repair
     from loopkit.supervisor.status import render

@@ -46,7 +46,11 @@ def init(app: App, agent: str | None, verify: str | None, channel: str, force: b
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 @click.pass_obj
 def doctor(app: App, as_json: bool) -> int:
-    """Check the config, the channel settings and the template; each problem with its fix."""
+    """Check the config, the channel settings and the template; each problem with its fix.
+
+    Also the programs of agent / verify / done / preflight, task_file and required_env, as
+    they are now. Exit 0 when nothing is wrong, 1 when a problem was found.
+    """
     from loopkit.setup.doctor import diagnose
 
     findings = diagnose(app.root)

@@ -43,6 +43,7 @@ def parse_duration(value: object) -> float:
 
 
 def command(value: object) -> Command:
+    """A command: a string (run by ``/bin/sh -c``) or a list of strings (argv, no shell)."""
     if isinstance(value, str):
         if not value.strip():
             raise ValueError("a command cannot be empty")
@@ -53,22 +54,26 @@ def command(value: object) -> Command:
 
 
 def optional_command(value: object) -> Command | None:
+    """A command: a string (run by ``/bin/sh -c``) or a list of strings (argv, no shell)."""
     return command(value)
 
 
 def commands(value: object) -> tuple[Command, ...]:
+    """A list of commands, each a string or a list of strings."""
     if not isinstance(value, list):
         raise ValueError("expected a list of commands")
     return tuple(command(v) for v in value)
 
 
 def a_string(value: object) -> str:
+    """A string."""
     if not isinstance(value, str):
         raise ValueError(f"expected a string, got {type(value).__name__}")
     return value
 
 
 def nonempty_string(value: object) -> str:
+    """A string that is not blank."""
     text = a_string(value)
     if not text.strip():
         raise ValueError("cannot be empty")
@@ -76,18 +81,21 @@ def nonempty_string(value: object) -> str:
 
 
 def strings(value: object) -> tuple[str, ...]:
+    """A list of strings."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("expected a list of strings")
     return tuple(cast(list[str], value))
 
 
 def positive_int(value: object) -> int:
+    """A whole number, at least 1."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError("expected a whole number of at least 1")
     return value
 
 
 def positive_number(value: object) -> float:
+    """A number greater than 0."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ValueError("expected a number greater than 0")  # NaN fails `> 0` too
     if not math.isfinite(value):
@@ -118,6 +126,7 @@ def fleet_dsn(value: object) -> str:
 
 
 def flag(value: object) -> bool:
+    """``true`` or ``false``."""
     if not isinstance(value, bool):
         raise ValueError("expected true or false")
     return value
@@ -140,24 +149,28 @@ def ladder(value: object) -> tuple[str, ...]:
 
 
 def optional_duration(value: object) -> float | None:
+    """A duration, or ``"off"`` (also ``0`` or ``""``): not at all."""
     if value in ("off", "", 0):
         return None
     return parse_duration(value) or None
 
 
 def count(value: object) -> int:
+    """A whole number, 0 or more."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError("expected a whole number, 0 or more")
     return value
 
 
 def timeout_action(value: object) -> str:
+    """``skip``, ``queue``, ``retry`` or ``abort``."""
     if value not in TIMEOUT_ACTIONS:
         raise ValueError(f"expected one of {', '.join(TIMEOUT_ACTIONS)}, got {value!r}")
     return str(value)
 
 
 def pattern(value: object) -> str:
+    """A regular expression (Python syntax, multi-line mode)."""
     text = a_string(value)
     try:
         re.compile(text, re.MULTILINE)

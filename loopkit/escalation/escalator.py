@@ -77,7 +77,7 @@ class Escalation:
         )
 
     def cleaned(self) -> Escalation:
-        """The same escalation with every text safe to write (see :func:`message.clean`)."""
+        """The same escalation with every text safe to write (see :func:`loopkit.message.clean`)."""
         return replace(
             self,
             question=clean(self.question),

@@ -8,7 +8,7 @@
    runs before the gates, so bad input is refused even when a gate would fire.
 2. **P0 gates** — absolute, whatever the confidence (seed 002, "P0 Gate"):
    ``irreversible=True``; a category in ``P0_CATEGORIES``; an escalation signal in the
-   *situation* (the default signals in ``DEFAULT_ESCALATE_WORDS``, plus ``escalate_words``
+   *situation* (the default signals in ``_SIGNALS``, plus ``escalate_words``
    from the workspace ``[policy]`` table, plus ``escalate:`` lines of the policy text);
    a recurring cost above ``LARGE_MONTHLY_COST`` per month (``$29/month``, ``€200 per year``);
    and, for ``category="cost"`` only, an unquantified cost word (see below).
@@ -121,45 +121,6 @@ _SIGNALS: tuple[tuple[str, str], ...] = (
     ("legal", r"personal\s+data|pii"),
     ("legal", r"terms\s+of\s+service"),
     ("legal", r"compliance|copyright"),
-)
-
-#: Human-readable names of the default signals, for docs and ``loopkit doctor``.
-DEFAULT_ESCALATE_WORDS: tuple[str, ...] = (
-    "delete",
-    "drop",
-    "destroy",
-    "truncate",
-    "wipe",
-    "purge",
-    "erase",
-    "rm -rf",
-    "data loss",
-    "production data",
-    "reset --hard",
-    "deploy",
-    "migrate",
-    "migration",
-    "release",
-    "publish … to pypi/npm",
-    "force-push",
-    "paid service",
-    "subscription",
-    "billing",
-    "payment",
-    "credential",
-    "password",
-    "secret",
-    "permission",
-    "api key",
-    "access token",
-    "auth model",
-    "license",
-    "privacy",
-    "gdpr",
-    "personal data",
-    "terms of service",
-    "compliance",
-    "copyright",
 )
 
 # Words that signal money only when the caller has said the category is "cost".

@@ -4,8 +4,8 @@ machines, made by :class:`loopkit.fleet.Hubs` (one per DSN).
 - Every write of a record is mirrored to ``loopkit_requests`` (an upsert; the file stays the
   record). A row answered from another machine keeps its answer until its owner applies it.
 - An answer is claimed with a compare-and-set on the row's status, so exactly one answer
-  wins fleet-wide: this machine's own answers inside the store's lock (:meth:`claim`),
-  other machines' requests by :meth:`answer_remote`, which announces itself with
+  wins fleet-wide: this machine's own answers inside the store's lock (:meth:`PgHub.claim`),
+  other machines' requests by :meth:`PgHub.answer_remote`, which announces itself with
   ``NOTIFY loopkit_answer``. The owner LISTENs (:mod:`loopkit.fleet.follow`) and applies it.
 - The bot lease is ``pg_try_advisory_lock`` on a connection of its own; the offset is a row.
 

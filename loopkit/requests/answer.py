@@ -1,6 +1,7 @@
 """Answering a request: parse the reply by the request's kind and record it, exactly once.
 
-- ``question``: :func:`loopkit.parse.parse_reply` decides; anything unmatched is free text.
+- ``question``: :func:`~loopkit.requests.replies.parse_reply` decides; anything unmatched is
+  free text.
 - ``approval`` (Approve / Reject / Request changes) and ``review`` (Approve / Request changes
   / Defer): the reply may carry a reason after the choice (``"reject: the migration is not
   reversible"``), which is kept. A reply that picks no option is feedback, recorded as

@@ -219,7 +219,6 @@ class Runner:
         self.kill_grace = kill_grace
         self.echo = echo
         self.clock = clock
-        self.current_pgid: int | None = None
 
     def run(
         self,
@@ -251,7 +250,6 @@ class Runner:
             return Finished("not-started", None, 0.0, "", reason)
         job.started(proc.pid, describe(command))
         os.close(write_fd)
-        self.current_pgid = proc.pid
         sinks: list[Callable[[bytes], None]] = []
         if self.echo:
             sinks.append(self.echo)
@@ -275,7 +273,6 @@ class Runner:
             job.finish()
             output.close()
             exit_.close()
-            self.current_pgid = None
         code = proc.returncode
         error = None
         if ending == "timeout":

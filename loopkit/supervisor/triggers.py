@@ -23,7 +23,6 @@ CHOICES = (
     Choice("Skip the task", "loopkit moves on to the next task", "skip"),
     Choice("Abort the loop", "loopkit run stops (exit 3)", "abort"),
 )
-SUPERVISOR_ACTIONS = ("retry", "skip", "abort")
 
 
 def choices(task: str | None) -> list[Choice]:

@@ -2,7 +2,7 @@
 
 The supervisor waits on one wake-up for everything: a signal (its handler only calls
 ``set``), a folder change (set from watchdog's thread), a child's output or exit. Because
-``Wake`` is readable through :meth:`fileno` while set, the main thread can ``select`` on it
+``Wake`` is readable through :meth:`Wake.fileno` while set, the main thread can ``select`` on it
 together with a child's output pipe and its ``pidfd`` — no helper threads per command.
 """
 

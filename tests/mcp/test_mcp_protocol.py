@@ -109,14 +109,14 @@ def test_print_config_prints_the_mcp_json_entry_and_the_claude_line(ws: Path) ->
     )  # fmt: skip
     assert '"args": ["mcp"]' in plain.stdout  # no -C: the client's folder is the project
 
-    # With loopkit on PATH it prints exactly what the README shows.
+    # With loopkit on PATH it prints exactly what docs/mcp.md shows.
     on_path = clean_env(PATH=f"{LOOPKIT.parent}:/usr/bin:/bin")
     found = subprocess.run(
         ["loopkit", "mcp", "--print-config"], cwd=ws, env=on_path, capture_output=True,
         text=True, check=True,
     )  # fmt: skip
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme.split("## Using loopkit with any MCP client", 1)[1]
+    page = (Path(__file__).parents[2] / "docs" / "mcp.md").read_text()
+    section = page.split("## Add it to a client", 1)[1]
     json_block = section.split("```json\n", 1)[1].split("```", 1)[0]
     sh_block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     assert json_block in found.stdout

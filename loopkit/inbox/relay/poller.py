@@ -1,6 +1,7 @@
 """Answers from Telegram: long-poll ``getUpdates`` while blocked and hand each update to the
-:class:`~loopkit.inbox.relay.router.Router` (who may answer: :mod:`~loopkit.inbox.relay.
-senders`; an update from anyone else is logged, and a tap is answered "not allowed").
+:class:`~loopkit.inbox.relay.router.Router` (who may answer:
+:mod:`~loopkit.inbox.relay.senders`; an update from anyone else is logged, and a tap is
+answered "not allowed").
 
 Exactly once: an update's answer is recorded (by the router, under the store lock) *before*
 the offset moves past it, and the offset is saved (in ``LOOPKIT_HOME`` or the fleet, as the
