@@ -98,7 +98,6 @@ class Hubs:
                 return hub, remote
         return None
 
-
     def close(self) -> None:
         """Close every fleet's shared connection (a later use opens a new one)."""
         for hub in self.pg_hubs():
