@@ -13,7 +13,9 @@ stop, a child's exit and a file change are all acted on at once. State is saved 
 :class:`Supervisor` owns its parts (:class:`~loopkit.supervisor.parts.Parts`) and its two
 phases — one :class:`~loopkit.supervisor.iteration.Iteration` and one
 :class:`~loopkit.supervisor.blocked.BlockedPhase` — and reads their
-:class:`~loopkit.supervisor.parts.Step` results top-down.
+:class:`~loopkit.supervisor.parts.Step` results top-down. What it runs on are keyword
+arguments with real defaults — the runner, what builds the escalator, the hub, the clock —
+so the loop, an iteration and the blocked phase are tested in process with fakes.
 """
 
 from __future__ import annotations
@@ -23,24 +25,29 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
 from loopkit import channels, clock
 from loopkit import config as config_mod
+from loopkit.clock import Clock, SystemClock
 from loopkit.config import Config
 from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import blockfile
+from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
 from loopkit.log import get_logger
 from loopkit.requests import hub
+from loopkit.requests.hub import Hub, LocalHub
 from loopkit.supervisor.blocked import BlockedPhase
-from loopkit.supervisor.containment import subreaper
+from loopkit.supervisor.containment import Containment, label, subreaper
 from loopkit.supervisor.iteration import Iteration
 from loopkit.supervisor.leftovers import stop_left_behind
-from loopkit.supervisor.parts import Options, Parts, Step
+from loopkit.supervisor.parts import EscalatorFactory, Options, Parts, Step, console
+from loopkit.supervisor.runner import CommandRunner, Runner
 from loopkit.watch.folder import FolderWatch
+from loopkit.watch.wake import Wake
+from loopkit.workspace import Workspace
 from loopkit.workspace.state import SupervisorLock
 
 log = get_logger("loopkit.supervisor")
@@ -49,10 +56,49 @@ __all__ = ["Options", "Supervisor"]
 
 
 class Supervisor:
-    """The loop, its lifecycle and its signals, over the phases it owns."""
+    """The loop, its lifecycle and its signals, over the phases it owns.
 
-    def __init__(self, config: Config, *, options: Options | None = None) -> None:
-        self.parts = Parts(config, options or Options())
+    ``runner`` runs the commands (default: a :class:`~loopkit.supervisor.runner.Runner`,
+    its commands contained and echoed to stdout); its ``wake`` and ``stop`` are the ones
+    the supervisor sets and waits on. ``escalator`` builds the escalator for a config (again
+    on each reload). ``hub`` is what a fleet shares (default: :class:`LocalHub`). ``clock``
+    is the time every phase reads and waits on (default: :class:`SystemClock`); a fake
+    clock goes with a fake runner, since a real command runs in real time.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        options: Options | None = None,
+        runner: CommandRunner | None = None,
+        escalator: EscalatorFactory = Escalator,
+        hub: Hub | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        workspace = Workspace.of(config)
+        echo = console(config)
+        containment = Containment(record=workspace.running_file, name=label(workspace.root))
+        if runner is None:
+            runner = Runner(
+                wake=Wake(),
+                stop=threading.Event(),
+                kill_grace=config.loop.kill_grace,
+                echo=echo.write,
+                containment=containment,
+            )
+        self.hub = hub or LocalHub()
+        self.clock = clock or SystemClock()
+        self.parts = Parts(
+            config,
+            options or Options(),
+            runner=runner,
+            containment=containment,
+            escalator=escalator,
+            echo=echo,
+            hub=self.hub,
+            clock=self.clock,
+        )
         self.lock = SupervisorLock(self.parts.workspace)
         self.reload = threading.Event()
         self.iteration = Iteration(self.parts)
@@ -115,7 +161,7 @@ class Supervisor:
         parts = self.parts
         parts.state = parts.state_file.load()
         parts.state.pid = os.getpid()
-        parts.state.started_at = clock.iso_seconds()
+        parts.state.started_at = clock.iso_seconds(self.clock.now())
         parts.state.status = "running"
         parts.save()
         log.info("started", pid=os.getpid(), msg=f"supervising {parts.workspace.root}")
@@ -175,12 +221,12 @@ class Supervisor:
     def _pause(self) -> bool:
         """Sleep ``pause``; True when a stop came in meanwhile."""
         stop = self.parts.stop
-        end = time.monotonic() + self.parts.config.loop.pause
+        end = self.clock.monotonic() + self.parts.config.loop.pause
         while not stop.is_set():
-            remaining = end - time.monotonic()
+            remaining = end - self.clock.monotonic()
             if remaining <= 0:
                 return False
-            stop.wait(remaining)
+            self.clock.wait(stop, remaining)
         return True
 
 

@@ -1,7 +1,8 @@
 """What the supervisor's phases share: its parts, its state, and the small result of a phase.
 
-:class:`~loopkit.supervisor.loop.Supervisor` builds one :class:`Parts` and hands it to the
-phases it owns — :class:`~loopkit.supervisor.iteration.Iteration` and
+:class:`~loopkit.supervisor.loop.Supervisor` builds one :class:`Parts` — handing it the
+runner, the containment, what builds the escalator, the hub and the clock — and hands it to
+the phases it owns — :class:`~loopkit.supervisor.iteration.Iteration` and
 :class:`~loopkit.supervisor.blocked.BlockedPhase` — each of which returns a :class:`Step`.
 """
 
@@ -11,19 +12,20 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
+from loopkit.clock import Clock
 from loopkit.config import Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.escalation.escalator import Escalator
 from loopkit.log import get_logger
 from loopkit.redact import LineRedactor, Redactor
+from loopkit.requests.hub import Hub
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
-from loopkit.supervisor.containment import Containment, label
-from loopkit.supervisor.runner import Runner
+from loopkit.supervisor.containment import Containment
+from loopkit.supervisor.runner import CommandRunner
 from loopkit.watch.folder import FolderWatch
-from loopkit.watch.wake import Wake
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import State, StateFile
 
@@ -56,31 +58,54 @@ CONTINUE = Step("continue")
 KEEP_WAITING = Step("wait")
 
 
+class EscalatorFactory(Protocol):
+    """Builds the escalator for a config (at start, and again on a reload): ``Escalator``."""
+
+    def __call__(self, config: Config, *, store: RequestStore) -> Escalator: ...
+
+
 def _stdout_echo(chunk: bytes) -> None:
     sys.stdout.buffer.write(chunk)
     sys.stdout.buffer.flush()
 
 
-class Parts:
-    """The supervisor's parts and state, and the few steps every phase uses."""
+def console(config: Config) -> LineRedactor:
+    """Where the commands' output is echoed: stdout, redacted line by line."""
+    return LineRedactor(_stdout_echo, Redactor(config.channels.secrets()))
 
-    def __init__(self, config: Config, options: Options) -> None:
+
+class Parts:
+    """The supervisor's parts and state, and the few steps every phase uses.
+
+    It is handed what it holds: the runner (whose ``wake`` and ``stop`` are the supervisor's),
+    the containment of its commands, ``echo`` (the console the runner writes to), what builds
+    the escalator, the hub and the clock every phase reads the time from.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        options: Options,
+        *,
+        runner: CommandRunner,
+        containment: Containment,
+        escalator: EscalatorFactory,
+        echo: LineRedactor,
+        hub: Hub,
+        clock: Clock,
+    ) -> None:
         self.options = options
         self.state_file = StateFile(Workspace.of(config))
-        self.wake = Wake()
-        self.stop = threading.Event()
+        self.runner = runner
+        self.wake = runner.wake
+        self.stop = runner.stop
+        self.containment = containment
+        self.hub = hub
+        self.clock = clock
+        self._escalator_for = escalator
         self.signal_received: int | None = None
-        self.redactor = Redactor(config.channels.secrets())
-        self._echo = LineRedactor(_stdout_echo, self.redactor)
-        workspace = Workspace.of(config)
-        self.containment = Containment(record=workspace.running_file, name=label(workspace.root))
-        self.runner = Runner(
-            wake=self.wake,
-            stop=self.stop,
-            kill_grace=config.loop.kill_grace,
-            echo=self._echo.write,
-            containment=self.containment,
-        )
+        self.redactor = echo.redactor
+        self._echo = echo
         self.state = State()
         self.watch: FolderWatch | None = None  # while the loop runs
         self._poller: UpdatePoller | None = None
@@ -91,7 +116,7 @@ class Parts:
         self.config = config
         self.workspace = Workspace.of(config)
         self.store = RequestStore(self.workspace)  # the one store of this process
-        self.escalator = Escalator(config, store=self.store)
+        self.escalator = self._escalator_for(config, store=self.store)
         self.runner.kill_grace = config.loop.kill_grace
         self.redactor = Redactor(config.channels.secrets())
         self._echo.redactor = self.redactor
