@@ -169,16 +169,19 @@ class BlockedPhase:
         if record is None:
             return lambda: False
         path = self.parts.store.path(record.request_id)
-        seen = [None]
+        seen: list[tuple[int, int, int] | None] = [None]
 
         def answered() -> bool:
             try:
-                stamp = path.stat().st_mtime_ns
+                info = path.stat()
             except OSError:
                 return False
+            # Each write replaces the file (a new inode), so with coarse mtimes two writes in
+            # one tick still differ.
+            stamp = (info.st_mtime_ns, info.st_ino, info.st_size)
             if stamp == seen[0]:
                 return False
-            seen[0] = stamp  # type: ignore[call-overload]
+            seen[0] = stamp
             fresh = self._load(record.request_id)
             # Resolved, not merely closed: a request that expired with `abort` takes no
             # answer; its block stands until a human lifts it (deletes BLOCKED.md). And

@@ -104,7 +104,6 @@ class Parts:
         self.clock = clock
         self._escalator_for = escalator
         self.signal_received: int | None = None
-        self.redactor = echo.redactor
         self._echo = echo
         self.state = State()
         self.watch: FolderWatch | None = None  # while the loop runs
