@@ -7,7 +7,7 @@ test that cannot fail:
 - :class:`FakeClock` keeps ``Event.wait``'s contract: a wait returns True as soon as its
   event is set (by a scheduled action, or by another thread before it), else False after
   exactly the seconds asked. A wait with no end that nothing can end, and a loop that lets
-  a week of fake time pass, fail the test instead of hanging it.
+  a day of fake time pass, fail the test instead of hanging it.
 - :class:`FakeRunner` keeps :meth:`loopkit.supervisor.runner.Runner.run`'s contract: it
   looks at its exit, ``stop``, the timeout and ``interrupt`` in the real one's order; a
   stopped, timed-out or interrupted command gets SIGTERM and, if it ignores that, SIGKILL
@@ -39,7 +39,7 @@ from loopkit.supervisor.runner import TAIL_BYTES, Ending, Finished, LogSink, arg
 from loopkit.watch.wake import Wake
 
 ORIGIN = 5000.0  # the fake monotonic time at the start: any number, as the real one's is
-WEEK = 7 * 24 * 3600.0
+DAY = 24 * 3600.0
 
 
 class FakeClock:
@@ -49,7 +49,7 @@ class FakeClock:
     the start — what a human, a signal or an editor does meanwhile.
     """
 
-    def __init__(self, *, wall: datetime | None = None, limit: float = WEEK) -> None:
+    def __init__(self, *, wall: datetime | None = None, limit: float = DAY) -> None:
         self.elapsed = 0.0
         self.wall = wall or datetime.now(UTC)  # the wall-clock time at the start
         self.limit = limit
