@@ -228,11 +228,11 @@ class FakeRunner:
 
 
 @dataclass
-class Phone:
+class RecordingChannel:
     """A channel that delivers every message (``channel_factory``): what was sent, in order."""
 
     sent: list[Note] = field(default_factory=list)
-    name: str = "phone"
+    name: str = "recording"
 
     def send(self, message: Note) -> Outcome:
         self.sent.append(message)
@@ -242,12 +242,12 @@ class Phone:
         return []
 
 
-def escalator(phone: Phone | None = None) -> EscalatorFactory:
-    """The real escalator, sending to ``phone`` (if any) and naming no commit (the commit
+def escalator(channel: RecordingChannel | None = None) -> EscalatorFactory:
+    """The real escalator, sending to ``channel`` (if any) and naming no commit (the commit
     is a ``git`` subprocess)."""
 
     def build(config: Config, *, store: RequestStore) -> Escalator:
-        factory = (lambda name: phone) if phone is not None else None
+        factory = (lambda name: channel) if channel is not None else None
         return Escalator(config, store=store, channel_factory=factory, commit=lambda ws: None)
 
     return build
@@ -266,7 +266,7 @@ def supervisor(
     clock: FakeClock,
     runner: FakeRunner,
     *,
-    phone: Phone | None = None,
+    channel: RecordingChannel | None = None,
     **options: Any,
 ) -> Supervisor:
     """A supervisor on the fakes: no signal handlers, its escalator spawning nothing."""
@@ -274,6 +274,6 @@ def supervisor(
         config,
         options=Options(install_signals=False, **options),
         runner=runner,
-        escalator=escalator(phone),
+        escalator=escalator(channel),
         clock=clock,
     )

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes import Call, FakeClock, FakeRunner, Phone, Run, loop_config, supervisor
+from fakes import Call, FakeClock, FakeRunner, RecordingChannel, Run, loop_config, supervisor
 
 from loopkit.errors import EXIT_OK, EXIT_SIGTERM
 from loopkit.escalation import blockfile
@@ -105,9 +105,9 @@ def test_the_last_allowed_failure_raises_the_block(ws: Path) -> None:
     clock = FakeClock()
     (ws / "PLAN.md").write_text("- [x] menu\n- [ ] prices in cents\n")
     runner = FakeRunner(clock, {"agent": Run(), "verify": Run(2, output="E   assert 1 == 2\n")})
-    phone = Phone()
+    channel = RecordingChannel()
     config = loop_config(ws, task_file="PLAN.md", max_verify_failures=2, ladder=("slack",))
-    sup = supervisor(config, clock, runner, phone=phone)
+    sup = supervisor(config, clock, runner, channel=channel)
 
     sup.iteration.run()
     assert not (ws / "BLOCKED.md").exists()
@@ -119,7 +119,7 @@ def test_the_last_allowed_failure_raises_the_block(ws: Path) -> None:
     assert [o["value"] for o in record.options] == ["retry", "skip", "abort"]
     assert record.attempted == ["iteration 1: verify exit 2 — E assert 1 == 2",
                                 "iteration 2: verify exit 2 — E assert 1 == 2"]  # fmt: skip
-    assert [n.request_id for n in phone.sent] == [request_id]
+    assert [n.request_id for n in channel.sent] == [request_id]
     assert saved(ws)["status"] == "blocked" and saved(ws)["open_request"] == request_id
 
 
@@ -130,8 +130,8 @@ def test_an_agent_writing_blocked_md_skips_verify_and_is_adopted(ws: Path) -> No
         (Path(call.cwd) / "BLOCKED.md").write_text(HAND_WRITTEN)
 
     runner = FakeRunner(clock, {"agent": Run(exit_code=2, does=write), "verify": Run()})
-    phone = Phone()
-    sup = supervisor(loop_config(ws, ladder=("slack",)), clock, runner, phone=phone)
+    channel = RecordingChannel()
+    sup = supervisor(loop_config(ws, ladder=("slack",)), clock, runner, channel=channel)
 
     assert sup.iteration.run() == CONTINUE
     assert runner.names() == ["agent"]  # no verify: the agent asked
@@ -143,7 +143,7 @@ def test_an_agent_writing_blocked_md_skips_verify_and_is_adopted(ws: Path) -> No
     assert [o["label"] for o in record.options] == ["EUR", "USD"]
     assert sup.parts.state.open_request == record.request_id
     assert sup.parts.state.status == "blocked" and sup.parts.state.failures == 0
-    assert [n.request_id for n in phone.sent] == [record.request_id]
+    assert [n.request_id for n in channel.sent] == [record.request_id]
 
 
 def test_with_stop_agent_on_block_the_agent_is_stopped_after_the_grace(ws: Path) -> None:

@@ -12,7 +12,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from fakes import FakeClock, FakeRunner, Phone, Run, loop_config, supervisor
+from fakes import FakeClock, FakeRunner, RecordingChannel, Run, loop_config, supervisor
 
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.escalation import blockfile
@@ -33,9 +33,9 @@ def state(ws: Path) -> dict[str, object]:
 def test_verify_failing_three_times_raises_the_block(ws: Path) -> None:
     clock = FakeClock()
     runner = FakeRunner(clock, {"agent": Run(takes=5), "verify": Run(1, takes=2, output=FAILED)})
-    phone = Phone()
+    channel = RecordingChannel()
     config = loop_config(ws, pause=10.0, ladder=("slack",))
-    sup = supervisor(config, clock, runner, phone=phone, exit_on_block=True)
+    sup = supervisor(config, clock, runner, channel=channel, exit_on_block=True)
 
     assert sup.run() == EXIT_BLOCKED
     assert runner.names() == ["agent", "verify"] * 3
@@ -49,7 +49,7 @@ def test_verify_failing_three_times_raises_the_block(ws: Path) -> None:
     assert record.prompt == "Verify failed 3 times in a row on the current task: how do I go on?"
     assert "test_total - AssertionError" in record.situation  # the failure's signature
     assert [o["value"] for o in record.options] == ["retry", "abort"]  # no task: no Skip
-    [sent] = phone.sent  # the human is told once
+    [sent] = channel.sent  # the human is told once
     assert sent.request_id == request_id
     after = state(ws)
     assert (after["status"], after["open_request"], after["last_exit"]) == (
