@@ -1,4 +1,4 @@
-"""The ``loopkit`` group: its global options and the explicit list of its commands."""
+"""The ``loopkit`` group: the options every command takes, and the explicit list of its commands."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from loopkit import clock
@@ -122,7 +123,8 @@ def answer_hint(ladder: str | tuple[str, ...], choices: int = 3) -> str:
     )
 
 
-def _commit(workspace: Workspace) -> str | None:
+def head_commit(workspace: Workspace) -> str | None:
+    """The short commit the workspace's git checkout is at (``git rev-parse``), if any."""
     try:
         done = subprocess.run(
             ["git", "-C", str(workspace.root), "rev-parse", "--short", "HEAD"],
@@ -137,7 +139,8 @@ def _commit(workspace: Workspace) -> str | None:
 
 
 class Escalator:
-    """Raises blocks for one workspace. ``channel_factory`` is the seam for tests."""
+    """Raises blocks for one workspace. ``channel_factory`` and ``commit`` (what BLOCKED.md
+    names as the commit: a ``git`` subprocess) are the seams for tests."""
 
     def __init__(
         self,
@@ -145,11 +148,13 @@ class Escalator:
         *,
         channel_factory: ChannelFactory | None = None,
         store: RequestStore | None = None,
+        commit: Callable[[Workspace], str | None] = head_commit,
     ) -> None:
         self.config = config
         self.workspace = Workspace.of(config)
         self.store = store or RequestStore(self.workspace)
         self.sender = Sender(config, self.store, channel_factory=channel_factory)
+        self.commit = commit
 
     def escalate(self, escalation: Escalation) -> Result:
         escalation = escalation.cleaned()
@@ -278,7 +283,7 @@ class Escalator:
 
     def _render(self, record: Request) -> tuple[str, str | None]:
         trigger = record.trigger or record.kind
-        commit = _commit(self.workspace)
+        commit = self.commit(self.workspace)
         at_commit = f" at commit {commit}" if commit else ""
         meta = [
             f"Trigger: {trigger} · request: requests/{record.request_id}.json · "

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from loopkit.errors import LoopkitError
 from loopkit.log import get_logger
 from loopkit.mcp_server.asking import AskingTools
-from loopkit.mcp_server.reading import ReadingTools
+from loopkit.mcp_server.reading import PROGRESS_EVERY, ReadingTools
 from loopkit.mcp_server.workspace import ServedWorkspace
 from loopkit.message import fold
 
@@ -73,9 +73,12 @@ class LoopkitTool(Tool):
             raise ToolError(message) from cause
 
 
-def tools(served: ServedWorkspace) -> list[Callable[..., Any]]:
-    """The tools, in the order clients list them."""
-    asking, reading = AskingTools(served), ReadingTools(served)
+def tools(
+    served: ServedWorkspace, *, progress_every: float = PROGRESS_EVERY
+) -> list[Callable[..., Any]]:
+    """The tools, in the order clients list them (``progress_every``: seconds between a
+    wait's progress notifications)."""
+    asking, reading = AskingTools(served), ReadingTools(served, progress_every=progress_every)
     return [
         asking.request_human_input,
         asking.request_human_review,
@@ -86,14 +89,15 @@ def tools(served: ServedWorkspace) -> list[Callable[..., Any]]:
     ]
 
 
-def build(served: ServedWorkspace) -> MCPServer[Any]:
+def build(served: ServedWorkspace, *, progress_every: float = PROGRESS_EVERY) -> MCPServer[Any]:
     from importlib.metadata import version
 
+    served_tools = tools(served, progress_every=progress_every)
     return MCPServer(
         "loopkit",
         version=version("loopkit"),
         instructions=INSTRUCTIONS,
-        tools=[LoopkitTool.from_function(fn, structured_output=True) for fn in tools(served)],
+        tools=[LoopkitTool.from_function(fn, structured_output=True) for fn in served_tools],
     )
 
 

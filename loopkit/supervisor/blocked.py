@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from loopkit import atomicfile, clock
+from loopkit import atomicfile
+from loopkit.clock import iso_seconds, parse_iso
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
 from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.log import get_logger
@@ -51,7 +52,7 @@ class BlockedPhase:
         """
         step = CONTINUE
         path = self.parts.workspace.blocked
-        started = time.time_ns()
+        started = time.time_ns()  # the file system's time: it is compared with mtimes
         since = self.parts.state.answers_seen_ns - ANSWER_SLACK_NS
         standing = self._block_request() if blockfile.state(path) != "absent" else None
         for request_id in self.parts.store.changed_since(since):
@@ -139,43 +140,48 @@ class BlockedPhase:
         timeout = record.timeout_default or {}
         try:
             minutes = float(timeout.get("after_minutes") or 0)
-            created = clock.parse_iso(record.asked_at)  # from when the human was asked
+            created = parse_iso(record.asked_at)  # from when the human was asked
         except (TypeError, ValueError):
             return None
         if minutes <= 0:
             return None
-        remaining = created.timestamp() + minutes * 60 - time.time()
-        return time.monotonic() + max(0.0, remaining)
+        clock = self.parts.clock
+        remaining = created.timestamp() + minutes * 60 - clock.now().timestamp()
+        return clock.monotonic() + max(0.0, remaining)
 
     def _next_event(self, record: Request | None) -> float | None:
         """The monotonic time of the next thing to do: the expiry, or the next send."""
         events = [self._deadline(record)]
         if record is not None:
-            now = clock.now()
+            now = self.parts.clock.now()
             due = delivery.next_due(record, self.parts.config.escalation, now)
             if due is not None:
-                events.append(time.monotonic() + max(0.0, (due.at - now).total_seconds()))
+                later = max(0.0, (due.at - now).total_seconds())
+                events.append(self.parts.clock.monotonic() + later)
         found = [e for e in events if e is not None]
         return min(found) if found else None
 
     def _expired(self, record: Request) -> bool:
         deadline = self._deadline(record)
-        return deadline is not None and time.monotonic() >= deadline
+        return deadline is not None and self.parts.clock.monotonic() >= deadline
 
     def _answered_check(self, record: Request | None) -> Callable[[], bool]:
         if record is None:
             return lambda: False
         path = self.parts.store.path(record.request_id)
-        seen = [None]
+        seen: list[tuple[int, int, int] | None] = [None]
 
         def answered() -> bool:
             try:
-                stamp = path.stat().st_mtime_ns
+                info = path.stat()
             except OSError:
                 return False
+            # Each write replaces the file (a new inode), so with coarse mtimes two writes in
+            # one tick still differ.
+            stamp = (info.st_mtime_ns, info.st_ino, info.st_size)
             if stamp == seen[0]:
                 return False
-            seen[0] = stamp  # type: ignore[call-overload]
+            seen[0] = stamp
             fresh = self._load(record.request_id)
             # Resolved, not merely closed: a request that expired with `abort` takes no
             # answer; its block stands until a human lifts it (deletes BLOCKED.md). And
@@ -199,6 +205,7 @@ class BlockedPhase:
                     self.parts.stop,
                     deadline=self._next_event(record),
                     answered=self._answered_check(record),
+                    clock=self.parts.clock,
                 )
             finally:
                 if phone is not None:
@@ -231,7 +238,7 @@ class BlockedPhase:
 
             def queued(fresh: Request) -> bool:
                 if fresh.is_open:
-                    fresh.timed_out_at = clock.iso_seconds()
+                    fresh.timed_out_at = iso_seconds(self.parts.clock.now())
                 return fresh.is_open
 
             self.parts.store.update(record.request_id, queued)
@@ -319,7 +326,7 @@ class BlockedPhase:
         def stamp(fresh: Request) -> bool:
             if fresh.applied_at:
                 return False
-            fresh.applied_at = clock.iso_seconds()
+            fresh.applied_at = iso_seconds(self.parts.clock.now())
             return True
 
         with contextlib.suppress(LoopkitError):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -65,7 +64,7 @@ class Iteration:
         # point never hands it to a second agent run (at most once, across any crash).
         self._decision, state.pending_decision = state.pending_decision, None
         changed = changed or self._decision is not None
-        now = time.monotonic()
+        now = self.parts.clock.monotonic()
         if changed or now - self._iteration_saved >= PROGRESS_EVERY:
             self._iteration_saved = now
             # The iteration number alone is progress, not state: saved without fsync and at
@@ -152,7 +151,7 @@ class Iteration:
         for attempt in range(1, PREFLIGHT_TRIES + 1):
             if attempt > 1:
                 tries[-1] += f"; waited {wait:g} s"
-                if self.parts.stop.wait(wait):
+                if self.parts.clock.wait(self.parts.stop, wait):
                     return False
                 wait *= 2
             result = self._run("preflight", command, log_file, timeout=PREFLIGHT_TIMEOUT)

@@ -13,7 +13,9 @@ stop, a child's exit and a file change are all acted on at once. State is saved 
 :class:`Supervisor` owns its parts (:class:`~loopkit.supervisor.parts.Parts`) and its two
 phases — one :class:`~loopkit.supervisor.iteration.Iteration` and one
 :class:`~loopkit.supervisor.blocked.BlockedPhase` — and reads their
-:class:`~loopkit.supervisor.parts.Step` results top-down.
+:class:`~loopkit.supervisor.parts.Step` results top-down. What it runs on are keyword
+arguments with real defaults — the runner, what builds the escalator, the hub, the clock —
+so the loop, an iteration and the blocked phase are tested in process with fakes.
 """
 
 from __future__ import annotations
@@ -23,25 +25,29 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from types import FrameType
 
 from loopkit import channels, clock, fleet
 from loopkit import config as config_mod
+from loopkit.clock import Clock, SystemClock
 from loopkit.config import Config
 from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import blockfile
+from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
 from loopkit.fleet import Hubs
 from loopkit.log import get_logger
 from loopkit.requests.hub import Hub
 from loopkit.supervisor.blocked import BlockedPhase
-from loopkit.supervisor.containment import subreaper
+from loopkit.supervisor.containment import Containment, label, subreaper
 from loopkit.supervisor.iteration import Iteration
 from loopkit.supervisor.leftovers import stop_left_behind
-from loopkit.supervisor.parts import Options, Parts, Step
+from loopkit.supervisor.parts import EscalatorFactory, Options, Parts, Step, console
+from loopkit.supervisor.runner import CommandRunner, Runner
 from loopkit.watch.folder import FolderWatch
+from loopkit.watch.wake import Wake
+from loopkit.workspace import Workspace
 from loopkit.workspace.state import SupervisorLock
 
 log = get_logger("loopkit.supervisor")
@@ -50,19 +56,52 @@ __all__ = ["Options", "Supervisor"]
 
 
 class Supervisor:
-    """The loop, its lifecycle and its signals, over the phases it owns."""
+    """The loop, its lifecycle and its signals, over the phases it owns.
+
+    ``runner`` runs the commands (default: a :class:`~loopkit.supervisor.runner.Runner`,
+    its commands contained and echoed to stdout); its ``wake`` and ``stop`` are the ones
+    the supervisor sets and waits on. ``escalator`` builds the escalator for a config (again
+    on each reload). ``hubs`` are the process's hubs (one per fleet DSN; built here when not
+    handed in), ``hub`` the workspace's own (default: the one its Config names). ``clock``
+    is the time every phase reads and waits on (default: :class:`SystemClock`); a fake
+    clock goes with a fake runner, since a real command runs in real time.
+    """
 
     def __init__(
         self,
         config: Config,
         *,
         options: Options | None = None,
+        runner: CommandRunner | None = None,
+        escalator: EscalatorFactory = Escalator,
         hubs: Hubs | None = None,
         hub: Hub | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        """``hubs``: the process's hubs (one per fleet DSN); ``hub``: the workspace's own
-        (default: the one its Config names). Built here when not handed in."""
-        self.parts = Parts(config, options or Options(), hubs=hubs or Hubs(), hub=hub)
+        workspace = Workspace.of(config)
+        echo = console(config)
+        containment = Containment(record=workspace.running_file, name=label(workspace.root))
+        if runner is None:
+            runner = Runner(
+                wake=Wake(),
+                stop=threading.Event(),
+                kill_grace=config.loop.kill_grace,
+                echo=echo.write,
+                containment=containment,
+            )
+        self.clock = clock or SystemClock()
+        self.parts = Parts(
+            config,
+            options or Options(),
+            runner=runner,
+            containment=containment,
+            escalator=escalator,
+            echo=echo,
+            hubs=hubs if hubs is not None else Hubs(),
+            hub=hub,
+            clock=self.clock,
+        )
+        self._closes_hubs = hubs is None  # what it built, it closes
         self.lock = SupervisorLock(self.parts.workspace)
         self.reload = threading.Event()
         self.iteration = Iteration(self.parts)
@@ -110,6 +149,8 @@ class Supervisor:
                 finally:
                     parts.watch = None
                     parts.close()
+                    if self._closes_hubs:
+                        parts.hubs.close()
 
     @contextlib.contextmanager
     def _in_workspace(self) -> Iterator[None]:
@@ -125,7 +166,7 @@ class Supervisor:
         parts = self.parts
         parts.state = parts.state_file.load()
         parts.state.pid = os.getpid()
-        parts.state.started_at = clock.iso_seconds()
+        parts.state.started_at = clock.iso_seconds(self.clock.now())
         parts.state.status = "running"
         parts.save()
         log.info("started", pid=os.getpid(), msg=f"supervising {parts.workspace.root}")
@@ -185,12 +226,12 @@ class Supervisor:
     def _pause(self) -> bool:
         """Sleep ``pause``; True when a stop came in meanwhile."""
         stop = self.parts.stop
-        end = time.monotonic() + self.parts.config.loop.pause
+        end = self.clock.monotonic() + self.parts.config.loop.pause
         while not stop.is_set():
-            remaining = end - time.monotonic()
+            remaining = end - self.clock.monotonic()
             if remaining <= 0:
                 return False
-            stop.wait(remaining)
+            self.clock.wait(stop, remaining)
         return True
 
 

@@ -1,7 +1,8 @@
 """What the supervisor's phases share: its parts, its state, and the small result of a phase.
 
-:class:`~loopkit.supervisor.loop.Supervisor` builds one :class:`Parts` and hands it to the
-phases it owns — :class:`~loopkit.supervisor.iteration.Iteration` and
+:class:`~loopkit.supervisor.loop.Supervisor` builds one :class:`Parts` — handing it the
+runner, the containment, what builds the escalator, the hub and the clock — and hands it to
+the phases it owns — :class:`~loopkit.supervisor.iteration.Iteration` and
 :class:`~loopkit.supervisor.blocked.BlockedPhase` — each of which returns a :class:`Step`.
 """
 
@@ -11,8 +12,9 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
+from loopkit.clock import Clock
 from loopkit.config import Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.escalation.escalator import Escalator
@@ -23,10 +25,9 @@ from loopkit.requests.hub import Hub
 from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
-from loopkit.supervisor.containment import Containment, label
-from loopkit.supervisor.runner import Runner
+from loopkit.supervisor.containment import Containment
+from loopkit.supervisor.runner import CommandRunner
 from loopkit.watch.folder import FolderWatch
-from loopkit.watch.wake import Wake
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import State, StateFile
 
@@ -59,35 +60,56 @@ CONTINUE = Step("continue")
 KEEP_WAITING = Step("wait")
 
 
+class EscalatorFactory(Protocol):
+    """Builds the escalator for a config (at start, and again on a reload): ``Escalator``."""
+
+    def __call__(self, config: Config, *, store: RequestStore) -> Escalator: ...
+
+
 def _stdout_echo(chunk: bytes) -> None:
     sys.stdout.buffer.write(chunk)
     sys.stdout.buffer.flush()
 
 
+def console(config: Config) -> LineRedactor:
+    """Where the commands' output is echoed: stdout, redacted line by line."""
+    return LineRedactor(_stdout_echo, Redactor(config.channels.secrets()))
+
+
 class Parts:
-    """The supervisor's parts and state, and the few steps every phase uses."""
+    """The supervisor's parts and state, and the few steps every phase uses.
+
+    It is handed what it holds: the runner (whose ``wake`` and ``stop`` are the supervisor's),
+    the containment of its commands, ``echo`` (the console the runner writes to), what builds
+    the escalator, the hubs (and the workspace's own hub, when handed one) and the clock
+    every phase reads the time from.
+    """
 
     def __init__(
-        self, config: Config, options: Options, *, hubs: Hubs, hub: Hub | None = None
+        self,
+        config: Config,
+        options: Options,
+        *,
+        runner: CommandRunner,
+        containment: Containment,
+        escalator: EscalatorFactory,
+        echo: LineRedactor,
+        hubs: Hubs,
+        hub: Hub | None,
+        clock: Clock,
     ) -> None:
         self.options = options
         self.hubs = hubs
         self._hub = hub  # the workspace's hub, when handed one (else its Config's)
         self.state_file = StateFile(Workspace.of(config))
-        self.wake = Wake()
-        self.stop = threading.Event()
+        self.runner = runner
+        self.wake = runner.wake
+        self.stop = runner.stop
+        self.containment = containment
+        self.clock = clock
+        self._escalator_for = escalator
         self.signal_received: int | None = None
-        self.redactor = Redactor(config.channels.secrets())
-        self._echo = LineRedactor(_stdout_echo, self.redactor)
-        workspace = Workspace.of(config)
-        self.containment = Containment(record=workspace.running_file, name=label(workspace.root))
-        self.runner = Runner(
-            wake=self.wake,
-            stop=self.stop,
-            kill_grace=config.loop.kill_grace,
-            echo=self._echo.write,
-            containment=self.containment,
-        )
+        self._echo = echo
         self.state = State()
         self.watch: FolderWatch | None = None  # while the loop runs
         self._poller: UpdatePoller | None = None
@@ -101,7 +123,7 @@ class Parts:
         self.store = RequestStore(self.workspace, hub=hub)  # the one store of this process
         self.stores = Stores(self.hubs.for_config)  # every other registered workspace's
         self.stores.add(config, self.store)
-        self.escalator = Escalator(config, store=self.store)
+        self.escalator = self._escalator_for(config, store=self.store)
         self.runner.kill_grace = config.loop.kill_grace
         self.redactor = Redactor(config.channels.secrets())
         self._echo.redactor = self.redactor

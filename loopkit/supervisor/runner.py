@@ -197,6 +197,33 @@ class _Exit:
             self.fd = None
 
 
+class CommandRunner(Protocol):
+    """What the supervisor needs of a runner: :class:`Runner`, or a test's fake — which keeps
+    :meth:`Runner.run`'s contract: the same :class:`Finished` for the same ending, the
+    timeout, a stop and ``interrupt`` looked at as the real one does, the output to ``log``.
+
+    ``wake`` and ``stop`` are what it waits on; the supervisor that is handed the runner
+    sets them (a signal, a folder change) and waits on them itself between commands.
+    """
+
+    wake: Wake
+    stop: threading.Event
+    kill_grace: float
+
+    def run(
+        self,
+        command: Command,
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        timeout: float | None,
+        log: LogSink | None = None,
+        interrupt: Callable[[], bool] | None = None,
+        interrupt_grace: float = 0.0,
+        recheck: float | None = None,
+    ) -> Finished: ...
+
+
 class Runner:
     """Runs commands for the supervisor. ``stop`` and ``wake`` are owned by the caller.
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from loopkit.clock import Clock, SystemClock
 from loopkit.watch.folder import FolderWatch
 from loopkit.watch.wake import Waker
 
@@ -34,40 +34,43 @@ def wait_until(
     wake: Waker,
     *,
     deadline: float | None,
+    clock: Clock | None = None,
 ) -> T | None:
     """``look()``'s first value that is not None, or None once ``deadline`` (a
-    ``time.monotonic()`` value) has passed. ``look`` runs at once, after every change in a
-    watched folder and at least every ``watch.timeout_hint`` seconds; ``wake`` is the
-    watch's wake-up (a stop sets it too, and ``look`` says what a stop means)."""
+    ``clock.monotonic()`` value; the system clock by default) has passed. ``look`` runs at
+    once, after every change in a watched folder and at least every ``watch.timeout_hint``
+    seconds; ``wake`` is the watch's wake-up (a stop sets it too, and ``look`` says what a
+    stop means)."""
+    clock = clock or SystemClock()
     while True:
         wake.clear()
         watch.ensure()
         found = look()
         if found is not None:
             return found
-        now = time.monotonic()
+        now = clock.monotonic()
         if deadline is not None and now >= deadline:
             return None
         wait = watch.timeout_hint
         if deadline is not None:
             wait = min(wait, deadline - now)
-        wake.wait(wait)
+        clock.wait(wake, wait)
 
 
 def is_gone(path: Path) -> bool:
     return path.parent.is_dir() and not os.path.lexists(path)
 
 
-def _confirmed(path: Path, wake: Waker, stop: threading.Event, window: float) -> bool:
-    end = time.monotonic() + window
+def _confirmed(path: Path, wake: Waker, stop: threading.Event, window: float, clock: Clock) -> bool:
+    end = clock.monotonic() + window
     while True:
         wake.clear()
         if not is_gone(path):
             return False
-        remaining = end - time.monotonic()
+        remaining = end - clock.monotonic()
         if remaining <= 0 or stop.is_set():
             return not stop.is_set()
-        wake.wait(remaining)
+        clock.wait(wake, remaining)
 
 
 def wait_unblock(
@@ -79,17 +82,19 @@ def wait_unblock(
     deadline: float | None,
     answered: Callable[[], bool] = lambda: False,
     window: float = CONFIRM_WINDOW,
+    clock: Clock | None = None,
 ) -> Outcome:
     """Until ``path`` is gone (confirmed over ``window``), ``answered()``, a stop, or the
-    deadline (a ``time.monotonic()`` value) — whichever comes first, looked at in that order."""
+    deadline (a ``clock.monotonic()`` value) — whichever comes first, looked at in that order."""
+    clock = clock or SystemClock()
 
     def look() -> Outcome | None:
         if stop.is_set():
             return "stopped"
-        if is_gone(path) and _confirmed(path, wake, stop, window):
+        if is_gone(path) and _confirmed(path, wake, stop, window, clock):
             return "gone"
         if stop.is_set():
             return "stopped"
         return "answered" if answered() else None
 
-    return wait_until(look, watch, wake, deadline=deadline) or "timeout"
+    return wait_until(look, watch, wake, deadline=deadline, clock=clock) or "timeout"

@@ -4,7 +4,8 @@ nothing sent or asked twice, nothing half-written.
 The steps are held from outside, never by code put in loopkit for tests: the fake Bot API
 holding ``sendMessage`` (the send in flight), the store's own ``flock`` held by the test
 (before anything is written). The states between the file writes themselves are built by
-``tests/escalation/test_repair.py``; here random kills sweep across the whole run.
+``tests/escalation/test_repair.py``. Random kills sweeping across the whole run are the
+``soak`` tests (``pytest -m soak``): the default suite keeps the deterministic ones.
 """
 
 from __future__ import annotations
@@ -133,7 +134,9 @@ def test_a_reply_killed_while_it_waits_changes_nothing(
     assert done.returncode == 0 and the_record(ws)["status"] == "resolved"
 
 
+@pytest.mark.soak
 def test_random_kills_lose_and_double_nothing() -> None:
+    """Three seeded kills of each kind (``pytest -m soak``, with the long variant)."""
     tallies = fault_run(str(LOOPKIT), rounds=3, seed=3)
     for kind, tally in tallies.items():
         assert (tally.lost, tally.doubled, tally.torn) == (0, 0, 0), (kind, tally.notes)

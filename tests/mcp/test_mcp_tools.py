@@ -1,5 +1,6 @@
 """``loopkit mcp`` through the SDK's own stdio client: the installed ``loopkit mcp`` spawned in a
-temporary workspace, every tool called as an MCP client calls it."""
+temporary workspace, every tool called as an MCP client calls it. (A wait's progress
+notifications are tested in process: ``test_mcp_wait_inprocess.py``.)"""
 
 from __future__ import annotations
 
@@ -285,56 +286,6 @@ def test_wait_returns_open_when_the_time_is_up(ws: Path) -> None:
             "parsed_decision": None, "reason": None,
         }  # fmt: skip
         assert record(ws, asked["request_id"])["status"] == "open"  # nothing was answered
-
-    serve(ws, scenario)
-
-
-def test_a_wait_reports_progress_and_returns_the_answer_given_from_the_cli(ws: Path) -> None:
-    """A wait of 50 s: its first progress notification (at 10 s) shows it is waiting; then a
-    human answers with ``loopkit reply`` from a terminal, and the wait returns that answer."""
-
-    async def scenario(client: Client) -> None:
-        asked = await client.ok("request_human_input", INPUT)
-        request_id = asked["request_id"]
-        progress: list[tuple[float, float | None, str | None]] = []
-        waiting = anyio.Event()
-
-        async def on_progress(done: float, total: float | None, message: str | None) -> None:
-            progress.append((done, total, message))
-            waiting.set()
-
-        result: list[dict[str, Any]] = []
-
-        async def wait() -> None:
-            arguments = {"request_id": request_id}  # wait_seconds: the default, 50
-            result.append(
-                await client.ok("wait_for_human", arguments, progress_callback=on_progress)
-            )
-
-        started = time.monotonic()
-        async with anyio.create_task_group() as group:
-            group.start_soon(wait)
-            await waiting.wait()
-            reply = [
-                str(LOOPKIT),
-                "-C",
-                str(ws),
-                "reply",
-                "--request-id",
-                request_id,
-                "--reply",
-                "A",
-            ]
-            done = await anyio.run_process(reply, env=clean_env(), check=False)
-            assert done.returncode == 0, done.stderr
-        elapsed = time.monotonic() - started
-        assert 10 <= elapsed < 30  # woken by the answer, not by the end of the 50 s
-        assert progress[0][:2] == (10, 50) and request_id in str(progress[0][2])
-        [waited] = result
-        assert waited["status"] == "resolved" and waited["outcome"] == "chosen"
-        assert waited["parsed_decision"] == record(ws, request_id)["resolution"]["parsed_decision"]  # type: ignore[index]
-        resolution = record(ws, request_id)["resolution"]
-        assert resolution["via"] == "cli"  # type: ignore[index]  # answered by the human, not the tool
 
     serve(ws, scenario)
 

@@ -1,0 +1,239 @@
+"""The blocked phase (``BlockedPhase.run``) in process, on a fake clock: it waits (on the real
+folder watch, never a sleep loop) until BLOCKED.md goes or the request is answered, and
+enforces the request's ``timeout_default`` meanwhile (SPEC section 6).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import FakeClock, FakeRunner, loop_config, supervisor
+
+from loopkit.clock import parse_iso
+from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, EXIT_SIGTERM
+from loopkit.requests.answer import answer
+from loopkit.requests.record import Request
+from loopkit.supervisor import triggers
+from loopkit.supervisor.loop import Supervisor
+from loopkit.supervisor.parts import CONTINUE, Step
+from loopkit.watch.folder import FolderWatch
+from loopkit.watch.waits import CONFIRM_WINDOW
+
+pytestmark = pytest.mark.usefixtures("no_subprocesses")
+
+TASK = "prices in cents"
+
+
+class Blocked:
+    """A supervisor blocked on its own question (verify failed three times on ``TASK``)."""
+
+    def __init__(self, ws: Path, *, exit_on_block: bool = False, **escalation: Any) -> None:
+        self.ws = ws
+        self.clock = FakeClock()
+        runner = FakeRunner(self.clock, {})  # no script: the blocked phase runs no command
+        (ws / "PLAN.md").write_text(f"- [ ] {TASK}\n- [ ] totals\n")
+        config = loop_config(ws, task_file="PLAN.md", escalation=escalation)
+        self.sup: Supervisor = supervisor(config, self.clock, runner, exit_on_block=exit_on_block)
+        self.sup.parts.state.task = TASK
+        self.sup.parts.state.failures = 3
+        failed = [{"iteration": n, "reason": "verify exit 1", "signature": "FAILED"}
+                  for n in (1, 2, 3)]  # fmt: skip
+        asked = triggers.verify_failures(
+            task=TASK,
+            failures=3,
+            command="pytest",
+            last_output="FAILED",
+            failed=failed,
+            iteration=3,
+        )
+        escalated = self.sup.parts.escalator.escalate(asked)
+        self.request_id = escalated.request.request_id
+        state = self.sup.parts.state
+        state.status, state.open_request = "blocked", self.request_id
+        self.sup.parts.save()
+
+    @property
+    def blocked(self) -> Path:
+        return self.ws / "BLOCKED.md"
+
+    def record(self) -> Request:
+        return self.sup.parts.store.load(self.request_id)
+
+    def at(self, seconds: float, action: Callable[[], object]) -> None:
+        """``action`` then, and the wake-up the folder watch gives on a change."""
+
+        def act() -> None:
+            action()
+            self.sup.parts.wake.set()
+
+        self.clock.at(seconds, act)
+
+    def reply(self, seconds: float, text: str) -> None:
+        self.at(seconds, lambda: answer(self.sup.parts.store, self.request_id, text,
+                                        by="ana", via="cli"))  # fmt: skip
+
+    def run(self) -> Step:
+        parts = self.sup.parts
+        with FolderWatch([parts.workspace.root, parts.workspace.requests_dir], parts.wake) as w:
+            parts.watch = w
+            try:
+                return self.sup.blocked.run(resend=False)
+            finally:
+                parts.watch = None
+
+    def saved(self) -> dict[str, Any]:
+        data = json.loads((self.ws / ".loopkit" / "state.json").read_text())
+        assert isinstance(data, dict)
+        return data
+
+    def deadline_passed_by(self, minutes: float) -> timedelta:
+        """How far past ``minutes`` after the question was asked the fake time is now."""
+        asked = parse_iso(self.record().asked_at)
+        return self.clock.now() - (asked + timedelta(minutes=minutes))
+
+
+def test_it_waits_until_blocked_md_is_gone_then_resumes(ws: Path) -> None:
+    block = Blocked(ws, timeout_minutes=600.0)
+    block.at(3600, block.blocked.unlink)
+    assert block.run() == CONTINUE
+    assert block.clock.elapsed == pytest.approx(3600 + CONFIRM_WINDOW)  # not a moment later
+    record = block.record()
+    assert record.status == "resolved" and record.resolution is not None
+    assert (record.resolution["by"], record.resolution["via"]) == ("human", "blocked-file-removed")
+    assert record.applied_at is not None
+    saved = block.saved()
+    assert (saved["status"], saved["open_request"], saved["failures"]) == ("running", None, 0)
+    assert saved["pending_decision"] is None  # lifting a block is not an answer
+
+
+def test_an_editor_saving_blocked_md_is_not_an_unblock(ws: Path) -> None:
+    block = Blocked(ws, timeout_minutes=600.0)
+    moved = ws / "BLOCKED.md~"
+
+    def save_away() -> None:  # vim backupcopy=no: rename the original away, write anew
+        text = block.blocked.read_text()
+        block.blocked.rename(moved)
+        block.clock.after(0.002, lambda: (block.blocked.write_text(text + "\nnote\n"),
+                                          moved.unlink()))  # fmt: skip
+
+    block.at(100, save_away)
+    block.at(3600, block.blocked.unlink)
+    assert block.run() == CONTINUE
+    assert block.clock.elapsed == pytest.approx(3600 + CONFIRM_WINDOW)
+
+
+def test_a_timeout_abort_exits_3_and_keeps_the_block(ws: Path) -> None:
+    block = Blocked(ws, timeout_minutes=30.0, timeout_action="abort")
+    step = block.run()
+    assert (step.action, step.code) == ("exit", EXIT_ABORTED)
+    assert abs(block.deadline_passed_by(30)) < timedelta(milliseconds=10)  # on time
+    assert block.blocked.exists()
+    record = block.record()
+    assert record.status == "expired" and record.resolution is not None
+    assert (record.resolution["by"], record.resolution["action"]) == ("timeout", "abort")
+    saved = block.saved()
+    assert (saved["status"], saved["last_exit"]) == ("aborted", EXIT_ABORTED)
+    assert saved["pending_decision"] is None  # a timeout is never a human's decision
+
+
+@pytest.mark.parametrize("action", ["skip", "retry"])
+def test_a_timeout_skip_or_retry_lifts_the_block_and_goes_on(ws: Path, action: str) -> None:
+    block = Blocked(ws, timeout_minutes=30.0, timeout_action=action)
+    assert block.run() == CONTINUE
+    assert abs(block.deadline_passed_by(30)) < timedelta(milliseconds=10)
+    assert not block.blocked.exists()
+    record = block.record()
+    assert record.status == "expired" and record.resolution is not None
+    assert (record.resolution["by"], record.resolution["action"]) == ("timeout", action)
+    saved = block.saved()
+    assert saved["skipped_tasks"] == ([TASK] if action == "skip" else [])
+    assert (saved["status"], saved["failures"], saved["pending_decision"]) == ("running", 0, None)
+
+
+def test_a_timeout_queue_keeps_waiting(ws: Path) -> None:
+    block = Blocked(ws, timeout_minutes=30.0, timeout_action="queue")
+    seen: list[Request] = []
+    block.clock.at(3 * 3600, lambda: seen.append(block.record()))
+    block.at(5 * 3600, block.blocked.unlink)
+    assert block.run() == CONTINUE
+    assert block.clock.elapsed == pytest.approx(5 * 3600 + CONFIRM_WINDOW)
+    [meanwhile] = seen
+    assert meanwhile.status == "open" and meanwhile.timed_out_at is not None
+    assert block.record().status == "resolved"  # lifted by hand at last, not expired
+
+
+def test_a_humans_answer_is_applied(ws: Path) -> None:
+    block = Blocked(ws, timeout_minutes=30.0, timeout_action="abort")
+    block.reply(20 * 60, "A, use integer cents everywhere")
+    assert block.run() == CONTINUE
+    assert block.clock.elapsed == 20 * 60  # woken by the answer
+    assert not block.blocked.exists()
+    record = block.record()
+    assert record.status == "resolved" and record.applied_at is not None
+    saved = block.saved()
+    decision = saved["pending_decision"]
+    assert (decision["parsed_decision"], decision["note"], decision["by"]) == (
+        "retry", "use integer cents everywhere", "ana")  # fmt: skip
+    assert (saved["status"], saved["open_request"], saved["failures"]) == ("running", None, 0)
+    last = json.loads((ws / ".loopkit" / "last_decision.json").read_text())
+    assert last == decision
+
+
+def test_the_answer_skip_skips_the_task(ws: Path) -> None:
+    block = Blocked(ws)
+    block.reply(60, "B")
+    assert block.run() == CONTINUE
+    assert block.saved()["skipped_tasks"] == [TASK]
+
+
+def test_the_answer_abort_exits_3(ws: Path) -> None:
+    block = Blocked(ws)
+    block.reply(60, "C")
+    step = block.run()
+    assert (step.action, step.code) == ("exit", EXIT_ABORTED)
+    saved = block.saved()
+    assert (saved["status"], saved["open_request"], saved["pending_decision"]) == (
+        "aborted", None, None)  # fmt: skip
+    assert block.record().applied_at is not None  # never applied a second time
+
+
+def test_exit_on_block_prints_the_head_and_exits_2(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = Blocked(ws, exit_on_block=True)
+    capsys.readouterr()
+    step = block.run()
+    assert (step.action, step.code) == ("exit", EXIT_BLOCKED)
+    head = "\n".join(block.blocked.read_text().splitlines()[:30])
+    assert "Verify failed 3 times in a row on task 'prices in cents'" in head
+    assert head in capsys.readouterr().out
+    assert block.clock.elapsed == 0 and block.blocked.exists()
+    assert block.saved()["status"] == "blocked" and block.saved()["last_exit"] == EXIT_BLOCKED
+
+
+def test_a_stop_ends_the_wait(ws: Path) -> None:
+    block = Blocked(ws)
+    block.clock.at(90, block.sup.request_stop)
+    step = block.run()
+    assert (step.action, step.code) == ("exit", EXIT_SIGTERM)
+    assert block.clock.elapsed == 90
+    assert block.blocked.exists() and block.record().status == "open"
+
+
+def test_an_answer_given_while_no_supervisor_waited_is_applied_at_start(ws: Path) -> None:
+    block = Blocked(ws)
+    answer(block.sup.parts.store, block.request_id, "A", by="ana", via="cli")
+    block.blocked.unlink()  # `loopkit unblock --reply A` removes it too
+    assert block.sup.blocked.apply_answered() == CONTINUE
+    assert block.saved()["pending_decision"]["parsed_decision"] == "retry"
+    assert block.record().applied_at is not None
+    assert block.sup.blocked.apply_answered() == CONTINUE  # once
+    assert block.sup.parts.state.pending_decision is not None
+    block.sup.parts.state.pending_decision = None
+    block.sup.blocked.apply_answered()
+    assert block.sup.parts.state.pending_decision is None
