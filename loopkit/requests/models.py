@@ -10,6 +10,7 @@ trusts them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -27,6 +28,7 @@ OWN_BLOCKS: tuple[Block, ...] = ("pending", "raised", "adopted")  # a BLOCKED.md
 DECISION_KEYS = ("request_id", "chosen_option", "free_text", "parsed_decision", "resolved_at")
 
 
+@functools.cache
 def _known(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls)) - {"extra"}
 
@@ -65,7 +67,7 @@ class Option:
 
 @dataclass(frozen=True, slots=True)
 class DeliveryAttempt:
-    """One try to tell the human (SPEC section 3): ``ok`` None means in flight."""
+    """One try to tell the human (SPEC section 3); ``ok`` and ``status`` None: in flight."""
 
     channel: str | None = None
     at: str | None = None
