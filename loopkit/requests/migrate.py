@@ -4,7 +4,8 @@ A record carries ``schema_version``. One written by an older version is brought 
 current shape when it is read (from ``requests/<id>.json`` or another machine's fleet row),
 before it is typed, and is written in the current shape the next time loopkit saves it.
 Fields a migration does not know pass through unchanged. A migration is a pure function of
-the JSON object; its input's shape is checked first (:data:`shape.V1_LIFECYCLE`).
+the JSON object; its input's shape is checked first (:data:`shape.V1_LIFECYCLE`, which
+also names version 1's lifecycle fields: four booleans and a tri-state).
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopkit.requests.models import Block
-
-# Version 1's lifecycle fields: four booleans and a tri-state (absent / null / an id).
-V1_LIFECYCLE = ("adopted", "block_pending", "raised_block", "joined_block", "not_raised")
+from loopkit.requests.shape import V1_LIFECYCLE
 
 
 def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:

@@ -20,9 +20,10 @@ from loopkit.errors import BadInput
 from loopkit.escalation import adoption, blockfile
 from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
-from loopkit.requests.migrate import V1_LIFECYCLE, migrate_v1
+from loopkit.requests.migrate import migrate_v1
 from loopkit.requests.models import DeliveryAttempt, Option, Resolution
 from loopkit.requests.record import SCHEMA_VERSION, Request
+from loopkit.requests.shape import V1_LIFECYCLE
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
