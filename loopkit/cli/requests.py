@@ -61,15 +61,15 @@ def requests_wait(app: App, request_id: str, timeout: float | None, as_json: boo
 
     app.config(anywhere=True)
     record = wait_for(app.store(), request_id, timeout=timeout)
-    res = record.resolution or {}
+    res = record.resolution
     click.echo(
         json.dumps(
             {
                 "request_id": record.request_id,
                 "status": record.status,
                 "outcome": outcome_of(record),
-                "parsed_decision": res.get("parsed_decision"),
-                "reason": res.get("reason"),
+                "parsed_decision": res.parsed_decision if res else None,
+                "reason": res.reason if res else None,
             },
             ensure_ascii=False,
         )

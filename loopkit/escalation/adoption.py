@@ -3,7 +3,7 @@
 Seed 001 tells agents to write ``BLOCKED.md`` themselves and exit. A file without a loopkit
 marker that appears while the agent runs is the agent's escalation: :func:`read` turns it
 into an :class:`~loopkit.escalation.escalator.Escalation` and the supervisor raises it as a
-request (``trigger: "agent-file"``, ``adopted: true``) without touching the file.
+request (``trigger: "agent-file"``, ``block: "adopted"``) without touching the file.
 
 Anything goes in such a file, so :func:`parse` never fails: the four sections are found by
 their headings (``## Question:``, ``## Context:``, ``## Attempted:``, ``## Choices:``, any
@@ -49,7 +49,7 @@ def block_request(path: Path, store: RequestStore, remembered: str | None = None
         return marked
     if remembered:
         try:
-            if store.load(remembered).adopted:
+            if store.load(remembered).block == "adopted":
                 return remembered
         except LoopkitError:
             pass
@@ -59,7 +59,9 @@ def block_request(path: Path, store: RequestStore, remembered: str | None = None
 def open_request(store: RequestStore) -> str | None:
     """The request of an agent's hand-written BLOCKED.md (it has no marker to name it): the
     newest open adopted one."""
-    found = [r for _, r in store.all() if isinstance(r, Request) and r.adopted and r.is_open]
+    found = [
+        r for _, r in store.all() if isinstance(r, Request) and r.block == "adopted" and r.is_open
+    ]
     return found[-1].request_id if found else None
 
 

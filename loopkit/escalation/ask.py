@@ -20,6 +20,7 @@ from loopkit.escalation import rubric
 from loopkit.escalation.escalator import Escalator, slug
 from loopkit.message import clean, fold
 from loopkit.requests.answer import options_for
+from loopkit.requests.models import Option
 from loopkit.requests.record import KINDS, Kind, Request, new_id, validate_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -74,23 +75,23 @@ def _review(question: Question) -> dict[str, Any] | None:
     return {k: v for k, v in review.items() if v} or None
 
 
-def _options(question: Question) -> list[dict[str, str]]:
+def _options(question: Question) -> list[Option]:
     if question.kind != "question":
         if question.options:
-            fixed = " / ".join(o["label"] for o in options_for(question.kind))
+            fixed = " / ".join(o.label for o in options_for(question.kind))
             raise UsageError(
                 f"--option does not go with --kind {question.kind}: its options are {fixed}"
             )
-        return [dict(o) for o in options_for(question.kind)]
+        return list(options_for(question.kind))
     if not question.options:
-        return [dict(o) for o in options_for("question")]
+        return list(options_for("question"))
     options = []
     for text in question.options:
         label, sep, value = clean(text).partition("=")
         label, value = label.strip(), value.strip()
         if sep and not value:
             raise BadInput(f'option {text!r} has an empty value; write it as "Label=value"')
-        options.append({"label": label, "value": value or slug(label)})
+        options.append(Option(label, value or slug(label)))
     return options
 
 
@@ -102,14 +103,14 @@ def _stem(question: Question) -> str:
     return " ".join(situation[: mark + 1].split()) if mark >= 0 else ""
 
 
-def _recommendation(question: Question, options: list[dict[str, str]]) -> str | None:
+def _recommendation(question: Question, options: list[Option]) -> str | None:
     if question.recommend is None:
         return None
     wanted = question.recommend.strip().casefold()
     for option in options:
-        if wanted in (option["value"].casefold(), option["label"].casefold()):
-            return option["value"]
-    values = ", ".join(o["value"] for o in options)
+        if wanted in (str(option.value).casefold(), option.label.casefold()):
+            return option.value
+    values = ", ".join(str(o.value) for o in options)
     raise BadInput(f"--recommend {question.recommend!r} is not one of the options ({values})")
 
 
@@ -147,7 +148,7 @@ def ask(
 
     options = _options(question)
     stem = _stem(question)
-    violations = rubric.check(stem, [o["label"] for o in options])
+    violations = rubric.check(stem, [o.label for o in options])
     if violations:
         rules = "; ".join(f"{v.rule}: {v.message}" for v in violations)
         raise BadInput(f"rubric: {rules}")
@@ -165,7 +166,7 @@ def ask(
     with store.locked():  # one lock from the key lookup to the write: one request per key
         found = store.find_open_by_key(question.key) if question.key else None
         if found is not None:
-            unasked = escalator.awaits_own_block(found) or found.not_raised
+            unasked = escalator.awaits_own_block(found) or found.block == "none"
             if not (question.block and unasked):
                 return Asked(True, reason, verdict.note, found, existing=True)
             # Asked without --block, or it joined a block that has gone since: raise it now.
@@ -197,7 +198,7 @@ def ask(
                 "irreversible": question.irreversible,
             }
             if not question.block:
-                record.not_raised = True  # a later `ask --key … --block` raises it
+                record.block = "none"  # a later `ask --key … --block` raises it
                 store.create(record)
                 return Asked(True, reason, verdict.note, record)
             placed = escalator.place(record, own=True)
@@ -212,8 +213,8 @@ def prompt_block(record: Request) -> str:
     """The mobile prompt block: stem · options · timeout default · context refs."""
     lines = [record.prompt]
     for index, option in enumerate(record.options):
-        mark = "  (recommended)" if option.get("value") == record.recommendation else ""
-        lines.append(f"  {'ABC'[index] if index < 3 else index + 1}) {option.get('label')}{mark}")
+        mark = "  (recommended)" if option.value == record.recommendation else ""
+        lines.append(f"  {'ABC'[index] if index < 3 else index + 1}) {option.label}{mark}")
     timeout = record.timeout_default or {}
     lines.append(f"On timeout ({timeout.get('after_minutes')} min): {timeout.get('action')}")
     if record.context_refs:

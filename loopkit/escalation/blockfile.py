@@ -20,6 +20,7 @@ from loopkit import atomicfile, readfile
 from loopkit.errors import BadInput, WorkspaceError
 from loopkit.escalation import marker
 from loopkit.message import LETTERS, fold
+from loopkit.requests.record import Request
 from loopkit.workspace import Workspace
 
 MAX_CONTEXT_LINES = 6
@@ -201,13 +202,13 @@ def request_id_of(path: Path) -> str | None:
     return marker.request_id_of(str(path))
 
 
-def remove_block(path: Path, record: Any) -> bool:
+def remove_block(path: Path, record: Request) -> bool:
     """Remove BLOCKED.md when it is ``record``'s block: its marker names the request, or it is
     the agent's hand-written file the request adopted (never a human's own). True if removed."""
     if state(path) != "file":
         return False
     marked = request_id_of(path)
-    if marked == record.request_id or (marked is None and getattr(record, "adopted", False)):
+    if marked == record.request_id or (marked is None and record.block == "adopted"):
         try:
             path.unlink()
         except FileNotFoundError:

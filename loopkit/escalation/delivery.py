@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from loopkit import clock
 from loopkit.config import EscalationConfig
+from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 
 RUNG_TRIES = 3  # failed tries on one rung before the next is tried as well
@@ -43,21 +44,17 @@ class Due:
     kind: Kind = "message"
 
 
-def in_flight(entry: dict[str, Any]) -> bool:
-    return entry.get("ok") is None and entry.get("status") is None
-
-
-def is_hard(entry: dict[str, Any]) -> bool:
+def is_hard(entry: DeliveryAttempt) -> bool:
     """A failure that retrying the same channel will not mend."""
-    if entry.get("hard"):
+    if entry.hard:
         return True
-    status = entry.get("status")
+    status = entry.status
     return isinstance(status, int) and 400 <= status < 500 and status != 429
 
 
-def _at(entry: dict[str, Any]) -> datetime | None:
+def _at(entry: DeliveryAttempt) -> datetime | None:
     try:
-        return clock.parse_iso(str(entry.get("at")))
+        return clock.parse_iso(str(entry.at))
     except ValueError:
         return None
 
@@ -68,18 +65,14 @@ def rungs(settings: EscalationConfig) -> list[str]:
 
 def current_rung(record: Request, ladder: list[str]) -> int:
     """The furthest rung tried so far (0 before any try)."""
-    tried = [ladder.index(e["channel"]) for e in record.delivery if e.get("channel") in ladder]
+    tried = [ladder.index(e.channel) for e in record.delivery if e.channel in ladder]
     return max(tried, default=0)
 
 
 def delivered_at(record: Request, channel: str) -> datetime | None:
     """When the block's message first reached ``channel``, if it did."""
     for entry in record.delivery:
-        if (
-            entry.get("channel") == channel
-            and entry.get("ok") is True
-            and not entry.get("reminder")
-        ):
+        if entry.channel == channel and entry.ok is True and not entry.reminder:
             return _at(entry)
     return None
 
@@ -87,13 +80,8 @@ def delivered_at(record: Request, channel: str) -> datetime | None:
 def message_id(record: Request, channel: str) -> int | str | None:
     """The id of the message delivered on ``channel`` (a reminder replies to it)."""
     for entry in record.delivery:
-        if (
-            entry.get("channel") == channel
-            and entry.get("ok") is True
-            and not entry.get("reminder")
-        ):
-            found = entry.get("message_id")
-            return found if isinstance(found, int | str) else None
+        if entry.channel == channel and entry.ok is True and not entry.reminder:
+            return entry.message_id
     return None
 
 
@@ -103,9 +91,9 @@ def next_due(record: Request, settings: EscalationConfig, now: datetime) -> Due 
     if not record.is_open or not ladder:
         return None
     for entry in record.delivery:
-        if in_flight(entry) and entry.get("channel") in ladder:
+        if entry.in_flight and entry.channel in ladder:
             started = _at(entry) or now
-            return Due(entry["channel"], started + timedelta(seconds=IN_FLIGHT_GRACE), "repeat")
+            return Due(entry.channel, started + timedelta(seconds=IN_FLIGHT_GRACE), "repeat")
     rung = current_rung(record, ladder)
     channel = ladder[rung]
     reached = delivered_at(record, channel)
@@ -114,7 +102,7 @@ def next_due(record: Request, settings: EscalationConfig, now: datetime) -> Due 
     options: list[Due] = []
     if settings.escalate_after and rung + 1 < len(ladder):
         options.append(Due(ladder[rung + 1], reached + timedelta(seconds=settings.escalate_after)))
-    reminders = sum(1 for e in record.delivery if e.get("reminder"))
+    reminders = sum(1 for e in record.delivery if e.reminder)
     if settings.remind_every and reminders < settings.max_reminders:
         wait = settings.remind_every * (reminders + 1)
         options.append(Due(channel, reached + timedelta(seconds=wait), "reminder"))
@@ -125,11 +113,11 @@ def _until_delivered(
     record: Request, settings: EscalationConfig, ladder: list[str], rung: int, now: datetime
 ) -> Due:
     channel = ladder[rung]
-    tries = [e for e in record.delivery if e.get("channel") == channel and not e.get("reminder")]
+    tries = [e for e in record.delivery if e.channel == channel and not e.reminder]
     if not tries:
         return Due(channel, now)
     last = tries[-1]
-    sends = sum(1 for e in tries if not e.get("within_send"))  # a send's own retry is one send
+    sends = sum(1 for e in tries if not e.within_send)  # a send's own retry is one send
     if rung + 1 < len(ladder) and (is_hard(last) or sends >= RUNG_TRIES):
         return Due(ladder[rung + 1], now)
     wait = min(settings.retry_backoff * 2 ** (max(sends, 1) - 1), settings.retry_backoff_max)

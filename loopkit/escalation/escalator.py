@@ -26,6 +26,7 @@ from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.sender import ChannelFactory, Sender
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
+from loopkit.requests.models import Option
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -166,7 +167,7 @@ class Escalator:
         exactly as it is, send. Nothing is refused: the question must reach the human."""
         escalation = escalation.cleaned()
         record = self._new_record(escalation)
-        record.adopted = record.raised_block = True
+        record.block = "adopted"
         self.store.create(record)
         log.info(
             "adopted",
@@ -188,15 +189,15 @@ class Escalator:
 
     def awaits_own_block(self, record: Request) -> bool:
         """``record`` has not been asked yet: it joined another block that has gone since."""
-        joined = record.joined_block is not None
+        joined = record.block == "joined"
         return joined and blockfile.state(self.workspace.blocked) == "absent"
 
     def place(self, record: Request, *, persisted: bool = False, own: bool = False) -> Result:
         """Steps 1–2, as one recoverable transaction: persist ``record``, create BLOCKED.md.
 
         BLOCKED.md is rendered first (the template and ``git rev-parse`` are the slow part),
-        then, under the store lock: the record is saved with ``block_pending`` set, BLOCKED.md
-        is created from the text already rendered, and the flag is cleared. A crash in
+        then, under the store lock: the record is saved ``block: pending``, BLOCKED.md is
+        created from the text already rendered, and it becomes ``raised``. A crash in
         between leaves a pending record that :mod:`~loopkit.escalation.repair` finishes at the
         next start — so the block file and its request are never out of step for good, and a
         question is never silently dropped. Something other than a file at BLOCKED.md leaves
@@ -214,9 +215,8 @@ class Escalator:
         with self.store.locked():
             if blockfile.state(path) == "file":
                 return self._join(record, persisted=persisted, own=own)
-            record.block_pending, record.raised_block = True, True
+            record.block, record.joined_to = "pending", None
             if persisted:
-                record.joined_block, record.not_raised = None, False
                 record.raised_at = raised_at
                 self.store.save(record)
             else:
@@ -226,7 +226,7 @@ class Escalator:
             if not blockfile.create(path, text):
                 # Someone else's BLOCKED.md appeared between our check and our write.
                 return self._join(record, persisted=True, own=own)
-            record.block_pending = False
+            record.block = "raised"
             self.store.save(record)
         if problem:
             log.warning("template_fallback", msg=problem)
@@ -240,20 +240,20 @@ class Escalator:
         return Result(record, None, None, problem)
 
     def write_pending(self, record: Request) -> Result:
-        """Finish a transaction a crash cut short (``block_pending``): write its BLOCKED.md,
+        """Finish a transaction a crash cut short (``block: pending``): write its BLOCKED.md,
         or join the block that stands now. Called under the store lock, by the repair."""
         path = self.workspace.blocked
         state = blockfile.state(path)
         if state == "other":
             raise blockfile.in_the_way(path, record.request_id)
         if state == "file" and blockfile.request_id_of(path) == record.request_id:
-            record.block_pending = False  # written before the crash; only the flag was left
+            record.block = "raised"  # written before the crash; only the record was left
             self.store.save(record)
             return Result(record, None)
         if state == "absent":
             text, problem = self._render(record)
             if blockfile.create(path, text):
-                record.block_pending = False
+                record.block = "raised"
                 self.store.save(record)
                 return Result(record, None, None, problem)
         return self._join(record, persisted=True, own=True)
@@ -268,8 +268,7 @@ class Escalator:
             prompt=fold(escalation.question, 1000),
             situation=escalation.context.strip(),
             options=[
-                {"label": c.label, "value": c.value or slug(c.label), "consequence": c.consequence}
-                for c in escalation.choices
+                Option(c.label, c.value or slug(c.label), c.consequence) for c in escalation.choices
             ],
             timeout_default=timeout,
             trigger=escalation.trigger,
@@ -291,10 +290,7 @@ class Escalator:
         ]
         if record.context_refs:
             meta.append("See: " + ", ".join(record.context_refs))
-        choices = [
-            Choice(str(o.get("label", "")), str(o.get("consequence") or ""), str(o.get("value")))
-            for o in record.options
-        ]
+        choices = [Choice(o.label, o.consequence or "", str(o.value)) for o in record.options]
         variables = blockfile.template_vars(
             request_id=record.request_id,
             question=record.prompt,
@@ -314,14 +310,14 @@ class Escalator:
 
         Called under the store lock. ``persisted``: ``record`` is already on disk. When the
         block's request is answered already, or the block names none, the question stays a
-        request of its own (``joined_block``), raised by the supervisor when that block goes.
+        request of its own (``block: joined``), raised by the supervisor when that block goes.
         """
         open_id = blockfile.request_id_of(self.workspace.blocked)
-        record.raised_block = record.block_pending = record.not_raised = False
+        record.block = "none"
         if own and not persisted:
             # Its first write already names the block it joins: a crash before the open
             # request notes it leaves a question that is raised when that block goes.
-            record.joined_block = open_id or ""
+            record.block, record.joined_to = "joined", open_id or None
             self.store.create(record)
             persisted = True
         entry = {
@@ -357,12 +353,12 @@ class Escalator:
             target = None
         if target is not None:
             if persisted:
-                record.joined_block = open_id or ""
+                record.block, record.joined_to = "joined", open_id or None
                 self.store.save(record)
             result = record if own else target
         else:
             # A BLOCKED.md loopkit did not write: keep the question as a record of its own.
-            record.joined_block = open_id or ""
+            record.block, record.joined_to = "joined", open_id or None
             if persisted:
                 self.store.save(record)
             else:

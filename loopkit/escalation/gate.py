@@ -24,6 +24,7 @@ from loopkit.escalation.escalator import Escalator
 from loopkit.message import clean, fold
 from loopkit.redact import mask_command
 from loopkit.requests.answer import APPROVAL_OPTIONS, outcome_of
+from loopkit.requests.models import Resolution
 from loopkit.requests.outcome import wait_for
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
@@ -74,7 +75,7 @@ def approval_request(
         kind="approval",
         situation=situation,
         policy=policy,
-        options=[dict(o) for o in APPROVAL_OPTIONS],
+        options=list(APPROVAL_OPTIONS),
         timeout_default={"after_minutes": config.escalation.timeout_minutes, "action": "abort"},
         trigger=trigger,
         attempted=[attempted],
@@ -165,10 +166,10 @@ def consume(store: RequestStore, record: Request, digest: str) -> Verdict:
     if used_before:
         return Verdict("used", fresh, "this approval was already used; ask again")
     outcome = outcome_of(fresh)
-    res = fresh.resolution or {}
+    res = fresh.resolution or Resolution()
     if outcome == "approved" and (fresh.gate or {}).get("sha256") == digest:
-        return Verdict("approved", fresh, f"approved by {res.get('by')} via {res.get('via')}")
-    reason = res.get("reason") or res.get("note")
+        return Verdict("approved", fresh, f"approved by {res.by} via {res.via}")
+    reason = res.reason or res.note
     why = f": {reason}" if reason else ""
     return Verdict("denied", fresh, f"not approved ({outcome}){why}")
 

@@ -1,10 +1,10 @@
 """Putting a block and its request back in step after a crash.
 
-An escalation is one transaction (:meth:`Escalator.place`): the request is saved with
-``block_pending`` set, BLOCKED.md is created, the flag is cleared, then the message is sent
-with an ``ok: null`` attempt recorded first. A ``kill -9`` anywhere in it leaves one of
-three states, each finished here at the next start of ``run``, ``escalate``, ``status`` or
-``serve`` (``check`` stays a pure read):
+An escalation is one transaction (:meth:`Escalator.place`): the request is saved
+``block: pending``, BLOCKED.md is created, the request becomes ``raised``, then the message
+is sent with an ``ok: null`` attempt recorded first. A ``kill -9`` anywhere in it leaves one
+of three states, each finished here at the next start of ``run``, ``escalate``, ``status``
+or ``serve`` (``check`` stays a pure read):
 
 1. a pending record: BLOCKED.md is written from it (or, when another block stands now, the
    question joins that one), so the question is never silently dropped;
@@ -36,10 +36,10 @@ def repair(escalator: Escalator, *, send: bool = True) -> list[str]:
         try:
             with store.locked():
                 record = store.load(request_id)
-                if not record.block_pending:
+                if record.block != "pending":
                     continue  # another process finished it meanwhile
                 if not record.is_open:
-                    record.block_pending = False
+                    record.block = "raised"
                     store.save(record)
                     continue
                 written = blockfile.request_id_of(workspace.blocked) == request_id
@@ -62,22 +62,23 @@ def repair(escalator: Escalator, *, send: bool = True) -> list[str]:
 
 
 def _pending(escalator: Escalator) -> list[str]:
-    """The ids of records saved ``block_pending``. Every start looks, so each file is only
-    searched for the key (written only when set) and parsed when it has it: a workspace with
-    a thousand answered requests costs a thousand small reads, not a thousand parses."""
+    """The ids of records saved ``block: pending``. Every start looks, so each file is only
+    searched for the word (``"pending"``; ``"block_pending"`` in a version-1 record) and
+    parsed when it has it: a workspace with a thousand answered requests costs a thousand
+    small reads, not a thousand parses."""
     found: list[tuple[str, str]] = []
     for request_id in escalator.store.ids():
         try:
             raw = readfile.read_bytes(escalator.store.path(request_id))
         except OSError:
             continue
-        if b'"block_pending"' not in raw:
+        if b'pending"' not in raw:
             continue
         try:
             record = escalator.store.load(request_id)
         except LoopkitError:
             continue  # corrupt: its own commands say so
-        if record.block_pending:
+        if record.block == "pending":
             found.append((record.created_at, request_id))
     return [request_id for _, request_id in sorted(found)]  # the oldest question first
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from loopkit import channels, clock
 from loopkit.channels import Channel, Outcome
@@ -21,6 +20,7 @@ from loopkit.home import workspace_id
 from loopkit.log import get_logger
 from loopkit.message import Message, Note, Reminder
 from loopkit.redact import Redactor
+from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -28,6 +28,7 @@ from loopkit.workspace import Workspace
 log = get_logger("loopkit.escalation")
 
 ChannelFactory = Callable[[str], Channel]
+INTERRUPTED = "loopkit stopped mid-send; outcome unknown"
 
 
 def default_factory(config: Config) -> ChannelFactory:
@@ -49,7 +50,7 @@ def message_for(record: Request, repo: str, link: str | None = None) -> Message:
         question=record.prompt,
         context=str(summary.get("context") or record.situation),
         attempted=(str(attempted),) if attempted else tuple(record.attempted),
-        choices=tuple(str(o.get("label", "")) for o in record.options),
+        choices=tuple(o.label for o in record.options),
         link=link,
     )
 
@@ -171,23 +172,19 @@ class Sender:
             if seen is not None and len(record.delivery) != seen:
                 taken = True
                 return False
-            for entry in record.delivery:
-                if delivery.in_flight(entry):
-                    entry["ok"] = False  # no longer in flight; whether it arrived is unknown
-                    entry["status"] = "interrupted"
-                    entry["error"] = "loopkit stopped mid-send; outcome unknown"
-            attempt: dict[str, Any] = {
-                "channel": channel,
-                "at": clock.iso_millis(),
-                "ok": None,
-                "status": None,
-                "error": None,
-                "message_id": None,
-            }
-            if kind == "repeat":
-                attempt["repeat"] = True
-            if kind == "reminder":
-                attempt["reminder"] = True
+            record.delivery = [
+                # No longer in flight; whether it arrived is unknown.
+                replace(entry, ok=False, status="interrupted", error=INTERRUPTED)
+                if entry.in_flight
+                else entry
+                for entry in record.delivery
+            ]
+            attempt = DeliveryAttempt(
+                channel=channel,
+                at=clock.iso_millis(),
+                repeat=kind == "repeat",
+                reminder=kind == "reminder",
+            )
             record.delivery.append(attempt)
             return True
 
@@ -207,16 +204,17 @@ class Sender:
             for number, one in enumerate(tries):
                 # A try retried within the same send (a 500, then a 200) is an attempt of its
                 # own; marked, so that the backoff counts sends, not tries.
-                later = {"at": clock.iso_millis(), "within_send": True}
-                entry = dict(base) if number == 0 else {**base, **later}
-                entry.update(
+                entry = (
+                    base if number == 0 else replace(base, at=clock.iso_millis(), within_send=True)
+                )
+                entry = replace(
+                    entry,
                     ok=bool(one.ok),
                     status=one.status,
                     error=one.error,
                     message_id=one.message_id,
+                    hard=entry.hard or (hard and one is outcome),
                 )
-                if hard and one is outcome:
-                    entry["hard"] = True
                 entries.append(entry)
             record.delivery[index : index + 1] = entries
 
@@ -233,13 +231,13 @@ class Sender:
             return None
         now = clock.now()
         for entry in record.delivery:
-            if delivery.in_flight(entry) and entry.get("channel") in ladder:
+            if entry.in_flight and entry.channel in ladder:
                 due = delivery.next_due(record, self.config.escalation, now)
                 if restarted:
-                    due = delivery.Due(entry["channel"], now, "repeat")
+                    due = delivery.Due(entry.channel, now, "repeat")
                 if due is not None and due.kind == "repeat" and due.at <= now:
                     return self.send(record, due)
                 return None
-        if (record.raised_block or record.adopted) and not record.delivery:
+        if record.has_own_block and not record.delivery:
             return self.send(record, delivery.Due(ladder[0], now))
         return None

@@ -36,7 +36,8 @@ MARGIN_NS = 5_000_000_000  # re-mirror records written this close before the las
 
 
 def _first(record: Request) -> str:
-    return str((record.resolution or {}).get("resolved_at") or record.updated_at)
+    resolved_at = record.resolution.resolved_at if record.resolution else None
+    return str(resolved_at or record.updated_at)
 
 
 class Follower:
@@ -163,7 +164,8 @@ class Follower:
                     "fleet_two_answers",
                     request_id=request_id,
                     msg=f"request {request_id} was answered twice; the first answer "
-                    f"({remote.resolution}) stands, the later one was not used",
+                    f"({remote.resolution and remote.resolution.to_dict()}) stands, the later "
+                    "one was not used",
                 )
             else:
                 log.warning(

@@ -41,7 +41,7 @@ class Entry:
             "kind": record.kind,
             "status": record.status,
             "question": record.prompt,
-            "choices": [str(o.get("label")) for o in record.options],
+            "choices": [o.label for o in record.options],
             "deadline": deadline,
             "timeout_action": timeout.get("action"),
             "answer": f"loopkit reply --request-id {record.request_id} --reply A",

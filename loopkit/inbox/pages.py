@@ -24,6 +24,7 @@ from loopkit.home import workspace_id
 from loopkit.inbox.entries import Entry, open_requests
 from loopkit.message import LETTERS, age, clean
 from loopkit.requests.locate import Place, Stores
+from loopkit.requests.models import Resolution
 from loopkit.requests.record import ID_RE, Request
 from loopkit.requests.store import RequestStore
 
@@ -72,13 +73,13 @@ class Card:
     def choices(self) -> list[tuple[str, str, str]]:
         """(letter, label, consequence) for each option."""
         return [
-            (LETTERS[i], str(o.get("label", "")), str(o.get("consequence") or ""))
+            (LETTERS[i], o.label, o.consequence or "")
             for i, o in enumerate(self.record.options[:3])
         ]
 
     @property
-    def resolution(self) -> dict[str, Any]:
-        return self.record.resolution or {}
+    def resolution(self) -> Resolution:
+        return self.record.resolution or Resolution()
 
 
 def remote_key(machine: str, workspace: str) -> str:
@@ -146,7 +147,7 @@ def history(stores: Stores, limit: int = 100) -> list[Card]:
         for _, record in records:
             if isinstance(record, Request) and not record.is_open:
                 found.append(Card(record, registered.path, registered.repo, key))
-    found.sort(key=lambda c: str(c.resolution.get("resolved_at") or c.record.updated_at))
+    found.sort(key=lambda c: str(c.resolution.resolved_at or c.record.updated_at))
     return found[::-1][:limit]
 
 

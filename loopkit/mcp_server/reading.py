@@ -27,6 +27,7 @@ from loopkit.mcp_server.models import (
 )
 from loopkit.mcp_server.workspace import ServedWorkspace
 from loopkit.requests.answer import outcome_of
+from loopkit.requests.models import Resolution
 from loopkit.requests.outcome import wait_for
 from loopkit.requests.record import Kind, Request
 from loopkit.requests.table import listing
@@ -37,14 +38,13 @@ PROGRESS_EVERY = 10.0  # seconds between progress notifications while a wait run
 
 def waited(record: Request) -> Waited:
     """``loopkit requests wait``'s object for ``record``."""
-    res = record.resolution or {}
-    decision, reason = res.get("parsed_decision"), res.get("reason")
+    res = record.resolution or Resolution()
     return Waited(
         request_id=record.request_id,
         status=record.status,
         outcome=cast(Outcome, outcome_of(record)),
-        parsed_decision=None if decision is None else str(decision),
-        reason=None if reason is None else str(reason),
+        parsed_decision=res.parsed_decision,
+        reason=res.reason,
     )
 
 

@@ -16,32 +16,33 @@ first answer is never touched.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from loopkit import clock
 from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
 from loopkit.requests.answered import Answer as Answer
+from loopkit.requests.models import Option, Resolution
 from loopkit.requests.record import Request
 from loopkit.requests.replies import Decision, parse_reply
 from loopkit.requests.store import RequestStore
 
 APPROVAL_OPTIONS = (
-    {"label": "Approve", "value": "approved"},
-    {"label": "Reject", "value": "rejected"},
-    {"label": "Request changes", "value": "changes_requested"},
+    Option("Approve", "approved"),
+    Option("Reject", "rejected"),
+    Option("Request changes", "changes_requested"),
 )
 REVIEW_OPTIONS = (
-    {"label": "Approve", "value": "approved"},
-    {"label": "Request changes", "value": "changes_requested"},
-    {"label": "Defer", "value": "deferred"},
+    Option("Approve", "approved"),
+    Option("Request changes", "changes_requested"),
+    Option("Defer", "deferred"),
 )
 QUESTION_OPTIONS = (
-    {"label": "Proceed", "value": "proceed"},
-    {"label": "Skip", "value": "skip"},
-    {"label": "Abort", "value": "abort"},
+    Option("Proceed", "proceed"),
+    Option("Skip", "skip"),
+    Option("Abort", "abort"),
 )
-DECISION_KEYS = ("request_id", "chosen_option", "free_text", "parsed_decision", "resolved_at")
 # "B, this task is obsolete" / "2: later" / "A - use the v2 API": an option, then words.
 _INDEXED = re.compile(
     r"^\s*([A-Za-z]|\d{1,2})\s*(?:[,:;)]|\.(?=\s)|\s[-–—]|[-–—]\s)\s*(\S.*)$", re.S
@@ -51,7 +52,7 @@ _NO = frozenset({"no", "n", "reject", "rejected", "deny"})
 _REASON_SPLIT = re.compile(r"\s*(?::|—|–|\s-\s|,|;|\n)\s*|\s+(?=because\b)", re.IGNORECASE)
 
 
-def options_for(kind: str) -> tuple[dict[str, str], ...]:
+def options_for(kind: str) -> tuple[Option, ...]:
     return {"approval": APPROVAL_OPTIONS, "review": REVIEW_OPTIONS}.get(kind, QUESTION_OPTIONS)
 
 
@@ -177,14 +178,21 @@ def apply_reply(
         record.deferrals.append({"at": now, "by": by, "via": via, "reason": extra.get("reason")})
         return Answer(record, payload, deferred=True)
     record.status = "resolved"
-    record.resolution = {
-        **payload,
-        **extra,
-        "by": by,
-        "via": via,
-        **(about or {}),
-        "reply": reply if len(reply) <= 10_000 else reply[:10_000],
-    }
+    resolution = Resolution(
+        request_id=record.request_id,
+        chosen_option=decision.chosen_option,
+        free_text=decision.free_text,
+        parsed_decision=decision.parsed_decision,
+        resolved_at=now,
+        outcome=extra.get("outcome"),
+        reason=extra.get("reason"),
+        note=extra.get("note"),
+        by=by,
+        via=via,
+    )
+    if about:
+        resolution = resolution.with_fields(about)
+    record.resolution = replace(resolution, reply=reply[:10_000])
     return Answer(record, payload)
 
 
@@ -199,15 +207,15 @@ def _decision_json(request_id: str, decision: Decision, at: str) -> dict[str, An
 
 
 def already_answered(record: Request) -> RequestConflict:
-    res = record.resolution or {}
-    what = res.get("parsed_decision") or record.status
-    who = f" by {res['by']}" if res.get("by") else ""
-    when = f" at {res['resolved_at']}" if res.get("resolved_at") else ""
+    res = record.resolution or Resolution()
+    what = res.parsed_decision or record.status
+    who = f" by {res.by}" if res.by else ""
+    when = f" at {res.resolved_at}" if res.resolved_at else ""
     if record.status == "expired":
         # A timeout is not an answer, and it is final (SPEC: open → resolved | expired).
         return RequestConflict(
             f"request {record.request_id!r} expired{when} (nobody answered in time; timeout "
-            f"action: {res.get('action') or what}); it takes no answer now — lift its block "
+            f"action: {res.action or what}); it takes no answer now — lift its block "
             "with `loopkit unblock` (or delete BLOCKED.md) and ask again if need be"
         )
     return RequestConflict(
@@ -223,60 +231,63 @@ def outcome_of(record: Request) -> str:
         return "open"
     if record.status == "expired":
         return "expired"
-    res = record.resolution or {}
-    if res.get("outcome") == "unblocked":
+    res = record.resolution or Resolution()
+    if res.outcome == "unblocked":
         return "unblocked"  # the block was lifted without an answer: nothing was chosen
     if record.kind in ("approval", "review"):
-        outcome = res.get("outcome")
+        outcome = res.outcome
         if outcome in ("approved", "rejected", "changes_requested"):
             return str(outcome)
         return "rejected"  # resolved some other way: never an approval
-    if res.get("chosen_option") == "abort":
+    if res.chosen_option == "abort":
         return "aborted"
     return "chosen"
 
 
-def unblocked_by_hand(request_id: str, *, by: str, via: str) -> dict[str, Any]:
+def unblocked_by_hand(request_id: str, *, by: str, via: str) -> Resolution:
     """The resolution of a request whose block was lifted without an answer."""
-    return {
-        "request_id": request_id,
-        "chosen_option": None,
-        "free_text": None,
-        "parsed_decision": "unblocked by hand",
-        "resolved_at": clock.iso_seconds(),
-        "outcome": "unblocked",
-        "by": by,
-        "via": via,
-    }
+    return Resolution(
+        request_id=request_id,
+        parsed_decision="unblocked by hand",
+        resolved_at=clock.iso_seconds(),
+        outcome="unblocked",
+        by=by,
+        via=via,
+    )
 
 
-def timed_out(request_id: str, action: str) -> dict[str, Any]:
+def timed_out(request_id: str, action: str) -> Resolution:
     """The resolution of a request nobody answered in time (``status: expired``)."""
-    return {
-        "request_id": request_id,
-        "chosen_option": None,
-        "free_text": None,
-        "parsed_decision": action,
-        "resolved_at": clock.iso_seconds(),
-        "by": "timeout",
-        "via": "timeout",
-        "action": action,
-    }
+    return Resolution(
+        request_id=request_id,
+        parsed_decision=action,
+        resolved_at=clock.iso_seconds(),
+        by="timeout",
+        via="timeout",
+        action=action,
+    )
 
 
 def decision_of(record: Request) -> dict[str, Any]:
     """What the next agent run gets (``LOOPKIT_DECISION``, ``last_decision.json``)."""
-    res = record.resolution or {}
-    decision = {k: res.get(k) for k in (*DECISION_KEYS, "note", "by", "via")}
-    decision["request_id"] = record.request_id
-    return decision
+    res = record.resolution or Resolution()
+    return {
+        "request_id": record.request_id,
+        "chosen_option": res.chosen_option,
+        "free_text": res.free_text,
+        "parsed_decision": res.parsed_decision,
+        "resolved_at": res.resolved_at,
+        "note": res.note,
+        "by": res.by,
+        "via": res.via,
+    }
 
 
 def is_human_decision(record: Request) -> bool:
     """True when a human answered (not a timeout, not a block lifted without an answer)."""
-    res = record.resolution or {}
+    res = record.resolution or Resolution()
     return (
         record.status == "resolved"
-        and res.get("by") not in (None, "timeout")
-        and res.get("outcome") != "unblocked"
+        and res.by not in (None, "timeout")
+        and res.outcome != "unblocked"
     )

@@ -12,5 +12,5 @@ from loopkit.requests.record import Request
 @dataclass(frozen=True, slots=True)
 class Answer:
     record: Request
-    decision: dict[str, Any]  # the SPEC's decision JSON: DECISION_KEYS
+    decision: dict[str, Any]  # the SPEC's decision JSON: models.DECISION_KEYS
     deferred: bool = False

@@ -1,7 +1,8 @@
 """A request record (``requests/<id>.json``): what a human is asked, and how it ended.
 
-A record is versioned (``schema_version``); records written before versioning are upgraded
-on read. Fields this code does not know are kept in ``extra`` and written back unchanged.
+A record is versioned (``schema_version``); records written by an earlier version are
+upgraded on read (:mod:`~loopkit.requests.migrate`) and written back in the current shape.
+Fields this code does not know are kept in ``extra`` and written back unchanged.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import Any, Literal
 from loopkit import clock
 from loopkit.errors import BadInput
 from loopkit.requests import shape
+from loopkit.requests.migrate import migrate_v1
+from loopkit.requests.models import OWN_BLOCKS, Block, DeliveryAttempt, Option, Resolution
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")  # \Z: "x\n" is not "x"
 KINDS = ("question", "approval", "review")
 STATUSES = ("open", "deferred", "resolved", "expired")
@@ -61,22 +64,18 @@ Status = Literal["open", "deferred", "resolved", "expired"]
 # what happened to it and nothing else.
 _WHEN_SET = (
     "raised_by",
-    "adopted",
-    "raised_block",
+    "joined_to",
     "task",
     "iteration",
     "summary",
     "needs_human",
     "gate",
     "raised_at",
-    "not_raised",
-    "joined_block",
     "joined",
     "deferrals",
     "timed_out_at",
     "applied_at",
     "consumed_at",
-    "block_pending",
     "review",
 )
 _LISTS = ("options", "delivery", "context_refs", "attempted", "joined", "deferrals")
@@ -95,39 +94,34 @@ class Request:
     kind: Kind = "question"
     situation: str = ""
     policy: str = ""
-    options: list[dict[str, Any]] = field(default_factory=list)
+    options: list[Option] = field(default_factory=list)
     recommendation: str | None = None
     timeout_default: dict[str, Any] = field(
         default_factory=lambda: {"after_minutes": 30, "action": "abort"}
     )
     context_refs: list[str] = field(default_factory=list)
     status: Status = "open"
-    delivery: list[dict[str, Any]] = field(default_factory=list)
-    resolution: dict[str, Any] | None = None
+    delivery: list[DeliveryAttempt] = field(default_factory=list)
+    resolution: Resolution | None = None
     trigger: str | None = None  # what raised it: agent, verify-failures, missing-env, ...
     attempted: list[str] = field(default_factory=list)
     # Who raised it: "supervisor" for the loop's own blocks (its choices are acted on).
     raised_by: str | None = None
-    adopted: bool = False  # an agent's hand-written BLOCKED.md, left as it was written
-    raised_block: bool = False  # it was a BLOCKED.md of its own: its answer is for the loop
+    block: Block = "none"  # its place in the block lifecycle (see models.Block)
+    # block "joined": the request id of the open block it joined (None: that block names no
+    # request — a hand-written BLOCKED.md).
+    joined_to: str | None = None
     task: str | None = None  # the supervisor's task and iteration when it raised the block
     iteration: int | None = None
     summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
     needs_human: dict[str, Any] | None = None  # ask's policy verdict
     gate: dict[str, Any] | None = None  # gate's binding: masked argv, cwd, sha256 of the real
     raised_at: str | None = None  # when it was asked, if later than created (it joined first)
-    not_raised: bool = False  # asked without --block: a later `ask --key … --block` raises it
-    # The open block it joined instead of being asked: its request id, or "" for a block
-    # that names no request (a hand-written BLOCKED.md; null on disk). None: it joined none.
-    joined_block: str | None = None
     joined: list[dict[str, Any]] = field(default_factory=list)  # questions that joined this
     deferrals: list[dict[str, Any]] = field(default_factory=list)  # a review's Defer answers
     timed_out_at: str | None = None  # a queue timeout passed: it waits with no deadline
     applied_at: str | None = None  # the supervisor acted on its ending: never again
     consumed_at: str | None = None  # a gate's approval was used: once
-    # Saved before its BLOCKED.md is written, cleared once it is (or it joined another
-    # block): a crash in between is repaired at the next start (escalation.repair).
-    block_pending: bool = False
     # A review's check target, completion criteria and artifact link (https).
     review: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
@@ -138,6 +132,11 @@ class Request:
         return self.status in ("open", "deferred")
 
     @property
+    def has_own_block(self) -> bool:
+        """It has (or is about to write) a BLOCKED.md of its own: its answer is for the loop."""
+        return self.block in OWN_BLOCKS
+
+    @property
     def asked_at(self) -> str:
         """When the human was asked: a request that first joined another block is asked later."""
         return self.raised_at or self.created_at
@@ -146,14 +145,15 @@ class Request:
         """Known fields in SPEC order (loopkit's own only when set), then unknown ones unchanged."""
         names = [f.name for f in fields(self) if f.name != "extra"]
         names.sort(key=lambda n: _ORDER.index(n) if n in _ORDER else len(_ORDER))
-        data = {}
+        data: dict[str, Any] = {}
         for name in names:
             value = getattr(self, name)
             if name in _WHEN_SET and value in (None, False, [], {}):
                 continue
             data[name] = value
-        if self.joined_block == "":
-            data["joined_block"] = None
+        data["options"] = [option.to_dict() for option in self.options]
+        data["delivery"] = [attempt.to_dict() for attempt in self.delivery]
+        data["resolution"] = None if self.resolution is None else self.resolution.to_dict()
         data.update(self.extra)
         return data
 
@@ -162,6 +162,10 @@ class Request:
         known = {f.name for f in fields(cls)} - {"extra"}
         if not isinstance(data.get("request_id"), str) or not isinstance(data.get("prompt"), str):
             raise BadInput(f"{source}: missing request_id or prompt; restore it from a backup")
+        shape.check(data, source, shape.VERSION)
+        if (data.get("schema_version") or 0) < 2:
+            shape.check(data, source, shape.V1_LIFECYCLE)
+            data = migrate_v1(data)
         shape.check(data, source)
         values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
         values.setdefault("updated_at", data.get("created_at") or clock.iso_millis())
@@ -173,12 +177,12 @@ class Request:
                     values.pop(name, None)
                 elif not isinstance(values[name], kind):
                     raise BadInput(f"{source}: {name!r} must be {what}; fix or restore the file")
-        values["not_raised"] = bool(values.get("not_raised"))
-        values["block_pending"] = bool(values.get("block_pending"))
-        values["adopted"] = bool(values.get("adopted"))
-        values["raised_block"] = bool(values.get("raised_block"))
-        if "joined_block" in data and data["joined_block"] is None:
-            values["joined_block"] = ""  # joined a block that names no request
+        if "options" in values:
+            values["options"] = [Option.from_dict(o) for o in values["options"]]
+        if "delivery" in values:
+            values["delivery"] = [DeliveryAttempt.from_dict(d) for d in values["delivery"]]
+        if isinstance(values.get("resolution"), dict):
+            values["resolution"] = Resolution.from_dict(values["resolution"])
         if values.get("status") not in STATUSES:
             raise BadInput(f"{source}: unknown status {values.get('status')!r}; fix the file")
         record = cls(**values)

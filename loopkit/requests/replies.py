@@ -29,11 +29,13 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from rapidfuzz import fuzz
+
+from loopkit.requests.models import Option
 
 MatchedBy = Literal["letter", "number", "prefix", "value", "fuzzy", "recommendation", "free_text"]
 
@@ -66,9 +68,9 @@ class _Option:
 
 
 def parse_reply(
-    reply: str, options: Sequence[Mapping[str, Any]], recommendation: str | None = None
+    reply: str, options: Sequence[Option], recommendation: str | None = None
 ) -> Decision:
-    """Match ``reply`` against ``options`` (dicts with "label" and "value") as the module states."""
+    """Match ``reply`` against ``options`` (their label and value) as the module states."""
     text = _normalise(reply)
     if not text:
         return _free(reply)
@@ -93,11 +95,9 @@ def _normalise(text: str) -> str:
     return " ".join(folded.split())
 
 
-def _option(option: Mapping[str, Any]) -> _Option:
-    value = str(option["value"])
-    return _Option(
-        value=value, label_key=_normalise(str(option["label"])), value_key=_normalise(value)
-    )
+def _option(option: Option) -> _Option:
+    value = str(option.value)
+    return _Option(value=value, label_key=_normalise(option.label), value_key=_normalise(value))
 
 
 def _by_index(text: str, choices: list[_Option]) -> tuple[_Option, MatchedBy] | None:

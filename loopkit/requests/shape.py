@@ -14,6 +14,7 @@ from typing import Any
 
 from loopkit import clock
 from loopkit.errors import BadInput
+from loopkit.requests.models import BLOCKS
 
 Check = Callable[[Any], str | None]  # None when fine, else what it must be
 
@@ -102,6 +103,55 @@ def _list(item: Check) -> Check:
 
 
 _OPT_TEXT = _maybe(_text)
+_OPT_FLAG = _maybe(_bool)
+
+
+def _whole(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**53
+    return None if ok else "a whole number"
+
+
+def _either(*checks: Check) -> Check:
+    """Passes when one of ``checks`` does; the problem names what each wanted."""
+
+    def either(value: Any) -> str | None:
+        problems = [problem for check in checks if (problem := check(value))]
+        return None if len(problems) < len(checks) else " or ".join(problems)
+
+    return either
+
+
+_OPT_ID = _maybe(_either(_whole, _text))
+
+OPTION: dict[str, Check] = {"label": _text, "value": _OPT_TEXT, "consequence": _OPT_TEXT}
+DELIVERY_ATTEMPT: dict[str, Check] = {
+    "channel": _OPT_TEXT,
+    "at": _OPT_TEXT,
+    "ok": _OPT_FLAG,
+    "status": _OPT_ID,
+    "error": _OPT_TEXT,
+    "message_id": _OPT_ID,
+    "repeat": _OPT_FLAG,
+    "reminder": _OPT_FLAG,
+    "within_send": _OPT_FLAG,
+    "hard": _OPT_FLAG,
+}
+_RESOLUTION_TEXTS = (
+    "request_id",
+    "chosen_option",
+    "free_text",
+    "parsed_decision",
+    "resolved_at",
+    "outcome",
+    "reason",
+    "note",
+    "action",
+    "by",
+    "via",
+    "by_name",
+    "reply",
+)
+RESOLUTION: dict[str, Check] = {**dict.fromkeys(_RESOLUTION_TEXTS, _OPT_TEXT), "by_id": _OPT_ID}
 
 FIELDS: dict[str, Check] = {
     "schema_version": _maybe(_int),
@@ -113,38 +163,18 @@ FIELDS: dict[str, Check] = {
     "kind": _one_of("question", "approval", "review"),
     "situation": _text,
     "policy": _text,
-    "options": _maybe(
-        _list(_object({"label": _text, "value": _OPT_TEXT, "consequence": _OPT_TEXT}))
-    ),
+    "options": _maybe(_list(_object(OPTION))),
     "recommendation": _OPT_TEXT,
     "timeout_default": _maybe(_object({"after_minutes": _maybe(_number), "action": _OPT_TEXT})),
     "context_refs": _maybe(_list(_text)),
     "status": _one_of("open", "deferred", "resolved", "expired"),
-    "delivery": _maybe(_list(_object({"channel": _OPT_TEXT, "at": _OPT_TEXT, "error": _OPT_TEXT}))),
-    "resolution": _maybe(
-        _object(
-            {
-                key: _OPT_TEXT
-                for key in (
-                    "chosen_option",
-                    "free_text",
-                    "parsed_decision",
-                    "resolved_at",
-                    "by",
-                    "via",
-                    "outcome",
-                    "note",
-                    "action",
-                )
-            }
-        )
-    ),
+    "delivery": _maybe(_list(_object(DELIVERY_ATTEMPT))),
+    "resolution": _maybe(_object(RESOLUTION)),
     "trigger": _OPT_TEXT,
     "attempted": _maybe(_list(_text)),
     "raised_by": _OPT_TEXT,
-    "adopted": _maybe(_bool),
-    "raised_block": _maybe(_bool),
-    "block_pending": _maybe(_bool),
+    "block": _one_of(*BLOCKS),
+    "joined_to": _OPT_TEXT,
     "task": _OPT_TEXT,
     "iteration": _maybe(_int),
     "summary": _maybe(_object(values=_text)),
@@ -160,19 +190,27 @@ FIELDS: dict[str, Check] = {
         )
     ),
     "raised_at": _maybe(_time),
-    "not_raised": _maybe(_bool),
-    "joined_block": _OPT_TEXT,
     "joined": _maybe(_list(_object({"question": _OPT_TEXT, "request_id": _OPT_TEXT}))),
     "deferrals": _maybe(_list(_object())),
     "timed_out_at": _maybe(_time),
     "applied_at": _maybe(_time),
     "consumed_at": _maybe(_time),
 }
+VERSION: dict[str, Check] = {"schema_version": FIELDS["schema_version"]}
+# Version 1's lifecycle fields, checked before they are migrated (loopkit.requests.migrate).
+V1_LIFECYCLE: dict[str, Check] = {
+    "adopted": _OPT_FLAG,
+    "raised_block": _OPT_FLAG,
+    "block_pending": _OPT_FLAG,
+    "not_raised": _OPT_FLAG,
+    "joined_block": _OPT_TEXT,
+}
 
 
-def check(data: dict[str, Any], source: str) -> None:
-    """Raise ``BadInput`` naming ``source`` and the first field of the wrong shape."""
-    for name, rule in FIELDS.items():
+def check(data: dict[str, Any], source: str, rules: dict[str, Check] | None = None) -> None:
+    """Raise ``BadInput`` naming ``source`` and the first field of the wrong shape: of
+    ``rules``' fields, by default every field of a current record."""
+    for name, rule in (FIELDS if rules is None else rules).items():
         if name in data and (problem := rule(data[name])):
             raise BadInput(
                 f"{source}: field {name!r} must be {problem}; fix the file or restore it "

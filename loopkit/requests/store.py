@@ -12,11 +12,11 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
 from loopkit.requests.hub import Hub, LocalHub
+from loopkit.requests.models import Resolution
 from loopkit.requests.record import ID_RE, Request, Status, validate_id
 from loopkit.workspace import Workspace
 
@@ -143,7 +143,7 @@ class RequestStore:
             return record
 
     def resolve(
-        self, request_id: str, resolution: dict[str, Any], *, status: Status = "resolved"
+        self, request_id: str, resolution: Resolution, *, status: Status = "resolved"
     ) -> tuple[Request, bool]:
         """Close an open request, once. Returns the record and whether this call closed it.
 

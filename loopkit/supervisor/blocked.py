@@ -57,7 +57,7 @@ class BlockedPhase:
         standing = self._block_request() if blockfile.state(path) != "absent" else None
         for request_id in self.parts.store.changed_since(since):
             record = self._load(request_id)
-            if record is None or not record.raised_block:
+            if record is None or not record.has_own_block:
                 continue
             if record.status != "resolved" or _applied(record):
                 continue
@@ -275,7 +275,8 @@ class BlockedPhase:
                 self.parts.announce(
                     record,
                     now=record.raised_by == "supervisor"
-                    and (record.resolution or {}).get("chosen_option") == "abort",
+                    and record.resolution is not None
+                    and record.resolution.chosen_option == "abort",
                 )
             if not applied and self._apply(record) == "abort":
                 # The answer is applied: a restart must not find (and apply) it again, nor
@@ -302,7 +303,7 @@ class BlockedPhase:
         for _, waiting in self.parts.store.all():
             if not (isinstance(waiting, Request) and waiting.is_open):
                 continue
-            if waiting.joined_block != gone or waiting.raised_block or waiting.not_raised:
+            if waiting.block != "joined" or waiting.joined_to != gone:
                 continue
             try:
                 placed = self.parts.escalator.place(waiting, persisted=True, own=True)
@@ -337,7 +338,6 @@ class BlockedPhase:
         (*Skip* here; *Abort* is returned, for the caller to exit)."""
         if not is_human_decision(record):
             return None
-        res = record.resolution or {}
         decision = decision_of(record)
         self.parts.state.pending_decision = decision
         try:
@@ -351,9 +351,9 @@ class BlockedPhase:
             msg=f"decision: {fold(str(decision['parsed_decision']), 80)}",
         )
         if record.raised_by == "supervisor":
-            if res.get("chosen_option") == "abort":
+            if decision["chosen_option"] == "abort":
                 return "abort"
-            if res.get("chosen_option") == "skip":
+            if decision["chosen_option"] == "skip":
                 self._skip_task()
         return None
 

@@ -298,10 +298,10 @@ class Iteration:
         outcome = result.request.delivery[-1] if result.request.delivery else None
         if outcome is None:
             sent = "channel none: BLOCKED.md is the escalation"
-        elif outcome.get("ok"):
-            sent = f"sent via {outcome.get('channel')}"
+        elif outcome.ok:
+            sent = f"sent via {outcome.channel}"
         else:
-            sent = f"{outcome.get('channel')}: not sent"
+            sent = f"{outcome.channel}: not sent"
         text = message_for(result.request, self.parts.workspace.repo_name()).text
         lines = "\n".join(f"    {line}" for line in text.splitlines())
         log.info(

@@ -158,7 +158,8 @@ class Parts:
     def announce(self, record: Request, *, now: bool = False) -> None:
         """Edit the phone's message to show how a block ended (a tap edits it itself)."""
         phone = self.phone()
-        if phone is None or record.is_open or (record.resolution or {}).get("via") == "telegram":
+        answered = record.resolution
+        if phone is None or record.is_open or (answered is not None and answered.via == "telegram"):
             return
         if now:
             phone.show_outcome(record)

@@ -12,6 +12,7 @@ from loopkit.config import Config
 from loopkit.errors import LoopkitError
 from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.message import age
+from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -98,12 +99,12 @@ def _block(config: Config, path: Path, record: Request | None) -> dict[str, Any]
     minutes = timeout.get("after_minutes")
     if record.is_open and not record.timed_out_at and since and isinstance(minutes, int | float):
         info["deadline"] = clock.iso_seconds(since + timedelta(minutes=minutes))
-    last: dict[str, dict[str, Any]] = {}
+    last: dict[str, DeliveryAttempt] = {}
     for entry in record.delivery:
-        last[str(entry.get("channel"))] = entry
+        last[str(entry.channel)] = entry
     info["deliveries"] = [
-        {k: entry.get(k) for k in ("channel", "ok", "at", "status", "error")}
-        for entry in last.values()
+        {"channel": e.channel, "ok": e.ok, "at": e.at, "status": e.status, "error": e.error}
+        for e in last.values()
     ]
     due = delivery.next_due(record, config.escalation, now)
     if due is not None:

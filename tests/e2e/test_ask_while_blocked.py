@@ -14,7 +14,7 @@ def test_ask_and_gate_while_blocked_keep_their_own_request(ws: Path) -> None:
     args = ["-s", "Which currency?", "--key", "currency", "--block", "--json"]
     first = json.loads(ask(ws, *args).stdout)
     assert first["request"]["prompt"] == "Which currency?"
-    assert first["request"]["joined_block"]
+    assert first["request"]["block"] == "joined" and first["request"]["joined_to"]
     again = json.loads(ask(ws, *args).stdout)
     assert again["request_id"] == first["request_id"]
     gated = gate(ws, "sh", "-c", "true")

@@ -61,7 +61,7 @@ def test_a_hand_written_block_is_adopted_left_as_written_and_sent(
     assert done.returncode == 2, done.stderr
     assert (ws / "BLOCKED.md").read_text() == SEED_FILE  # byte for byte
     record = the_record(ws)
-    assert record["trigger"] == "agent-file" and record["adopted"] is True
+    assert record["trigger"] == "agent-file" and record["block"] == "adopted"
     assert record["prompt"] == "Which payment provider should checkout use?"
     assert [o["label"] for o in record["options"]] == ["Stripe", "Adyen"]
     [sent] = server.calls("/hook")

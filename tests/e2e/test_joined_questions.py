@@ -25,7 +25,8 @@ def test_a_question_joining_an_answered_block_is_asked_next(ws: Path) -> None:
     records = {json.loads(p.read_text())["prompt"]: json.loads(p.read_text())
                for p in (ws / "requests").glob("*.json")}  # fmt: skip
     second = records["Second question?"]
-    assert second["status"] == "open" and second["joined_block"] == first  # ...kept apart
+    assert second["status"] == "open" and second["joined_to"] == first  # ...kept apart
+    assert second["block"] == "joined"
     assert "joined" not in records["First question?"]
     done = loopkit("-C", str(ws), "run", "--exit-on-block")
     assert done.returncode == 2, done.stderr

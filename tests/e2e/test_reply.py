@@ -38,7 +38,7 @@ def test_a_record_from_an_older_schema_is_answered_and_keeps_its_fields(ws: Path
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["chosen_option"] == "skip"
     after = record(ws, "old1")
-    assert after["jobclaw_channel"] == "whatsapp" and after["schema_version"] == 1
+    assert after["jobclaw_channel"] == "whatsapp" and after["schema_version"] == 2
     assert after["status"] == "resolved"
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from loopkit import config as config_mod
+from loopkit.requests.models import Resolution
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
@@ -20,15 +21,15 @@ def store(ws: Path) -> RequestStore:
 def answer(ws: Path, request_id: str, *, chosen: str | None, text: str) -> None:
     store(ws).resolve(
         request_id,
-        {
-            "request_id": request_id,
-            "chosen_option": chosen,
-            "free_text": None if chosen else text,
-            "parsed_decision": chosen or text,
-            "resolved_at": "2026-12-02T13:00:00Z",
-            "by": "ana",
-            "via": "cli",
-        },
+        Resolution(
+            request_id=request_id,
+            chosen_option=chosen,
+            free_text=None if chosen else text,
+            parsed_decision=chosen or text,
+            resolved_at="2026-12-02T13:00:00Z",
+            by="ana",
+            via="cli",
+        ),
     )
 
 

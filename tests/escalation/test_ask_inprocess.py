@@ -94,12 +94,12 @@ def test_options_recommendation_attachments_and_timeout(ws: Path) -> None:
     )
     record = store.load("flow-q")
     assert asked.record is not None and asked.record.request_id == "flow-q"
-    assert [(o["label"], o["value"]) for o in record.options] == [
+    assert [(o.label, o.value) for o in record.options] == [
         ("Flow A", "a"), ("Flow B", "b"), ("Flow C", "flow-c")
     ]  # fmt: skip
     assert record.recommendation == "b" and record.context_refs == ["docs/flows.md"]
     assert record.timeout_default == {"after_minutes": 45, "action": "queue"}  # SPEC §9
-    assert record.prompt == "Which flow?" and record.not_raised
+    assert record.prompt == "Which flow?" and record.block == "none"
 
 
 @pytest.mark.parametrize(
@@ -164,7 +164,7 @@ def test_block_writes_blocked_md(ws: Path) -> None:
     assert marker(asked.record.request_id) in text and "Which flow?" in text
     assert "Flow A" in text and "Flow B" in text
     record = store.load(asked.record.request_id)
-    assert record.status == "open" and not record.not_raised
+    assert record.status == "open" and record.block == "raised"
 
 
 def test_asking_again_with_block_raises_a_question_asked_without(ws: Path) -> None:
@@ -173,7 +173,7 @@ def test_asking_again_with_block_raises_a_question_asked_without(ws: Path) -> No
     assert first.record is not None and not (ws / "BLOCKED.md").exists()
     raised = asking(cfg, store, "Which currency?", key="currency", block=True)
     assert raised.record is not None and raised.record.request_id == first.record.request_id
-    assert len(files(ws)) == 1 and not store.load(first.record.request_id).not_raised
+    assert len(files(ws)) == 1 and store.load(first.record.request_id).block == "raised"
     text = (ws / "BLOCKED.md").read_text()
     assert marker(first.record.request_id) in text
     again = asking(cfg, store, "Which currency?", key="currency", block=True)
@@ -193,7 +193,8 @@ def test_a_question_asked_while_blocked_joins_and_keeps_its_own_request(ws: Path
     )
     first = asking(cfg, store, "Which currency?", key="currency", block=True)
     assert first.record is not None and first.joined == block.request.request_id
-    assert first.record.joined_block == block.request.request_id
+    assert first.record.block == "joined"
+    assert first.record.joined_to == block.request.request_id
     again = asking(cfg, store, "Which currency?", key="currency", block=True)
     assert again.record is not None and again.record.request_id == first.record.request_id
     assert len(store.load(block.request.request_id).joined) == 1
@@ -216,7 +217,7 @@ def test_approvals_and_reviews_get_fixed_options_and_always_ask(
     asked = asking(cfg, store, "Rename a helper", kind=kind, confidence=0.99, prompt="Ship it?")
     assert asked.needs_human and asked.record is not None
     record = store.load(asked.record.request_id)
-    assert record.kind == kind and [o["label"] for o in record.options] == labels
+    assert record.kind == kind and [o.label for o in record.options] == labels
 
 
 def test_option_with_kind_approval_is_a_usage_error(ws: Path) -> None:

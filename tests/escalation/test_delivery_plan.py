@@ -8,6 +8,7 @@ from typing import Any
 
 from loopkit.config import EscalationConfig
 from loopkit.escalation.delivery import RUNG_TRIES, Due, next_due
+from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 
 T0 = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
@@ -21,12 +22,12 @@ def at(seconds: float) -> str:
 
 def entry(
     channel: str, seconds: float, ok: bool | None, status: Any = None, **more: Any
-) -> dict[str, Any]:
-    return {"channel": channel, "at": at(seconds), "ok": ok, "status": status, "error": None,
-            "message_id": 7 if ok else None, **more}  # fmt: skip
+) -> DeliveryAttempt:
+    return DeliveryAttempt(channel=channel, at=at(seconds), ok=ok, status=status,
+                           message_id=7 if ok else None, **more)  # fmt: skip
 
 
-def record(*entries: dict[str, Any], status: str = "open") -> Request:
+def record(*entries: DeliveryAttempt, status: str = "open") -> Request:
     return Request(request_id="r1", prompt="Q?", created_at=at(0), delivery=list(entries),
                    status=status)  # type: ignore[arg-type]  # fmt: skip
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -72,23 +73,23 @@ def test_a_failed_send_still_blocks(ws: Path) -> None:
     fake = FakeChannel(ws, Outcome(ok=False, status=500, error="HTTP 500"))
     result = Escalator(make(ws), channel_factory=lambda name: fake).escalate(ask())
     assert (ws / "BLOCKED.md").is_file()
-    assert result.request.delivery[-1]["ok"] is False
-    assert result.request.delivery[-1]["error"] == "HTTP 500"
+    assert result.request.delivery[-1].ok is False
+    assert result.request.delivery[-1].error == "HTTP 500"
 
 
 def test_a_crashing_channel_still_blocks(ws: Path) -> None:
     fake = FakeChannel(ws, RuntimeError("boom"))
     result = Escalator(make(ws), channel_factory=lambda name: fake).escalate(ask())
     assert (ws / "BLOCKED.md").is_file()
-    assert result.request.delivery[-1]["ok"] is False
-    assert "RuntimeError: boom" in result.request.delivery[-1]["error"]
+    assert result.request.delivery[-1].ok is False
+    assert "RuntimeError: boom" in str(result.request.delivery[-1].error)
 
 
 def test_unknown_channel_is_recorded_and_blocks(ws: Path) -> None:
     result = Escalator(make(ws, channel="pigeon")).escalate(ask())
     assert (ws / "BLOCKED.md").is_file()
     entry = result.request.delivery[-1]
-    assert entry["ok"] is False and "unknown channel 'pigeon'" in entry["error"]
+    assert entry.ok is False and "unknown channel 'pigeon'" in str(entry.error)
 
 
 def test_channel_none_sends_nothing(ws: Path) -> None:
@@ -122,7 +123,7 @@ def test_foreign_blocked_file_keeps_the_question(ws: Path) -> None:
     assert (ws / "BLOCKED.md").read_text() == "# Blocked\nhand-written\n"
     saved = json.loads((ws / "requests" / f"{result.request.request_id}.json").read_text())
     assert saved["prompt"] == "Which payment flow?"
-    assert saved["joined_block"] is None
+    assert saved["block"] == "joined" and "joined_to" not in saved  # a block naming none
 
 
 @pytest.mark.parametrize("count", [0, 4])
@@ -138,7 +139,7 @@ def test_a_folder_at_the_block_path_is_refused_and_the_question_is_kept(ws: Path
     with pytest.raises(BadInput, match=r"is a folder, not a file.*the question is saved"):
         Escalator(make(ws)).escalate(ask())
     (saved,) = (ws / "requests").glob("*.json")
-    assert json.loads(saved.read_text())["block_pending"] is True
+    assert json.loads(saved.read_text())["block"] == "pending"
 
 
 def test_crash_mid_send_is_sent_once_more_marked_repeat(ws: Path) -> None:
@@ -146,14 +147,14 @@ def test_crash_mid_send_is_sent_once_more_marked_repeat(ws: Path) -> None:
     escalator = Escalator(make(ws), channel_factory=lambda name: fake)
     record = escalator.escalate(ask()).request
     # Simulate a crash between "ok: null written" and the outcome being recorded.
-    record.delivery.append(dict(record.delivery[-1], ok=None, status=None, message_id=None))
+    record.delivery.append(replace(record.delivery[-1], ok=None, status=None, message_id=None))
     escalator.store.save(record)
     escalator.resume_delivery(escalator.store.load(record.request_id))
     after = escalator.store.load(record.request_id)
-    assert [e.get("repeat", False) for e in after.delivery] == [False, False, True]
-    assert after.delivery[1]["status"] == "interrupted"
-    assert after.delivery[1]["ok"] is False  # no longer "in flight"
-    assert after.delivery[2]["ok"] is True
+    assert [e.repeat for e in after.delivery] == [False, False, True]
+    assert after.delivery[1].status == "interrupted"
+    assert after.delivery[1].ok is False  # no longer "in flight"
+    assert after.delivery[2].ok is True
     assert len(fake.sent) == 2
     # Now every attempt is finished: a further restart sends nothing.
     assert escalator.resume_delivery(after) is None

@@ -43,7 +43,7 @@ def test_the_first_call_asks_and_blocks(ws: Path) -> None:
     assert first.exit_code == EXIT_BLOCKED and not (ws / "ran").exists()
     record = store.load(first.record.request_id)
     assert record.kind == "approval" and record.status == "open"
-    assert [o["value"] for o in record.options] == ["approved", "rejected", "changes_requested"]
+    assert [o.value for o in record.options] == ["approved", "rejected", "changes_requested"]
     assert record.prompt.startswith("Approve running `") and len(record.prompt) <= 120
     assert "SystemExit(7)" in record.situation and record.gate is not None
     assert record.gate["argv"] == RUN and record.gate["sha256"] == command_hash(RUN, cwd)

@@ -10,6 +10,7 @@ import json
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from test_escalator import FakeChannel, ask, make
@@ -19,6 +20,7 @@ from loopkit.channels import Outcome
 from loopkit.escalation import blockfile
 from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
+from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 
 OK = Outcome(ok=True, status=200, message_id=5)
@@ -33,7 +35,7 @@ def killed_after_the_record(ws: Path, **overrides: object) -> Request:
     """The record saved with ``block_pending``, BLOCKED.md not written yet."""
     esc = escalator(ws)
     record = esc._new_record(ask(**overrides))
-    record.block_pending = record.raised_block = True
+    record.block = "pending"
     esc.store.create(record)
     return record
 
@@ -49,7 +51,7 @@ def test_a_question_saved_without_its_block_gets_the_block_and_is_sent(ws: Path)
     fake = FakeChannel(ws, OK)
     lines = repair(escalator(ws, fake))
     assert blockfile.request_id_of(ws / "BLOCKED.md") == record.request_id
-    assert "block_pending" not in on_disk(ws, record.request_id)
+    assert on_disk(ws, record.request_id)["block"] == "raised"
     assert [m.request_id for m in fake.sent] == [record.request_id]
     assert any("BLOCKED.md written now" in line for line in lines)
     # A second start finds nothing left to do.
@@ -64,7 +66,7 @@ def test_a_block_written_before_the_flag_was_cleared_is_only_sent(ws: Path) -> N
     fake = FakeChannel(ws, OK)
     repair(escalator(ws, fake))
     assert (ws / "BLOCKED.md").read_text() == before
-    assert "block_pending" not in on_disk(ws, record.request_id)
+    assert on_disk(ws, record.request_id)["block"] == "raised"
     assert len(fake.sent) == 1
 
 
@@ -76,7 +78,8 @@ def test_a_pending_question_joins_the_block_that_stands_now(ws: Path) -> None:
     assert fake.sent == []
     joined = on_disk(ws, standing.request_id)["joined"]
     assert isinstance(joined, list) and joined[0]["request_id"] == pending.request_id
-    assert on_disk(ws, pending.request_id)["joined_block"] == standing.request_id
+    assert on_disk(ws, pending.request_id)["block"] == "joined"
+    assert on_disk(ws, pending.request_id)["joined_to"] == standing.request_id
     repair(escalator(ws, fake))  # idempotent: the question is noted once
     joined = on_disk(ws, standing.request_id)["joined"]
     assert isinstance(joined, list) and len(joined) == 1
@@ -86,7 +89,7 @@ def test_a_folder_in_the_way_keeps_the_question_until_it_is_gone(ws: Path) -> No
     (ws / "BLOCKED.md").mkdir()
     record = killed_after_the_record(ws)
     assert repair(escalator(ws)) == []
-    assert on_disk(ws, record.request_id)["block_pending"] is True
+    assert on_disk(ws, record.request_id)["block"] == "pending"
     (ws / "BLOCKED.md").rmdir()
     repair(escalator(ws))
     assert blockfile.request_id_of(ws / "BLOCKED.md") == record.request_id
@@ -110,15 +113,15 @@ def test_a_block_never_sent_is_sent_once_by_racing_starts(ws: Path) -> None:
 def test_an_attempt_in_flight_is_repeated_only_after_the_grace(ws: Path) -> None:
     esc = escalator(ws)
     record = esc.place(esc._new_record(ask())).request
-    attempt = {"channel": "telegram", "at": clock.iso_millis(), "ok": None, "status": None}
-    esc.store.update(record.request_id, lambda r: r.delivery.append(dict(attempt)))
+    attempt = DeliveryAttempt(channel="telegram", at=clock.iso_millis())
+    esc.store.update(record.request_id, lambda r: r.delivery.append(attempt))
     fake = FakeChannel(ws, OK)
     repair(escalator(ws, fake))
     assert fake.sent == []  # a live process may be in the middle of it
     old = clock.iso_millis(clock.now().replace(year=2020))
 
     def age(r: Request) -> None:
-        r.delivery[0]["at"] = old
+        r.delivery[0] = replace(r.delivery[0], at=old)
 
     esc.store.update(record.request_id, age)
     repair(escalator(ws, fake))

@@ -53,8 +53,9 @@ def test_unblock_with_a_reply(ws: Path) -> None:
     assert done.decision["request_id"] == request_id
     assert "answered" in done.message and not (ws / "BLOCKED.md").exists()
     record = store.load(request_id)
-    res = record.resolution or {}
-    assert record.status == "resolved" and (res["by"], res["via"]) == ("ana", "cli")
+    res = record.resolution
+    assert res is not None
+    assert record.status == "resolved" and (res.by, res.via) == ("ana", "cli")
     assert "not blocked" in unblock(cfg, reply=None, by="ana").message
 
 
@@ -64,9 +65,10 @@ def test_unblock_without_a_reply(ws: Path) -> None:
     done = unblock(cfg, reply=None, by="ana")
     assert done.decision is None and "unblocked by hand" in done.message
     assert not (ws / "BLOCKED.md").exists()
-    res = store.load(request_id).resolution or {}
-    assert res["parsed_decision"] == "unblocked by hand" and res["outcome"] == "unblocked"
-    assert res["chosen_option"] is None and res["by"] == "ana"
+    res = store.load(request_id).resolution
+    assert res is not None
+    assert res.parsed_decision == "unblocked by hand" and res.outcome == "unblocked"
+    assert res.chosen_option is None and res.by == "ana"
 
 
 def test_a_reply_after_a_reply_says_how_to_lift_the_block(ws: Path) -> None:
@@ -79,7 +81,8 @@ def test_a_reply_after_a_reply_says_how_to_lift_the_block(ws: Path) -> None:
     assert (ws / "BLOCKED.md").exists() and store.path(request_id).read_text() == before
     done = unblock(cfg, reply=None, by="ana")
     assert "already resolved" in done.message and not (ws / "BLOCKED.md").exists()
-    assert (store.load(request_id).resolution or {})["chosen_option"] == "flow-a"
+    res = store.load(request_id).resolution
+    assert res is not None and res.chosen_option == "flow-a"
 
 
 def test_an_expired_request_takes_no_reply_but_its_block_can_be_lifted(ws: Path) -> None:

@@ -101,14 +101,14 @@ def _check(ws: Path, server: FakeServer, tally: Tally, *, questions: int) -> Non
     standing = [r for r in records if f"loopkit request: {r['request_id']}" in text]
     for record in records:
         rid = str(record["request_id"])
-        if record.get("block_pending"):
+        if record.get("block") == "pending":
             tally.lost += 1
             tally.notes.append(f"{rid}: still pending after the restart")
         elif record in standing:
             if _sends_for(server, rid) == 0:
                 tally.lost += 1
                 tally.notes.append(f"{rid}: the block was never sent")
-        elif record.get("status") == "open" and record.get("joined_block") is None:
+        elif record.get("status") == "open" and record.get("joined_to") is None:
             tally.lost += 1
             tally.notes.append(f"{rid}: saved, but neither the block nor joined to it")
         delivery = record.get("delivery") or []
@@ -124,7 +124,7 @@ def _check(ws: Path, server: FakeServer, tally: Tally, *, questions: int) -> Non
         if len(firsts) > 1:
             tally.doubled += 1
             tally.notes.append(f"{rid}: delivered {len(firsts)} times, not as a repeat")
-    asked = [r for r in records if r.get("status") == "open" and r.get("joined_block") is None]
+    asked = [r for r in records if r.get("status") == "open" and r.get("joined_to") is None]
     if len(asked) > questions:
         tally.doubled += 1
         tally.notes.append(f"{ws}: {len(asked)} questions asked for {questions} block(s)")

@@ -158,7 +158,8 @@ def test_the_tally_counts_what_it_claims_to(ws: Path, server: FakeServer) -> Non
     often than its record says, are counted."""
     (ws / "requests").mkdir()
     lost = {"request_id": "aaa111", "status": "open", "delivery": []}
-    sent = {"request_id": "bbb222", "status": "open", "joined_block": "x", "delivery": []}
+    sent = {"request_id": "bbb222", "status": "open", "block": "joined", "joined_to": "x",
+            "delivery": []}  # fmt: skip
     for record in (lost, sent):
         (ws / "requests" / f"{record['request_id']}.json").write_text(json.dumps(record))
     server.queue("/sendMessage", Reply())

@@ -19,11 +19,12 @@ from loopkit.requests.answer import (
     outcome_of,
     timed_out,
 )
+from loopkit.requests.models import Option
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
-FLOWS = [{"label": "Flow A", "value": "flow-a"}, {"label": "Flow B", "value": "flow-b"}]
+FLOWS = [Option("Flow A", "flow-a"), Option("Flow B", "flow-b")]
 OPTIONS = {"question": FLOWS, "approval": APPROVAL_OPTIONS, "review": REVIEW_OPTIONS}
 DECISION_KEYS = {"request_id", "chosen_option", "free_text", "parsed_decision", "resolved_at"}
 
@@ -37,7 +38,7 @@ def make(store: RequestStore, kind: str = "question", request_id: str = "r1") ->
         request_id=request_id,
         prompt="Deploy v2 to production now?" if kind != "question" else "Which flow?",
         kind=kind,  # type: ignore[arg-type]
-        options=[dict(o) for o in OPTIONS[kind]],
+        options=list(OPTIONS[kind]),
     )
     store.create(record)
     return record
@@ -73,8 +74,9 @@ def test_about_adds_fields_to_the_resolution(ws: Path) -> None:
     store = store_for(ws)
     make(store)
     answer(store, "r1", "A", by="ana", via="telegram", about={"telegram_user": 42})
-    res = store.load("r1").resolution or {}
-    assert res["telegram_user"] == 42 and res["via"] == "telegram"
+    res = store.load("r1").resolution
+    assert res is not None and res.extra["telegram_user"] == 42 and res.via == "telegram"
+    assert json.loads(raw(store))["resolution"]["telegram_user"] == 42
 
 
 def test_an_unmatched_reply_to_a_question_is_free_text(ws: Path) -> None:
@@ -88,7 +90,7 @@ def test_an_unmatched_reply_to_a_question_is_free_text(ws: Path) -> None:
 
 def test_abort_on_the_default_options_is_aborted(ws: Path) -> None:
     store = store_for(ws)
-    store.create(Request("r1", "Go on?", options=[dict(o) for o in QUESTION_OPTIONS]))
+    store.create(Request("r1", "Go on?", options=list(QUESTION_OPTIONS)))
     assert answer(store, "r1", "C", by="ana", via="cli").decision["chosen_option"] == "abort"
     assert outcome_of(store.load("r1")) == "aborted"
 
@@ -109,9 +111,10 @@ def test_approvals_keep_the_reason_and_never_guess_approval(
     make(store, "approval")
     answer(store, "r1", reply, by="ana", via="cli")
     record = store.load("r1")
-    res = record.resolution or {}
-    assert record.status == "resolved" and res["outcome"] == outcome
-    assert res.get("reason") == reason
+    res = record.resolution
+    assert res is not None
+    assert record.status == "resolved" and res.outcome == outcome
+    assert res.reason == reason
     assert outcome_of(record) == outcome
 
 
@@ -122,7 +125,8 @@ def test_words_that_pick_no_option_are_not_an_approval(ws: Path) -> None:
     assert decision["chosen_option"] == decision["parsed_decision"] == "changes_requested"
     record = store.load("r1")
     assert outcome_of(record) == "changes_requested"
-    assert (record.resolution or {})["reason"] == "looks fine i guess"
+    assert record.resolution is not None
+    assert record.resolution.reason == "looks fine i guess"
 
 
 def test_a_review_deferral_keeps_it_open(ws: Path) -> None:
@@ -171,8 +175,9 @@ def test_sixteen_concurrent_answers_one_winner(ws: Path, shared: bool) -> None:
     assert len(winners) == 1
     assert all(isinstance(d, RequestConflict) for d in losers) and len(losers) == 15
     [(text, decision)] = winners
-    res = store.load("r1").resolution or {}
-    assert res["by"] == text and res["parsed_decision"] == decision["parsed_decision"]
+    res = store.load("r1").resolution
+    assert res is not None
+    assert res.by == text and res.parsed_decision == decision["parsed_decision"]
 
 
 @pytest.mark.parametrize("empty", ["", "   ", "\n\t"])
@@ -254,5 +259,5 @@ def test_an_older_record_is_answered_and_keeps_unknown_fields(ws: Path) -> None:
     store.path("old1").write_text(json.dumps(old))
     assert answer(store, "old1", "skip", by="ana", via="cli").decision["chosen_option"] == "skip"
     after = json.loads(raw(store, "old1"))
-    assert after["jobclaw_channel"] == "whatsapp" and after["schema_version"] == 1
+    assert after["jobclaw_channel"] == "whatsapp" and after["schema_version"] == 2
     assert after["status"] == "resolved"

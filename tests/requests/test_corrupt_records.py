@@ -48,6 +48,19 @@ SHAPES: list[tuple[str, Any]] = [
     ("prompt", None),
     ("request_id", 7),
     ("situation", ["a"]),
+    ("block", "blocked"),
+    ("block", None),
+    ("block", True),
+    ("joined_to", 5),
+    ("options", [{"label": "A", "consequence": ["x"]}]),
+    ("delivery", [{"ok": "yes"}]),
+    ("delivery", [{"status": 1.5}]),
+    ("delivery", [{"message_id": [7]}]),
+    ("delivery", [{"repeat": "no"}]),
+    ("delivery", [{"channel": "telegram", "within_send": 1}]),
+    ("resolution", {"reason": 3}),
+    ("resolution", {"by_id": [1]}),
+    ("resolution", {"reply": {"text": "A"}}),
 ]
 
 
@@ -151,6 +164,27 @@ def test_any_value_in_any_field_loads_or_is_refused_in_one_line(
         err = capfd.readouterr().err
         one_line_error(err)
         assert code in (0, 65), (args, code, err)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("adopted", "yes"), ("block_pending", 1), ("joined_block", 5)]
+)
+def test_a_corrupt_version_1_lifecycle_field_is_named(
+    ws: Path, capfd: pytest.CaptureFixture[str], field: str, value: Any
+) -> None:
+    """A record written by version 1 is checked before it is migrated: its own fields."""
+    request_id = blocked_workspace(ws, capfd)
+    path = corrupt(ws, request_id, "schema_version", 1)
+    corrupt(ws, request_id, field, value)
+    before = path.read_text()
+    for args in (["requests", "show", request_id], ["status"], ["requests"]):
+        code = invoke(["-C", str(ws), *args])
+        line = one_line_error(capfd.readouterr().err)
+        assert code in (0, 65), (args, line)
+        if code == 65:
+            assert path.name in line and field in line, (args, line)
+    assert invoke(["-C", str(ws), "requests", "show", request_id]) == 65
+    assert path.read_text() == before
 
 
 def test_the_installed_script_says_it_in_one_line(

@@ -11,9 +11,7 @@ OPTIONS = {"question": QUESTION_OPTIONS, "approval": APPROVAL_OPTIONS, "review":
 
 
 def request(kind: Kind) -> Request:
-    return Request(
-        request_id="r1", prompt="Q?", kind=kind, options=[dict(o) for o in OPTIONS[kind]]
-    )
+    return Request(request_id="r1", prompt="Q?", kind=kind, options=list(OPTIONS[kind]))
 
 
 @pytest.mark.parametrize("kind", ["question", "approval", "review"])
@@ -32,7 +30,7 @@ def test_a_letter_or_number_then_words_picks_and_keeps_the_note(
 ) -> None:
     record = request(kind)
     decision, extra = parse_for(record, reply)
-    assert decision.chosen_option == record.options[index]["value"]
+    assert decision.chosen_option == record.options[index].value
     assert extra["note"] == note
 
 

@@ -6,29 +6,30 @@ import dataclasses
 
 import pytest
 
+from loopkit.requests.models import Option
 from loopkit.requests.replies import Decision, parse_reply
 
 LOOP = [
-    {"label": "Retry with a hint", "value": "retry"},
-    {"label": "Skip the task", "value": "skip"},
-    {"label": "Abort the loop", "value": "abort"},
+    Option("Retry with a hint", "retry"),
+    Option("Skip the task", "skip"),
+    Option("Abort the loop", "abort"),
 ]
 APPROVAL = [
-    {"label": "Approve", "value": "approved"},
-    {"label": "Reject", "value": "rejected"},
-    {"label": "Request changes", "value": "changes_requested"},
+    Option("Approve", "approved"),
+    Option("Reject", "rejected"),
+    Option("Request changes", "changes_requested"),
 ]
 SKIPS = [
-    {"label": "Skip tests", "value": "skip_tests"},
-    {"label": "Skip task", "value": "skip_task"},
+    Option("Skip tests", "skip_tests"),
+    Option("Skip task", "skip_task"),
 ]
 NESTED = [
-    {"label": "Skip", "value": "skip"},
-    {"label": "Skip the task", "value": "skip_task"},
+    Option("Skip", "skip"),
+    Option("Skip the task", "skip_task"),
 ]
 ACCENTS = [
-    {"label": "Café — open", "value": "cafe_open"},
-    {"label": "Crème brûlée", "value": "dessert"},
+    Option("Café — open", "cafe_open"),
+    Option("Crème brûlée", "dessert"),
 ]
 
 CHOSEN = [
@@ -51,7 +52,7 @@ CHOSEN = [
     ("req", APPROVAL, "changes_requested", "prefix"),
     ("skip", NESTED, "skip", "prefix"),  # an exact label beats being a prefix of another
     ("skip t", NESTED, "skip_task", "prefix"),
-    ("d", [*LOOP[:2], {"label": "Defer", "value": "defer"}], "defer", "prefix"),
+    ("d", [*LOOP[:2], Option("Defer", "defer")], "defer", "prefix"),
     # values
     ("approved", APPROVAL, "approved", "value"),
     ("CHANGES_REQUESTED", APPROVAL, "changes_requested", "value"),
@@ -76,7 +77,7 @@ CHOSEN = [
     ("creme brûlée", ACCENTS, "dessert", "fuzzy"),  # one accent missing: a typo
     (
         "rtry",
-        [{"label": "Go", "value": "retry"}, {"label": "Stop", "value": "stop"}],
+        [Option("Go", "retry"), Option("Stop", "stop")],
         "retry",
         "fuzzy",
     ),
@@ -96,13 +97,13 @@ FREE = [
     ("skip", SKIPS),  # prefix of both labels
     ("re", APPROVAL),  # prefix of Reject and Request changes
     ("skip tesk", SKIPS),  # a typo of both: the best is not clearly ahead
-    ("skip tezts", [*SKIPS[:1], {"label": "Skip texts", "value": "skip_texts"}]),  # exact tie
+    ("skip tezts", [*SKIPS[:1], Option("Skip texts", "skip_texts")]),  # exact tie
     ("loop", LOOP),  # shares a word with a label, not a typo of it
     ("hint", LOOP),
     ("cafe", ACCENTS),  # an accent is not folded away: neither a prefix nor clearly a typo
     (
         "rty",
-        [{"label": "Go", "value": "retry"}, {"label": "Stop", "value": "stop"}],
+        [Option("Go", "retry"), Option("Stop", "stop")],
     ),  # under the bar
     ("A", []),
     ("retry", []),
@@ -126,13 +127,13 @@ def assert_free(decision: Decision, reply: str) -> None:
 
 @pytest.mark.parametrize(("reply", "options", "value", "matched_by"), CHOSEN)
 def test_reply_picks_an_option(
-    reply: str, options: list[dict[str, str]], value: str, matched_by: str
+    reply: str, options: list[Option], value: str, matched_by: str
 ) -> None:
     assert_chosen(parse_reply(reply, options), value, matched_by)
 
 
 @pytest.mark.parametrize(("reply", "options"), FREE)
-def test_reply_is_free_text(reply: str, options: list[dict[str, str]]) -> None:
+def test_reply_is_free_text(reply: str, options: list[Option]) -> None:
     assert_free(parse_reply(reply, options), reply)
 
 
@@ -153,7 +154,7 @@ def test_recommendation_does_not_override_an_explicit_choice() -> None:
 
 
 def test_delegation_is_not_fuzzy_matched_to_a_similar_label() -> None:
-    options = [*LOOP[:2], {"label": "Work on CI", "value": "ci"}]
+    options = [*LOOP[:2], Option("Work on CI", "ci")]
     assert_chosen(
         parse_reply("work on it", options, recommendation="retry"), "retry", "recommendation"
     )
@@ -177,12 +178,12 @@ def test_ten_kilobyte_reply_starting_with_a_label_is_free_text() -> None:
 
 
 def test_option_values_are_returned_as_given_not_normalised() -> None:
-    options = [{"label": "Ship it", "value": "Ship_IT"}, {"label": "Hold", "value": "hold"}]
+    options = [Option("Ship it", "Ship_IT"), Option("Hold", "hold")]
     assert_chosen(parse_reply("ship_it", options), "Ship_IT", "value")
 
 
 def test_more_than_three_options_are_indexed() -> None:
-    options = [{"label": f"Option {n}", "value": f"v{n}"} for n in range(1, 6)]
+    options = [Option(f"Option {n}", f"v{n}") for n in range(1, 6)]
     assert_chosen(parse_reply("E", options), "v5", "letter")
     assert_chosen(parse_reply("5", options), "v5", "number")
 

@@ -44,7 +44,7 @@ def test_round_trip_keeps_unknown_fields(ws: Path) -> None:
     again = json.loads(path.read_text())
     assert again["from_the_future"] == {"x": [1, 2]}
     assert again["status"] == "resolved"
-    assert again["schema_version"] == 1
+    assert again["schema_version"] == 2
     assert again["updated_at"] > data["updated_at"]
 
 
@@ -76,7 +76,7 @@ def test_older_schema_is_upgraded_on_read(ws: Path) -> None:
     assert record.kind == "question"
     assert record.delivery == [] and record.resolution is None
     assert record.updated_at == "2026-01-01T00:00:00Z"
-    assert record.schema_version == 1
+    assert record.schema_version == 2 and record.block == "none"
 
 
 def test_corrupt_record_is_bad_input_and_left_alone(ws: Path) -> None:

@@ -151,7 +151,7 @@ class Router:
         found = []
         for store in self._stores():
             for _, record in store.all():
-                if not (isinstance(record, Request) and record.is_open and record.raised_block):
+                if not (isinstance(record, Request) and record.is_open and record.has_own_block):
                     continue
                 if telegram_message_id(record) is not None:
                     found.append((record, store))

@@ -15,6 +15,7 @@ from loopkit import clock
 from loopkit.config import ChannelSettings
 from loopkit.log import get_logger
 from loopkit.message import fold
+from loopkit.requests.models import Resolution
 from loopkit.requests.record import Request
 
 log = get_logger("loopkit.phone")
@@ -74,27 +75,27 @@ def _hhmm(at: str | None) -> str:
 
 def outcome_line(record: Request) -> str:
     """The line the message is edited to end with, once the request is no longer open."""
-    res = record.resolution or {}
-    at = _hhmm(res.get("resolved_at"))
+    res = record.resolution or Resolution()
+    at = _hhmm(res.resolved_at)
     if record.status == "expired":
         minutes = (record.timeout_default or {}).get("after_minutes")
         done = {
             "abort": "loopkit aborted the loop (exit 3)",
             "skip": "loopkit skipped the task",
             "retry": "loopkit retried the task",
-        }.get(str(res.get("action")), f"loopkit took the default ({res.get('action')})")
+        }.get(str(res.action), f"loopkit took the default ({res.action})")
         return f"Expired after {minutes} min, {at}: no answer, {done}."
-    if res.get("outcome") == "unblocked":
-        return f"Unblocked by hand ({res.get('via')}), {at}."
-    chosen = res.get("chosen_option")
-    label = next((str(o.get("label")) for o in record.options if o.get("value") == chosen), None)
-    what = label or fold(str(res.get("parsed_decision") or ""), 80)
-    name = str(res.get("by_name") or res.get("by") or "someone")
+    if res.outcome == "unblocked":
+        return f"Unblocked by hand ({res.via}), {at}."
+    chosen = res.chosen_option
+    label = next((o.label for o in record.options if o.value == chosen), None)
+    what = label or fold(str(res.parsed_decision or ""), 80)
+    name = str(res.by_name or res.by or "someone")
     return f"Resolved: {what} — by {name}, {at}"
 
 
 def telegram_message_id(record: Request) -> int | None:
     for entry in reversed(record.delivery):
-        if entry.get("channel") == "telegram" and isinstance(entry.get("message_id"), int):
-            return int(entry["message_id"])
+        if entry.channel == "telegram" and isinstance(entry.message_id, int):
+            return entry.message_id
     return None

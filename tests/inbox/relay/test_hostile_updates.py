@@ -33,7 +33,7 @@ def block(config: Config, *choices: str) -> tuple[str, int]:
     escalation = Escalation(question="Go on?", context="c", attempted=["a"],
                             choices=[parse_choice(c) for c in choices])  # fmt: skip
     result = Escalator(config).escalate(escalation)
-    return result.request.request_id, int(result.request.delivery[-1]["message_id"])
+    return result.request.request_id, int(result.request.delivery[-1].message_id)
 
 
 def tap(server: FakeServer, data: str, message_id: int) -> None:

@@ -45,7 +45,7 @@ def block(config: Config) -> tuple[str, int]:
         choices=[parse_choice(c) for c in ("Retry with a hint", "Skip the task", "Abort")],
     )
     result = Escalator(config).escalate(escalation)
-    message_id = result.request.delivery[-1]["message_id"]
+    message_id = result.request.delivery[-1].message_id
     assert isinstance(message_id, int)
     return result.request.request_id, message_id
 
