@@ -4,7 +4,10 @@ Every command finds its workspace the same way, highest first: ``-C DIR``; else
 ``LOOPKIT_WORKSPACE`` (the supervisor sets it for the agent and everything it starts); else
 the nearest folder upward holding ``loopkit.toml`` or ``.loopkit/``; else the current
 folder. So an agent that ``cd``s into ``src/`` and runs ``loopkit escalate`` blocks the
-workspace root. ``loopkit check`` calls this too, so it imports nothing but ``os``.
+workspace root. The climb never goes above the enclosing git repository's root (a folder
+holding ``.git``, a folder or a worktree's file) or the home folder (SPEC section 17): a
+stray ``.loopkit/`` in the temporary folder or the home's parent captures no repository
+below it. ``loopkit check`` calls this too, so it imports nothing but ``os``.
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ def find_workspace(
     if named:
         fix = "LOOPKIT_WORKSPACE names it: unset it, or point it at the workspace folder"
         return _folder(os.path.join(here, named), named, fix)
+    home = environ.get("HOME", "").strip()
+    home = os.path.abspath(home) if home else None
     folder = here
     while True:
         if any(os.path.exists(os.path.join(folder, mark)) for mark in MARKS):
             return folder
         parent = os.path.dirname(folder)
-        if parent == folder:
+        if parent == folder or folder == home or os.path.exists(os.path.join(folder, ".git")):
             return here
         folder = parent
 

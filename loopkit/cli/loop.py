@@ -63,7 +63,7 @@ def status(app: App, as_json: bool) -> int:
     from loopkit.supervisor.status import render
     from loopkit.supervisor.status import status as read_status
 
-    config = app.config()
+    config = app.config(anywhere=True)
     repair(Escalator(config, store=app.store()))  # a block a crash left half-raised
     info = read_status(config, store=app.store())
     click.echo(json.dumps(info) if as_json else render(info))

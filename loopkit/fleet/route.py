@@ -34,9 +34,10 @@ def answer_anywhere(
         if found is not None:
             hub, remote = found
             return hub.answer_remote(remote, reply, by=by, via=via, about=about), None
-        if here is None:
-            raise RequestNotFound(f"no request {request_id!r} on this machine or in the fleet")
-        store = here  # its load says "no request …"
+        where = "on this machine or in the fleet" if hubs.fleets() else "on this machine"
+        raise RequestNotFound(
+            f"no request {request_id!r} {where}; `loopkit inbox` lists the open ones"
+        )  # before any lock: a command that answers never makes a workspace
     result = answer(
         store,
         request_id,
