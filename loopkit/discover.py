@@ -34,8 +34,8 @@ def find_workspace(
     if named:
         fix = "LOOPKIT_WORKSPACE names it: unset it, or point it at the workspace folder"
         return _folder(os.path.join(here, named), named, fix)
-    home = environ.get("HOME", "").strip()
-    home = os.path.abspath(home) if home else None
+    named_home = environ.get("HOME", "").strip()
+    home = os.path.abspath(named_home) if named_home else None
     folder = here
     while True:
         if any(os.path.exists(os.path.join(folder, mark)) for mark in MARKS):

@@ -18,8 +18,11 @@ def asked(tmp_path: Path) -> tuple[Path, str, dict[str, str]]:
     ws = tmp_path / "ws"
     ws.mkdir()
     env = clean_env(LOOPKIT_HOME=str(tmp_path / "home"), LOOPKIT_HITL_CHANNEL="none")
-    done = loopkit("-C", str(ws), "escalate", "-q", "Which flow?", "-c", "checkout", "-a",
-                   "read", "--choice", "Keep — as is", "--choice", "Migrate — to v2", env=env)  # fmt: skip
+    choices = ["--choice", "Keep — as is", "--choice", "Migrate — to v2"]
+    done = loopkit(
+        "-C", str(ws), "escalate", "-q", "Which flow?", "-c", "checkout", "-a", "read", *choices,
+        env=env,
+    )  # fmt: skip
     assert done.returncode == 2, done.stderr
     listed = json.loads(loopkit("-C", str(ws), "requests", "--json", env=env).stdout)
     return ws, str(listed[0]["request_id"]), env
