@@ -1,4 +1,5 @@
-"""``reply`` and ``unblock``: a human's answer, from a shell (never an agent's)."""
+"""``reply``, ``unblock`` and ``dismiss``: a human's answer, from a shell (never an agent's),
+and closing a request nobody will answer."""
 
 from __future__ import annotations
 
@@ -82,4 +83,32 @@ def unblock(app: App, reply: str | None, by: str | None) -> int:
     return EXIT_OK
 
 
-COMMANDS = (reply, unblock)
+@click.command()
+@click.argument("request_id")
+@click.option("--reason", metavar="TEXT", help="Why nobody will answer it (kept on the record).")
+@click.option("--by", default=None, help="Who dismisses (default: $LOOPKIT_HUMAN or your login).")
+@click.pass_obj
+def dismiss(app: App, request_id: str, reason: str | None, by: str | None) -> int:
+    """Close an open request nobody will answer (status dismissed), from any folder.
+
+    A dismissal is never an answer: nothing is chosen or approved, `requests wait` exits 3,
+    a gate does not run its command, no agent run gets a decision. The request's own
+    BLOCKED.md is removed (never another's, never your own pause). Exit 4 if it was closed
+    already (the first ending stands), 66 if there is no such request, 77 from inside a
+    supervised agent's session.
+    """
+    from loopkit.fleet.route import dismiss_anywhere
+
+    refuse_agents()
+    app.config(anywhere=True)
+    record, removed, machine = dismiss_anywhere(
+        request_id, by=by or human(), via="cli", reason=reason, here=app.store(),
+        stores=app.stores(), hubs=app.hubs,
+    )  # fmt: skip
+    lifted = "; BLOCKED.md removed" if removed else ""
+    where = f" on {machine} (it lifts its block)" if machine else ""
+    click.echo(f"request {record.request_id} dismissed{where}{lifted}", err=True)
+    return EXIT_OK
+
+
+COMMANDS = (reply, unblock, dismiss)

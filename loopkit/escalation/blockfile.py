@@ -202,13 +202,18 @@ def request_id_of(path: Path) -> str | None:
     return marker.request_id_of(str(path))
 
 
-def remove_block(path: Path, record: Request) -> bool:
-    """Remove BLOCKED.md when it is ``record``'s block: its marker names the request, or it is
-    the agent's hand-written file the request adopted (never a human's own). True if removed."""
+def is_block_of(path: Path, record: Request) -> bool:
+    """Whether BLOCKED.md at ``path`` is ``record``'s block: its marker names the request, or
+    it is the agent's hand-written file the request adopted (never a human's own)."""
     if state(path) != "file":
         return False
     marked = request_id_of(path)
-    if marked == record.request_id or (marked is None and record.block == "adopted"):
+    return marked == record.request_id or (marked is None and record.block == "adopted")
+
+
+def remove_block(path: Path, record: Request) -> bool:
+    """Remove BLOCKED.md when it is ``record``'s block (:func:`is_block_of`). True if removed."""
+    if is_block_of(path, record):
         try:
             path.unlink()
         except FileNotFoundError:

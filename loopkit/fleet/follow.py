@@ -185,7 +185,7 @@ class Follower:
         except LoopkitError as exc:
             log.warning("fleet_apply_failed", msg=f"fleet: cannot apply {request_id}: {exc}")
             return
-        if taken and record.status == "resolved":
+        if taken and record.status in ("resolved", "dismissed"):
             remove_block(store.workspace.blocked, record)
         self.hub.mirror_applied(store.workspace, record)
         if taken:

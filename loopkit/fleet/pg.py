@@ -5,8 +5,9 @@ machines, made by :class:`loopkit.fleet.Hubs` (one per DSN).
   record). A row answered from another machine keeps its answer until its owner applies it.
 - An answer is claimed with a compare-and-set on the row's status, so exactly one answer
   wins fleet-wide: this machine's own answers inside the store's lock (:meth:`PgHub.claim`),
-  other machines' requests by :meth:`PgHub.answer_remote`, which announces itself with
-  ``NOTIFY loopkit_answer``. The owner LISTENs (:mod:`loopkit.fleet.follow`) and applies it.
+  other machines' requests by :meth:`PgHub.answer_remote` (or :meth:`PgHub.dismiss_remote`),
+  which announces itself with ``NOTIFY loopkit_answer``. The owner LISTENs
+  (:mod:`loopkit.fleet.follow`) and applies it.
 - The bot lease is ``pg_try_advisory_lock`` on a connection of its own; the offset is a row.
 
 The database may be gone at any time. Then every method works locally — mirrors are skipped,
@@ -21,7 +22,8 @@ import contextlib
 import json
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -31,12 +33,14 @@ from loopkit.errors import RequestConflict
 from loopkit.home import machine
 from loopkit.home.bot import BotLease, OffsetFile
 from loopkit.log import get_logger
-from loopkit.requests.answer import Answer, already_answered, apply_reply
+from loopkit.requests.answer import Answer, already_answered, apply_reply, dismiss_record
 from loopkit.requests.hub import Lease, Offsets, Remote
 from loopkit.requests.record import Request
 from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.fleet")
+
+T = TypeVar("T")
 
 CHANNEL = "loopkit_answer"
 CONNECT_TIMEOUT = 2  # seconds: a database that is gone must not hold up a block
@@ -179,10 +183,11 @@ class PgHub:
         self._run(APPLIED, _row(self.machine, workspace, record))
 
     def claim(self, workspace: Workspace, record: Request) -> None:
-        """This machine's answer to its own request: it wins unless another machine's came
-        first (then RequestConflict; the follower applies that one). Database gone: it wins
+        """This machine's answer (or dismissal) of its own request: it wins unless another
+        machine's answer came first (then RequestConflict; the follower applies that one).
+        Database gone: it wins
         here, and the follower settles it by time when the database is back."""
-        if record.status != "resolved":
+        if record.status not in ("resolved", "dismissed"):
             return  # a review's Defer is no answer: nothing to claim
         params = _row(self.machine, workspace, record)
         with self._use:
@@ -253,7 +258,9 @@ class PgHub:
             if conn is None:
                 raise unreachable
             try:
-                result = self._answer_row(conn, key, reply, by=by, via=via, about=about)
+                result = self._answer_row(
+                    conn, key, lambda r: apply_reply(r, reply, by=by, via=via, about=about)
+                )
             except psycopg.Error as exc:
                 self._failed(exc)
                 raise unreachable from None
@@ -264,17 +271,45 @@ class PgHub:
         )
         return result
 
+    def dismiss_remote(self, remote: Remote, *, by: str, via: str, reason: str | None) -> Request:
+        """Dismiss another machine's request as :meth:`answer_remote` answers one; its owner
+        applies it and lifts the request's own block (SPEC §16)."""
+        unreachable = RequestConflict(
+            f"request {remote.record.request_id} is on {remote.machine} and the fleet "
+            f"database is unreachable: dismiss it on {remote.machine}, or when the database "
+            "is back"
+        )
+        key = {
+            "machine": remote.machine,
+            "workspace": remote.workspace,
+            "request_id": remote.record.request_id,
+        }
+
+        def close(record: Request) -> Request:
+            dismiss_record(record, by=by, via=via, reason=reason)
+            return record
+
+        with self._use:
+            conn = self._session()
+            if conn is None:
+                raise unreachable
+            try:
+                record = self._answer_row(conn, key, close)
+            except psycopg.Error as exc:
+                self._failed(exc)
+                raise unreachable from None
+        log.info(
+            "fleet_dismiss",
+            request_id=remote.record.request_id,
+            msg=f"dismissed request {remote.record.request_id} of {remote.machine}",
+        )
+        return record
+
     def _answer_row(
-        self,
-        conn: psycopg.Connection[Any],
-        key: dict[str, str],
-        reply: str,
-        *,
-        by: str,
-        via: str,
-        about: dict[str, Any] | None,
-    ) -> Answer:
-        """In one transaction: lock the row, record the reply, mark it answered, NOTIFY."""
+        self, conn: psycopg.Connection[Any], key: dict[str, str], change: Callable[[Request], T]
+    ) -> T:
+        """In one transaction: lock the row, ``change`` the record (raising RequestConflict
+        when it is closed), mark it answered, NOTIFY its owner."""
         with conn.transaction():
             row = conn.execute(
                 "SELECT record, answer, status FROM loopkit_requests WHERE machine = "
@@ -287,7 +322,7 @@ class PgHub:
             record = Request.from_dict(row[1]["record"] if row[1] else row[0])
             if row[2] not in ("open", "deferred") and record.is_open:
                 record.status = row[2]
-            result = apply_reply(record, reply, by=by, via=via, about=about)  # raises if closed
+            result = change(record)  # raises if closed
             record.updated_at = clock.later_than(record.updated_at)
             answer = {"record": record.to_dict(), "by_machine": self.machine}
             conn.execute(

@@ -1,14 +1,17 @@
-"""An answer finds its request wherever it is: a registered workspace of this machine, or
-— with a fleet — another machine's (through the hub's compare-and-set and NOTIFY)."""
+"""An answer (or a dismissal) finds its request wherever it is: a registered workspace of
+this machine, or — with a fleet — another machine's (through the hub's compare-and-set and
+NOTIFY)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from loopkit.errors import RequestNotFound
+from loopkit.escalation.dismiss import dismiss
 from loopkit.fleet import Hubs
 from loopkit.requests.answer import Answer, answer
 from loopkit.requests.locate import Stores
+from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 
 
@@ -48,3 +51,32 @@ def answer_anywhere(
         expected_updated_at=expected_updated_at,
     )
     return result, store
+
+
+def dismiss_anywhere(
+    request_id: str,
+    *,
+    by: str,
+    via: str,
+    reason: str | None,
+    here: RequestStore | None,
+    stores: Stores,
+    hubs: Hubs,
+) -> tuple[Request, bool, str | None]:
+    """Dismiss ``request_id`` wherever it is (SPEC §16): the record, whether its BLOCKED.md
+    was removed here, and the machine that holds it when that is another one (its owner
+    lifts the block when it applies the dismissal). Errors as
+    :func:`~loopkit.escalation.dismiss.dismiss`'s."""
+    store = stores.holding(request_id, here)
+    if store is None:
+        found = hubs.find(request_id)
+        if found is not None:
+            hub, remote = found
+            record = hub.dismiss_remote(remote, by=by, via=via, reason=reason)
+            return record, False, remote.machine
+        where = "on this machine or in the fleet" if hubs.fleets() else "on this machine"
+        raise RequestNotFound(
+            f"no request {request_id!r} {where}; `loopkit inbox` lists the open ones"
+        )  # before any lock: a command that closes a request never makes a workspace
+    done = dismiss(store, request_id, by=by, via=via, reason=reason)
+    return done.record, done.removed, None

@@ -1,5 +1,6 @@
 """``loopkit inbox``: every open (and deferred) request across the registered workspaces —
-and, with a fleet, across every machine's (``machine`` names another machine's)."""
+and, with a fleet, across every machine's (``machine`` names another machine's). A ghost —
+its own ``BLOCKED.md`` gone with nobody waiting — says how to dismiss it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from loopkit import clock
+from loopkit.escalation import dismiss as dismissal
 from loopkit.fleet import Hubs
 from loopkit.message import LETTERS, age, fold
 from loopkit.requests.locate import Stores
@@ -21,6 +23,7 @@ class Entry:
     workspace: Path
     repo: str
     machine: str | None = None  # another machine's request (a fleet); None: this machine's
+    ghost: bool = False  # its own BLOCKED.md is gone: nobody will answer it (SPEC §16)
 
     def row(self) -> dict[str, Any]:
         record = self.record
@@ -45,6 +48,8 @@ class Entry:
             "deadline": deadline,
             "timeout_action": timeout.get("action"),
             "answer": f"loopkit reply --request-id {record.request_id} --reply A",
+            "ghost": self.ghost,
+            "dismiss": dismissal.command(record.request_id) if self.ghost else None,
         }
 
 
@@ -56,7 +61,10 @@ def open_requests(stores: Stores, hubs: Hubs) -> list[Entry]:
     for order, (registered, place) in enumerate(stores.registered()):
         for _, record in place.store.all():
             if isinstance(record, Request) and record.is_open:
-                entries.append((order, Entry(record, registered.path, registered.repo)))
+                ghost = dismissal.is_ghost(place.store, record)
+                entries.append(
+                    (order, Entry(record, registered.path, registered.repo, ghost=ghost))
+                )
     for remote in hubs.remote_open():
         where = Path(remote.workspace)
         entries.append((len(entries), Entry(remote.record, where, remote.repo, remote.machine)))
@@ -87,6 +95,11 @@ def render(entries: list[Entry]) -> str:
                     f"  {row['workspace']}" + (f" (on {row['machine']})" if row["machine"] else ""),
                     f"  answer: {row['answer']}",
                 ]
+                + (
+                    [f"  its BLOCKED.md is gone; nobody will answer it: {row['dismiss']}"]
+                    if row["ghost"]
+                    else []
+                )
             )
         )
     return "\n\n".join(blocks)

@@ -20,9 +20,9 @@ Category = Literal[
 ]  # fmt: skip
 Outcome = Literal[
     "approved", "chosen", "rejected", "changes_requested", "aborted", "expired", "unblocked",
-    "open",
+    "dismissed", "open",
 ]  # fmt: skip
-StatusFilter = Literal["open", "deferred", "resolved", "expired", "all"]
+StatusFilter = Literal["open", "deferred", "resolved", "expired", "dismissed", "all"]
 
 
 class HumanRequest(BaseModel):
@@ -44,7 +44,8 @@ class HumanRequest(BaseModel):
     timeout_default: dict[str, Any] = Field(description="after_minutes, action.")
     context_refs: list[str]
     status: Status = Field(
-        description="open, deferred (a review put off: not an answer), resolved or expired."
+        description="open, deferred (a review put off: not an answer), resolved, expired or "
+        "dismissed (closed by a human because nobody will answer it: not an answer)."
     )
     delivery: list[dict[str, Any]]
     resolution: dict[str, Any] | None = Field(
@@ -99,8 +100,8 @@ class Waited(BaseModel):
     request_id: str
     status: Status = Field(description="open or deferred when the time ran out: no answer yet.")
     outcome: Outcome = Field(
-        description="approved / chosen: go ahead; rejected / aborted / expired / unblocked: "
-        "do not; changes_requested: read resolution; open: nobody answered yet."
+        description="approved / chosen: go ahead; rejected / aborted / expired / unblocked / "
+        "dismissed: do not; changes_requested: read resolution; open: nobody answered yet."
     )
     parsed_decision: str | None
     reason: str | None

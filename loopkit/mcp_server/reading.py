@@ -58,7 +58,8 @@ class ReadingTools:
     def list_human_requests(
         self,
         status: Annotated[
-            StatusFilter, Field(description="open (the default), deferred, resolved, expired, all.")
+            StatusFilter,
+            Field(description="open (the default), deferred, resolved, expired, dismissed, all."),
         ] = "open",
         kind: Annotated[Kind | None, Field(description="question, approval or review.")] = None,
         request_key: Annotated[

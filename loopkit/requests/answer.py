@@ -211,6 +211,12 @@ def already_answered(record: Request) -> RequestConflict:
     what = res.parsed_decision or record.status
     who = f" by {res.by}" if res.by else ""
     when = f" at {res.resolved_at}" if res.resolved_at else ""
+    if record.status == "dismissed":
+        # Closed because nobody was to answer it: not an answer, and final (SPEC §16).
+        return RequestConflict(
+            f"request {record.request_id!r} was dismissed{who}{when}: it is closed and takes "
+            "nothing more; ask again if a human is needed after all"
+        )
     if record.status == "expired":
         # A timeout is not an answer, and it is final (SPEC: open → resolved | expired).
         return RequestConflict(
@@ -226,11 +232,12 @@ def already_answered(record: Request) -> RequestConflict:
 
 def outcome_of(record: Request) -> str:
     """What a script may act on: approved / chosen / rejected / changes_requested /
-    aborted / expired / unblocked / open. Read from the record, never from a list."""
+    aborted / expired / unblocked / dismissed / open. Read from the record, never from a
+    list."""
     if record.is_open:
         return "open"
-    if record.status == "expired":
-        return "expired"
+    if record.status in ("expired", "dismissed"):
+        return record.status  # nobody answered: nothing was approved or chosen
     res = record.resolution or Resolution()
     if res.outcome == "unblocked":
         return "unblocked"  # the block was lifted without an answer: nothing was chosen
@@ -251,6 +258,25 @@ def unblocked_by_hand(request_id: str, *, by: str, via: str) -> Resolution:
         parsed_decision="unblocked by hand",
         resolved_at=clock.iso_seconds(),
         outcome="unblocked",
+        by=by,
+        via=via,
+    )
+
+
+def dismiss_record(record: Request, *, by: str, via: str, reason: str | None = None) -> None:
+    """Close ``record`` (in memory) as dismissed: nobody will answer it (SPEC §16). Never an
+    answer — nothing is chosen, approved or handed to an agent. Raises RequestConflict when
+    it is closed already (answered, expired or dismissed: the first ending stands)."""
+    if not record.is_open:
+        raise already_answered(record)
+    why = " ".join(clean(reason or "").split())[:1000]
+    record.status = "dismissed"
+    record.resolution = Resolution(
+        request_id=record.request_id,
+        parsed_decision="dismissed",
+        resolved_at=clock.iso_seconds(),
+        outcome="dismissed",
+        reason=why or None,
         by=by,
         via=via,
     )

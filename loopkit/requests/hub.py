@@ -60,6 +60,9 @@ class Hub(Protocol):
     def answer_remote(
         self, remote: Remote, reply: str, *, by: str, via: str, about: dict[str, Any] | None
     ) -> Answer: ...
+    def dismiss_remote(
+        self, remote: Remote, *, by: str, via: str, reason: str | None
+    ) -> Request: ...
     def bot_lease(self, bot: str) -> Lease: ...
     def offsets(self, token: str | None) -> Offsets: ...
 
@@ -82,6 +85,9 @@ class LocalHub:
     def answer_remote(
         self, remote: Remote, reply: str, *, by: str, via: str, about: dict[str, Any] | None
     ) -> Answer:
+        raise NotImplementedError("no other machine without a fleet")
+
+    def dismiss_remote(self, remote: Remote, *, by: str, via: str, reason: str | None) -> Request:
         raise NotImplementedError("no other machine without a fleet")
 
     def bot_lease(self, bot: str) -> Lease:

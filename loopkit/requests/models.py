@@ -121,7 +121,8 @@ class Resolution:
     free_text: str | None = None
     parsed_decision: str | None = None
     resolved_at: str | None = None
-    # answered | approved | rejected | changes_requested | unblocked (none for a timeout)
+    # answered | approved | rejected | changes_requested | unblocked | dismissed (none for a
+    # timeout)
     outcome: str | None = None
     reason: str | None = None  # an approval's or review's reason after the choice
     note: str | None = None  # the words after an option's letter ("B, this is obsolete")

@@ -23,6 +23,7 @@ EXIT_BY_OUTCOME = {
     "aborted": EXIT_ABORTED,
     "expired": EXIT_ABORTED,  # nobody answered in time: nothing was approved or chosen
     "unblocked": EXIT_ABORTED,  # lifted by hand without an answer: no go-ahead either
+    "dismissed": EXIT_ABORTED,  # closed because nobody will answer it: no go-ahead
     "changes_requested": EXIT_CONFLICT,
     "open": EXIT_BLOCKED,
 }

@@ -21,7 +21,7 @@ from loopkit.requests.models import OWN_BLOCKS, Block, DeliveryAttempt, Option, 
 SCHEMA_VERSION = 2
 ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")  # \Z: "x\n" is not "x"
 KINDS = ("question", "approval", "review")
-STATUSES = ("open", "deferred", "resolved", "expired")
+STATUSES = ("open", "deferred", "resolved", "expired", "dismissed")
 
 
 _ORDER = (
@@ -58,7 +58,7 @@ def new_id() -> str:
 
 
 Kind = Literal["question", "approval", "review"]
-Status = Literal["open", "deferred", "resolved", "expired"]
+Status = Literal["open", "deferred", "resolved", "expired", "dismissed"]
 
 # Fields loopkit owns beyond SPEC section 4's: written only when set, so a record carries
 # what happened to it and nothing else.

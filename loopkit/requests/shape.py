@@ -167,7 +167,7 @@ FIELDS: dict[str, Check] = {
     "recommendation": _OPT_TEXT,
     "timeout_default": _maybe(_object({"after_minutes": _maybe(_number), "action": _OPT_TEXT})),
     "context_refs": _maybe(_list(_text)),
-    "status": _one_of("open", "deferred", "resolved", "expired"),
+    "status": _one_of("open", "deferred", "resolved", "expired", "dismissed"),
     "delivery": _maybe(_list(_object(DELIVERY_ATTEMPT))),
     "resolution": _maybe(_object(RESOLUTION)),
     "trigger": _OPT_TEXT,

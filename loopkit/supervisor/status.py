@@ -11,7 +11,8 @@ from loopkit import clock
 from loopkit.config import Config
 from loopkit.errors import LoopkitError
 from loopkit.escalation import adoption, blockfile, delivery
-from loopkit.message import age
+from loopkit.escalation import dismiss as dismissal
+from loopkit.message import age, fold
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
@@ -22,7 +23,9 @@ from loopkit.workspace.state import StateFile, SupervisorLock
 def status(config: Config, *, store: RequestStore | None = None) -> dict[str, Any]:
     """What ``loopkit status`` shows: the loop's state (``blocked`` whenever BLOCKED.md
     stands, whether or not a supervisor waits on it), the supervisor's, and the block:
-    since when, the question, the deadline and its action, the last delivery per channel."""
+    since when, the question, the deadline and its action, the last delivery per channel;
+    and the ghosts — open requests whose own BLOCKED.md is gone — with the command that
+    dismisses each."""
     workspace = Workspace.of(config)
     store = store or RequestStore(workspace)
     state = StateFile(workspace).load()
@@ -69,6 +72,14 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         "block_request": request,
         "last_exit": state.last_exit,
         "updated_at": state.updated_at,
+        "ghosts": [
+            {
+                "request_id": g.request_id,
+                "prompt": g.prompt,
+                "dismiss": dismissal.command(g.request_id),
+            }
+            for g in dismissal.ghosts(store)
+        ],
     }
     info.update(_block(config, workspace.blocked, record) if block != "absent" else _no_block())
     return info
@@ -146,4 +157,9 @@ def render(info: dict[str, Any]) -> str:
         ok = {True: "sent", False: "failed", None: "in flight"}[entry["ok"]]
         error = f": {entry['error']}" if entry.get("error") else ""
         lines.append(f"delivery:  {entry['channel']} {ok} at {entry['at']}{error}")
+    for ghost in info["ghosts"]:
+        lines.append(
+            f"ghost:     {ghost['request_id']} (open): {fold(ghost['prompt'], 60)} — its "
+            f"BLOCKED.md is gone; nobody will answer it: {ghost['dismiss']}"
+        )
     return "\n".join(lines)

@@ -42,6 +42,8 @@ def asked(tmp_path: Path) -> tuple[Path, str, dict[str, str]]:
         ["inbox", "--json"],
         ["reply", "--request-id", "nosuch", "--reply", "A"],
         ["reply", "--request-id", "{id}", "--reply", "A"],
+        ["dismiss", "nosuch"],
+        ["dismiss", "{id}"],
     ],
 )
 def test_reading_and_answering_leave_a_plain_folder_alone(
@@ -53,8 +55,7 @@ def test_reading_and_answering_leave_a_plain_folder_alone(
     done = loopkit(*[word.replace("{id}", request_id) for word in command], cwd=plain, env=env)
     assert done.returncode in (0, 66), done.stderr
     assert list(plain.iterdir()) == [], f"{command} wrote into a plain folder"
-    if command[0] == "reply" and "{id}" in command:
+    if command[0] in ("reply", "dismiss") and "{id}" in command:
         assert done.returncode == 0, done.stderr
-        assert json.loads((ws / "requests" / f"{request_id}.json").read_text())["status"] == (
-            "resolved"
-        )
+        status = "resolved" if command[0] == "reply" else "dismissed"
+        assert json.loads((ws / "requests" / f"{request_id}.json").read_text())["status"] == status

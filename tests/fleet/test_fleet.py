@@ -108,6 +108,25 @@ def test_a_reply_on_one_machine_resumes_the_loop_on_another(tmp_path: Path, dsn:
         assert runs(b.ws)[1][1] != ""  # the decision reached b's next agent run
 
 
+def test_a_dismissal_on_one_machine_lifts_the_block_on_another(tmp_path: Path, dsn: str) -> None:
+    a, b = Machine(tmp_path, "a", dsn), Machine(tmp_path, "b", dsn)
+    setup(b.ws, "max_verify_failures = 1")
+    with Daemon(b.ws, env=b.env) as loop:
+        loop.wait_state(status="blocked")
+        request_id = str(loop.state()["open_request"])
+        done = a.lk("dismiss", request_id, "--by", "ana", "--reason", "stale")
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.startswith(f"request {request_id} dismissed on ")
+        wait_until(lambda: len(runs(b.ws)) >= 2, 10, "the loop on b runs again")
+        after = b.record(request_id)
+        assert after["status"] == "dismissed"
+        assert (after["resolution"]["by"], after["resolution"]["reason"]) == ("ana", "stale")
+        assert runs(b.ws)[1][1] == ""  # a dismissal hands b's next agent run no decision
+    again = a.lk("dismiss", request_id)
+    assert again.returncode == 4 and "was dismissed by ana" in again.stderr
+    assert a.lk("reply", "--request-id", request_id, "--reply", "A").returncode == 4
+
+
 def test_eight_concurrent_replies_across_machines_make_one_answer(tmp_path: Path, dsn: str) -> None:
     a, b = Machine(tmp_path, "a", dsn), Machine(tmp_path, "b", dsn)
     request_id = b.escalate()

@@ -104,7 +104,7 @@ def test_tools_list_names_each_with_an_input_and_an_output_schema(ws: Path) -> N
         assert review["properties"]["dry_run"]["default"] is True
         assert schemas["wait_for_human"]["properties"]["wait_seconds"]["maximum"] == 50
         statuses = schemas["list_human_requests"]["properties"]["status"]
-        assert statuses["enum"] == ["open", "deferred", "resolved", "expired", "all"]
+        assert statuses["enum"] == ["open", "deferred", "resolved", "expired", "dismissed", "all"]
         assert statuses["default"] == "open"
 
     serve(ws, scenario)
@@ -269,6 +269,27 @@ def test_list_and_get_read_the_records(ws: Path) -> None:
         got = await client.ok("get_human_request", {"request_id": q_id})
         assert got == record(ws, q_id)
         assert got["status"] == "resolved" and got["resolution"]["chosen_option"] == "skip"
+
+    serve(ws, scenario)
+
+
+def test_a_dismissed_request_reads_as_dismissed_never_as_an_answer(ws: Path) -> None:
+    async def scenario(client: Client) -> None:
+        asked = await client.ok("request_human_input", {**INPUT, "kind": "approval"})
+        rid = asked["request_id"]
+        assert lk(ws, "dismiss", rid, "--reason", "asked twice").returncode == 0
+        listed = await client.ok("list_human_requests", {"status": "dismissed"})
+        [row] = listed["requests"]
+        assert (row["request_id"], row["status"], row["outcome"]) == (rid, "dismissed", "dismissed")
+        assert (await client.ok("list_human_requests", {}))["requests"] == []
+        got = await client.ok("get_human_request", {"request_id": rid})
+        assert got == record(ws, rid) and got["status"] == "dismissed"
+        assert got["resolution"]["outcome"] == "dismissed"
+        waited = await client.ok("wait_for_human", {"request_id": rid, "wait_seconds": 1})
+        assert waited == {
+            "request_id": rid, "status": "dismissed", "outcome": "dismissed",
+            "parsed_decision": "dismissed", "reason": "asked twice",
+        }  # fmt: skip
 
     serve(ws, scenario)
 
