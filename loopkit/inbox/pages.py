@@ -19,6 +19,7 @@ from typing import Any
 
 from loopkit import clock, readfile
 from loopkit.errors import LoopkitError
+from loopkit.escalation.dismiss import is_ghost
 from loopkit.fleet import Hubs
 from loopkit.home import workspace_id
 from loopkit.inbox.entries import Entry, open_requests
@@ -50,6 +51,7 @@ class Card:
     key: str  # the workspace's registry id ("m…" for another machine's, with a fleet)
     refs: list[Ref] = field(default_factory=list)
     machine: str | None = None  # another machine's request (a fleet)
+    ghost: bool = False  # its own BLOCKED.md is gone: nobody will answer it (SPEC §16)
 
     @property
     def url(self) -> str:
@@ -90,7 +92,8 @@ def _card(entry: Entry) -> Card:
     if entry.machine:
         key = remote_key(entry.machine, str(entry.workspace))
         return Card(entry.record, entry.workspace, entry.repo, key, machine=entry.machine)
-    return Card(entry.record, entry.workspace, entry.repo, workspace_id(entry.workspace))
+    key = workspace_id(entry.workspace)
+    return Card(entry.record, entry.workspace, entry.repo, key, ghost=entry.ghost)
 
 
 def open_cards(stores: Stores, hubs: Hubs) -> list[Card]:
@@ -126,7 +129,7 @@ def find(key: str, request_id: str, stores: Stores, hubs: Hubs) -> Card | None:
         record = place.store.load(request_id)
     except LoopkitError:
         return None
-    card = Card(record, path, repo, key)
+    card = Card(record, path, repo, key, ghost=is_ghost(place.store, record))
     card.refs = [_ref(path, ref) for ref in record.context_refs]
     return card
 

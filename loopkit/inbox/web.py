@@ -2,10 +2,13 @@
 script of loopkit's own for live updates. Every asset is served from here.
 
 Routes: ``/`` (open requests), ``/r/<workspace>/<id>`` (one request), ``POST
-/r/<workspace>/<id>/answer``, ``/history``, ``/static/…``; ``/healthz`` is the one route
+/r/<workspace>/<id>/answer``, ``POST /r/<workspace>/<id>/dismiss``, ``/history``,
+``/static/…``; ``/healthz`` is the one route
 without auth and it says nothing but "ok". Everything else needs a session (the cookie) or
 the token (``?token=``, exchanged for the cookie and a redirect without it); without either
-it is 401 and nothing else. Every change is a POST with the session's CSRF token.
+it is 401 and nothing else. Every change is a POST with the session's CSRF token. Approving
+an irreversible request and dismissing one take two taps: the first POST shows a page that
+asks again and records nothing; its form posts once more with ``confirm=1``.
 
 An answer is refused (403, "an agent cannot answer …") when the browser's connection comes
 from a process inside a supervised agent's session (:mod:`loopkit.agentsession`).
@@ -30,11 +33,12 @@ from loopkit import agentsession
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation import blockfile
 from loopkit.fleet import Hubs
-from loopkit.fleet.route import answer_anywhere
+from loopkit.fleet.route import answer_anywhere, dismiss_anywhere
 from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, InboxToken, Sessions, Throttle
 from loopkit.log import get_logger
 from loopkit.requests.answer import parse_for
+from loopkit.requests.irreversible import confirm_question, needs_second_tap
 from loopkit.requests.locate import Stores
 
 log = get_logger("loopkit.inbox")
@@ -148,7 +152,11 @@ def app(inbox: Inbox) -> Starlette:
             done=request.query_params.get("done") == "1",
         )
 
-    async def reply(request: HttpRequest, nonce: str) -> Response:
+    async def posted(
+        request: HttpRequest, nonce: str
+    ) -> tuple[dict[str, str], pages.Card] | Response:
+        """A change's form and its request — or the refusal: a stale form token (403), no
+        such request (404), a browser inside a supervised agent's session (403)."""
         body = await request.body()
         form = {k: v[0] for k, v in parse_qs(body[:MAX_FORM].decode("utf-8", "replace")).items()}
         if not inbox.sessions.csrf_matches(nonce, form.get("csrf", "")):
@@ -160,6 +168,21 @@ def app(inbox: Inbox) -> Starlette:
         server = request.scope.get("server") or (None, None)
         if agentsession.connection_from_agent(request.client, server[1]):
             return page("refused.html.j2", 403, title="Refused", message=agentsession.REFUSAL)
+        return form, card
+
+    def ask_again(nonce: str, card: pages.Card, question: str, action: str,
+                  **values: Any) -> Response:  # fmt: skip
+        """The second tap's page: ``question``, and a form that posts again with confirm=1."""
+        values = {"fields": {}, "reason": False, **values}
+        return page("confirm.html.j2", card=card, csrf=inbox.sessions.csrf(nonce),
+                    title=card.repo, question=question, action=f"{card.url}/{action}",
+                    **values)  # fmt: skip
+
+    async def reply(request: HttpRequest, nonce: str) -> Response:
+        checked = await posted(request, nonce)
+        if isinstance(checked, Response):
+            return checked
+        form, card = checked
         text = (form.get("reply") or form.get("free") or "").strip()
         if card.record.kind == "review" and not form.get("checked") and _approves(card, text):
             return page(
@@ -173,6 +196,10 @@ def app(inbox: Inbox) -> Starlette:
             )
         if not text:
             return RedirectResponse(card.url, 303, headers=HEADERS)
+        if form.get("confirm") != "1" and needs_second_tap(card.record, text):
+            # An irreversible approval takes two taps (SPEC §16): this one records nothing.
+            return ask_again(nonce, card, confirm_question(card.record), "answer",
+                             fields={"reply": text}, button="Yes, approve")  # fmt: skip
         here = None if card.machine else pages.store_of(card, inbox.stores)
         try:
             result, store = answer_anywhere(
@@ -193,6 +220,40 @@ def app(inbox: Inbox) -> Starlette:
             msg=f"inbox: {inbox.user} answered {card.record.request_id}",
         )
         return RedirectResponse(f"{card.url}?done=1", 303, headers=HEADERS)
+
+    async def dismiss(request: HttpRequest, nonce: str) -> Response:
+        """Close a request nobody will answer (SPEC §16): the first tap asks again, the
+        second (confirm=1) dismisses it — never an answer — and lifts its own block."""
+        checked = await posted(request, nonce)
+        if isinstance(checked, Response):
+            return checked
+        form, card = checked
+        if not card.record.is_open:
+            return page("answered.html.j2", card=card, title="Already answered")
+        if form.get("confirm") != "1":
+            question = (
+                "Dismiss this request? It closes with no answer: nothing is chosen or "
+                "approved, and its BLOCKED.md goes."
+            )
+            return ask_again(nonce, card, question, "dismiss", button="Dismiss it", reason=True)
+        here = None if card.machine else pages.store_of(card, inbox.stores)
+        try:
+            dismiss_anywhere(
+                card.record.request_id, by=inbox.user, via="inbox",
+                reason=(form.get("reason") or "").strip() or None, here=here,
+                stores=inbox.stores, hubs=inbox.hubs,
+            )  # fmt: skip
+        except RequestConflict:
+            fresh = pages.find(card.key, card.record.request_id, *where) or card
+            return page("answered.html.j2", card=fresh, title="Already answered")
+        except LoopkitError as exc:
+            return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
+        log.info(
+            "inbox_dismiss",
+            request_id=card.record.request_id,
+            msg=f"inbox: {inbox.user} dismissed {card.record.request_id}",
+        )
+        return RedirectResponse(card.url, 303, headers=HEADERS)
 
     async def past(request: HttpRequest, nonce: str) -> Response:
         return page("history.html.j2", cards=pages.history(inbox.stores), title="History")
@@ -215,6 +276,7 @@ def app(inbox: Inbox) -> Starlette:
             Route("/static/{name}", authed(asset)),
             Route("/r/{key}/{rid}", authed(one)),
             Route("/r/{key}/{rid}/answer", authed(reply), methods=["POST"]),
+            Route("/r/{key}/{rid}/dismiss", authed(dismiss), methods=["POST"]),
         ]
     )
 

@@ -97,13 +97,15 @@ def test_the_inbox_refuses_a_post_from_an_agent_process(ws: Path, tmp_path: Path
         assert isinstance(found, re.Match)
         base = found.group(0)
         token = (Path(os.environ["LOOPKIT_HOME"]) / "inbox.token").read_text().strip()
-        client = CLIENT.format(base=base, token=token, rid=rid)
+        client = CLIENT.format(base=base, token=token, rid=rid, what="answer", extra="")
         agent_env = clean_env(LOOPKIT_AGENT_SESSION="f00d")
-        as_agent = subprocess.run([sys.executable, "-c", client], capture_output=True, text=True,
-                                  env=agent_env, timeout=30)  # fmt: skip
-        status, body = json.loads(as_agent.stdout)
-        assert status == 403 and REFUSAL in body
-        assert json.loads((ws / "requests" / f"{rid}.json").read_text())["status"] == "open"
+        for script in (client, CLIENT.format(base=base, token=token, rid=rid, what="dismiss",
+                                             extra=', "confirm": "1"')):  # fmt: skip
+            as_agent = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                                      text=True, env=agent_env, timeout=30)  # fmt: skip
+            status, body = json.loads(as_agent.stdout)
+            assert status == 403 and REFUSAL in body
+            assert json.loads((ws / "requests" / f"{rid}.json").read_text())["status"] == "open"
         as_human = subprocess.run([sys.executable, "-c", client], capture_output=True, text=True,
                                   env=clean_env(), timeout=30)  # fmt: skip
         assert json.loads(as_human.stdout)[0] == 200
@@ -119,8 +121,8 @@ jar = http.cookiejar.CookieJar()
 web = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
 page = web.open("{base}/?token={token}").read().decode()
 csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
-action = re.search(r'action="(/r/[^"]+/answer)"', page).group(1)
-data = urllib.parse.urlencode({{"csrf": csrf, "reply": "A"}}).encode()
+action = re.search(r'action="(/r/[^"]+/)answer"', page).group(1) + "{what}"
+data = urllib.parse.urlencode({{"csrf": csrf, "reply": "A"{extra}}}).encode()
 try:
     answer = web.open("{base}" + action, data)
     print(json.dumps([answer.status, answer.read().decode()]))

@@ -203,10 +203,35 @@ def test_a_gate_approved_in_the_browser_runs(phone: Page, serve: Serve, ws: Path
     phone.goto(f"{serve.base}/?token={serve.token}")
     assert phone.get_by_text("Approve running").is_visible()
     phone.get_by_role("button", name="A) Approve").click()
+    # An irreversible approval takes two taps: the first asks again and records nothing.
+    assert phone.get_by_text("This cannot be undone.").is_visible()
+    [path] = (ws / "requests").glob("*.json")
+    assert record(ws, path.stem)["status"] == "open"
+    phone.get_by_role("button", name="Yes, approve").click()
     phone.wait_for_url(re.compile(r"done=1"))
     again = loopkit("-C", str(ws), "gate", "--", "sh", "-c", "echo ran > gated.txt", cwd=ws)
     assert again.returncode == 0, again.stderr
     assert (ws / "gated.txt").read_text() == "ran\n"
+
+
+def test_dismiss_takes_two_taps_and_resumes_nothing(phone: Page, serve: Serve, ws: Path) -> None:
+    rid = escalate(ws)
+    (ws / "BLOCKED.md").unlink()  # a ghost: nobody will answer it now
+    phone.goto(f"{serve.base}/?token={serve.token}")
+    assert phone.get_by_text("nobody will answer it").is_visible()
+    phone.get_by_role("link", name="Which flow?").click()
+    phone.get_by_role("button", name="Dismiss", exact=True).click()
+    assert phone.get_by_text("Dismiss this request?").is_visible()
+    assert record(ws, rid)["status"] == "open"
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 360
+    phone.get_by_label("Why (optional)").fill("asked by an old run")
+    phone.get_by_role("button", name="Dismiss it").click()
+    assert phone.get_by_text("Dismissed (nobody was to answer it)").is_visible()
+    resolution = record(ws, rid)["resolution"]
+    assert record(ws, rid)["status"] == "dismissed"
+    assert (resolution["by"], resolution["reason"]) == ("ana", "asked by an old run")
+    phone.goto(f"{serve.base}/")
+    assert phone.get_by_text("No open questions").is_visible()
 
 
 def test_ten_requests_weigh_under_30_kb(phone: Page, serve: Serve, tmp_path: Path) -> None:

@@ -240,3 +240,108 @@ def test_unknown_requests_and_workspaces_are_404(
     assert client.get(f"/r/0000000000000000/{rid}").status_code == 404
     assert client.get(url_of(ws, "nope")).status_code == 404
     assert client.get(url_of(ws, "..%2F..%2Fetc")).status_code == 404
+
+
+DROP = ["psql", "postgres://app:hunter2@db/prod", "-c", "DROP TABLE users"]
+ASKED_TWICE = (
+    "Approve `psql &#39;postgres://app:***@db/prod&#39; -c &#39;DROP TABLE users&#39;`? "
+    "This cannot be undone."
+)
+
+
+def drop_table_gate(ws: Path) -> str:
+    store = RequestStore(Workspace.of(config.load(ws)))
+    return gate.gate(config.load(ws), DROP, cwd=str(ws), store=store).record.request_id
+
+
+def test_approving_a_drop_table_gate_takes_two_posts(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    rid = drop_table_gate(ws)
+    login(client, token)
+    csrf = csrf_of(client.get("/").text)  # the list's Approve button posts as the page's does
+    for reply in ("A", "approve", "yes"):
+        first = client.post(url_of(ws, rid) + "/answer", data={"csrf": csrf, "reply": reply})
+        assert first.status_code == 200 and ASKED_TWICE in first.text, reply
+        assert 'name="confirm" value="1"' in first.text and "hunter2" not in first.text
+        assert record(ws, rid)["status"] == "open" and (ws / "BLOCKED.md").exists()
+    second = client.post(url_of(ws, rid) + "/answer",
+                         data={"csrf": csrf_of(first.text), "reply": "A", "confirm": "1"},
+                         follow_redirects=False)  # fmt: skip
+    assert second.status_code == 303
+    after = record(ws, rid)
+    resolution = after["resolution"]
+    assert after["status"] == "resolved" and isinstance(resolution, dict)
+    assert (resolution["outcome"], resolution["via"]) == ("approved", "inbox")
+    assert not (ws / "BLOCKED.md").exists()
+
+
+def test_rejecting_a_drop_table_gate_is_one_post(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    rid = drop_table_gate(ws)
+    login(client, token)
+    page = client.get(url_of(ws, rid)).text
+    done = client.post(url_of(ws, rid) + "/answer", data={"csrf": csrf_of(page), "reply": "B"},
+                       follow_redirects=False)  # fmt: skip
+    assert done.status_code == 303
+    resolution = record(ws, rid)["resolution"]
+    assert isinstance(resolution, dict) and resolution["outcome"] == "rejected"
+
+
+def test_an_ordinary_approval_is_one_post(inbox: tuple[Browser, InboxToken], ws: Path) -> None:
+    client, token = inbox
+    asked = do_ask(config.load(ws), Question(
+        situation="Rename a helper in utils.", policy="ask", prompt="Rename the helper?",
+        kind="approval", confidence=0.3,
+    ), store=RequestStore(Workspace.of(config.load(ws))))  # fmt: skip
+    assert asked.record is not None
+    rid = asked.record.request_id
+    login(client, token)
+    page = client.get(url_of(ws, rid)).text
+    done = client.post(url_of(ws, rid) + "/answer", data={"csrf": csrf_of(page), "reply": "A"},
+                       follow_redirects=False)  # fmt: skip
+    assert done.status_code == 303 and record(ws, rid)["status"] == "resolved"
+
+
+def test_dismiss_asks_once_more_then_closes_it_never_as_an_answer(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    client, token = inbox
+    rid = escalate(ws)
+    login(client, token)
+    page = client.get(url_of(ws, rid)).text
+    assert f'action="{url_of(ws, rid)}/dismiss"' in page
+    refused = client.post(url_of(ws, rid) + "/dismiss", data={"confirm": "1"})
+    assert refused.status_code == 403 and record(ws, rid)["status"] == "open"
+    first = client.post(url_of(ws, rid) + "/dismiss", data={"csrf": csrf_of(page)})
+    assert first.status_code == 200 and "Dismiss this request?" in first.text
+    assert 'name="confirm" value="1"' in first.text
+    assert record(ws, rid)["status"] == "open" and (ws / "BLOCKED.md").exists()
+    second = client.post(url_of(ws, rid) + "/dismiss",
+                         data={"csrf": csrf_of(first.text), "confirm": "1", "reason": "stale"},
+                         follow_redirects=False)  # fmt: skip
+    assert second.status_code == 303 and second.headers["location"] == url_of(ws, rid)
+    after = record(ws, rid)
+    resolution = after["resolution"]
+    assert after["status"] == "dismissed" and isinstance(resolution, dict)
+    assert (resolution["by"], resolution["via"], resolution["reason"]) == ("ana", "inbox", "stale")
+    assert resolution["chosen_option"] is None and not (ws / "BLOCKED.md").exists()
+    assert "Dismissed" in client.get(url_of(ws, rid)).text
+    again = client.post(url_of(ws, rid) + "/dismiss",
+                        data={"csrf": csrf_of(first.text), "confirm": "1"})  # fmt: skip
+    assert again.status_code == 200 and "Already dismissed by ana via inbox" in again.text
+    assert "Dismissed" in client.get("/history").text
+
+
+def test_a_ghost_says_it_can_be_dismissed(inbox: tuple[Browser, InboxToken], ws: Path) -> None:
+    client, token = inbox
+    rid = escalate(ws)
+    login(client, token)
+    assert "nobody will answer it" not in client.get("/").text
+    (ws / "BLOCKED.md").unlink()  # by hand, with no supervisor to see it
+    for page in (client.get("/").text, client.get(url_of(ws, rid)).text):
+        assert "Its BLOCKED.md is gone: nobody will answer it." in page
+        assert f"loopkit dismiss {rid}" in page

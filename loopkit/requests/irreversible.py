@@ -1,0 +1,58 @@
+"""An irreversible approval takes two taps (SPEC section 16).
+
+A P0 approval is an approval whose action cannot be undone: a ``loopkit gate`` command or a
+Claude Code hook's gated call (the record's ``gate`` binding), or an approval ``ask`` found
+P0 (``needs_human.p0``: irreversible, data loss, security, legal, a one-way door). Approving
+one from the web inbox or Telegram first asks :func:`confirm_question` with a second button;
+only that second tap records the approval. A reply that rejects, or asks for changes, is
+recorded at once. And no hint offers a letter that approves one (``loopkit inbox``, the
+``BLOCKED.md`` Choices line): they offer ``reject`` and name ``approve``, to be typed on
+purpose.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from loopkit.errors import LoopkitError
+from loopkit.message import fold
+from loopkit.requests.answer import parse_for
+from loopkit.requests.record import Request
+
+
+def is_irreversible(record: Request) -> bool:
+    """Whether approving ``record`` cannot be undone (a P0 approval)."""
+    if record.kind != "approval":
+        return False
+    return record.gate is not None or bool((record.needs_human or {}).get("p0"))
+
+
+def approves(record: Request, reply: str) -> bool:
+    """Whether ``reply`` would approve ``record`` (read as an answer would be)."""
+    try:
+        decision, _ = parse_for(record, reply)
+    except LoopkitError:
+        return False
+    return decision.chosen_option == "approved"
+
+
+def needs_second_tap(record: Request, reply: str) -> bool:
+    """Whether recording ``reply`` on ``record`` waits for a confirming second tap."""
+    return record.is_open and is_irreversible(record) and approves(record, reply)
+
+
+def action(record: Request) -> str:
+    """What an approval of ``record`` lets happen: the gated command (masked, as it is
+    shown), else the question asked."""
+    gate = record.gate or {}
+    argv = gate.get("argv")
+    if isinstance(argv, list) and argv:
+        words = [str(word) for word in argv]
+        bash = gate.get("tool") in (None, "Bash")  # a file tool's call is its name and path
+        return f"`{fold(shlex.join(words) if bash else ' '.join(words), 120)}`"
+    return f"“{fold(record.prompt.rstrip(' ?'), 120)}”"
+
+
+def confirm_question(record: Request) -> str:
+    """``Approve <the command>? This cannot be undone.``"""
+    return f"Approve {action(record)}? This cannot be undone."
