@@ -4,7 +4,8 @@ Tests queue replies per path suffix (``sendMessage``, ``/hook``); every request 
 with its path and JSON body. A reply may hang: the handler then waits until the server is
 closed, so the client's own timeout is what ends the call.
 
-``getUpdates`` behaves like the Bot API's long poll, with its real semantics: it returns the
+An inline keyboard whose ``callback_data`` is not 1-64 bytes is refused (400), as the Bot API
+does. ``getUpdates`` behaves like the Bot API's long poll, with its real semantics: it returns the
 pushed updates whose ``update_id`` is at least the requested ``offset`` at once, or holds the
 request until one is pushed or the requested ``timeout`` runs out. An ``offset`` confirms
 every update before it *for every consumer* (they are gone), and a second ``getUpdates``
@@ -170,6 +171,9 @@ class FakeServer:
         with self.seen:
             self.requests.append(seen)
             self.seen.notify_all()
+            refused = _bad_buttons(seen.body)
+            if refused is not None:
+                return refused
             for suffix, replies in self._replies.items():
                 if seen.path.endswith(suffix) and replies:
                     return replies.popleft()
@@ -201,3 +205,17 @@ class FakeServer:
             )
         assert ok, f"expected {count} call(s) to {suffix}, got {len(self.calls(suffix))}"
         return self.calls(suffix)
+
+
+def _bad_buttons(body: Any) -> Reply | None:
+    """The Bot API refuses an inline keyboard whose ``callback_data`` is not 1-64 bytes
+    (https://core.telegram.org/bots/api#inlinekeyboardbutton), whatever the method."""
+    markup = body.get("reply_markup") if isinstance(body, dict) else None
+    rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        for button in row if isinstance(row, list) else []:
+            data = button.get("callback_data") if isinstance(button, dict) else None
+            if data is not None and not 1 <= len(str(data).encode()) <= 64:
+                description = "Bad Request: BUTTON_DATA_INVALID"
+                return Reply(400, {"ok": False, "error_code": 400, "description": description})
+    return None

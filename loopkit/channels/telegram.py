@@ -19,8 +19,16 @@ from loopkit.message import LETTERS, Note
 CALLBACK_DATA_MAX = 64  # bytes, a Bot API limit
 
 
+CONFIRM = "confirm"  # the second tap on an irreversible approval: <request_id>:<index>:confirm
+
+
 def callback_data(request_id: str, index: int) -> str:
     return f"{request_id}:{index}"
+
+
+def confirm_data(request_id: str, index: int) -> str:
+    """The button that confirms an irreversible approval (SPEC §16): only it records one."""
+    return f"{callback_data(request_id, index)}:{CONFIRM}"
 
 
 def keyboard(message: Note) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.sender import ChannelFactory, Sender
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
+from loopkit.requests.irreversible import is_irreversible
 from loopkit.requests.models import Option
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
@@ -111,11 +112,20 @@ class Result:
     template_problem: str | None = None
 
 
-def answer_hint(ladder: str | tuple[str, ...], choices: int = 3) -> str:
-    """The last line of the Choices section: how this ladder's human answers."""
+def answer_hint(
+    ladder: str | tuple[str, ...], choices: int = 3, *, irreversible: bool = False
+) -> str:
+    """The last line of the Choices section: how this ladder's human answers. For an
+    irreversible approval it offers ``reject`` and names ``approve``, never the letter that
+    approves (SPEC §16): a copied hint must not run a ``DROP TABLE``."""
     names = (ladder,) if isinstance(ladder, str) else ladder
     tap = "tap a button in Telegram, " if "telegram" in names else ""
     one_way = "Slack cannot answer back: " if names[0] == "slack" and not tap else ""
+    if irreversible:
+        return (
+            f"To answer: {one_way}{tap}run `loopkit unblock --reply reject` (`--reply approve` "
+            "approves it: it cannot be undone; or your own words), or delete this file to resume."
+        )
     others = {1: "or your own words", 2: "or B, or your own words"}
     alternatives = others.get(choices, "or B, C, or your own words")
     return (
@@ -298,7 +308,9 @@ class Escalator:
             attempted=record.attempted,
             choices=choices,
             meta=meta,
-            answer_hint=answer_hint(self.config.escalation.ladder, len(choices)),
+            answer_hint=answer_hint(
+                self.config.escalation.ladder, len(choices), irreversible=is_irreversible(record)
+            ),
             repo=self.workspace.repo_name(),
             trigger=trigger,
             at=record.asked_at,

@@ -13,6 +13,7 @@ from loopkit import clock
 from loopkit.escalation import dismiss as dismissal
 from loopkit.fleet import Hubs
 from loopkit.message import LETTERS, age, fold
+from loopkit.requests.irreversible import is_irreversible
 from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
 
@@ -47,10 +48,18 @@ class Entry:
             "choices": [o.label for o in record.options],
             "deadline": deadline,
             "timeout_action": timeout.get("action"),
-            "answer": f"loopkit reply --request-id {record.request_id} --reply A",
+            "answer": f"loopkit reply --request-id {record.request_id} --reply {_reply(record)}",
             "ghost": self.ghost,
             "dismiss": dismissal.command(record.request_id) if self.ghost else None,
         }
+
+
+def _reply(record: Request) -> str:
+    """What the hint pre-fills: the first letter — or, for an irreversible approval, ``reject``
+    with ``approve`` named apart (SPEC §16: never a letter that approves it)."""
+    if is_irreversible(record):
+        return "reject  # or --reply approve: it cannot be undone"
+    return "A"
 
 
 def open_requests(stores: Stores, hubs: Hubs) -> list[Entry]:

@@ -91,3 +91,33 @@ def test_the_gate_digest_is_not_shown_beside_the_masked_command(ws: Path) -> Non
     digest = json.loads(path.read_text())["gate"]["sha256"]
     assert digest not in (ws / "BLOCKED.md").read_text()
     assert "4821" not in (ws / "BLOCKED.md").read_text() + path.read_text()
+
+
+WORD_HINT = "reject  # or --reply approve: it cannot be undone"
+
+
+def test_no_hint_offers_a_letter_that_approves_a_drop_table(ws: Path) -> None:
+    assert gate(ws, "psql", "-c", "DROP TABLE users").returncode == 2
+    rid = str(open_gate_request(ws)["request_id"])
+    hint = (ws / "BLOCKED.md").read_text().rstrip().splitlines()[-1]
+    assert "--reply A" not in hint and "`loopkit unblock --reply reject`" in hint
+    assert "`--reply approve` approves it: it cannot be undone" in hint
+    [row] = json.loads(loopkit("inbox", "--json", cwd=ws.parent).stdout)
+    assert row["answer"] == f"loopkit reply --request-id {rid} --reply {WORD_HINT}"
+    assert "--reply A" not in loopkit("inbox", cwd=ws.parent).stdout
+    # Pasted as it is, the hint rejects: it never runs the command.
+    pasted = loopkit(*row["answer"].split("  #")[0].split()[1:], cwd=ws.parent)
+    assert pasted.returncode == 0, pasted.stderr
+    assert record(ws, rid)["resolution"]["outcome"] == "rejected"  # type: ignore[index]
+
+
+def test_an_irreversible_ask_hints_the_word_an_ordinary_one_the_letter(ws: Path) -> None:
+    approval = ["ask", "-p", "ask", "--kind", "approval", "--json"]
+    p0 = json.loads(lk(ws, *approval, "-s", "Publish 2.0 to PyPI", "--prompt", "Publish 2.0?",
+                       "--irreversible").stdout)  # fmt: skip
+    plain = json.loads(lk(ws, *approval, "-s", "Rename a helper", "--prompt", "Rename it?",
+                          "--confidence", "0.2").stdout)  # fmt: skip
+    listed = json.loads(loopkit("inbox", "--json", cwd=ws.parent).stdout)
+    rows = {r["request_id"]: r for r in listed}
+    assert rows[p0["request_id"]]["answer"].endswith(f"--reply {WORD_HINT}")
+    assert rows[plain["request_id"]]["answer"].endswith("--reply A")

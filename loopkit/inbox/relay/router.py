@@ -12,6 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from loopkit.channels.telegram import (
+    CALLBACK_DATA_MAX,
+    CONFIRM,
+    callback_data,
+    confirm_data,
+    keyboard,
+)
 from loopkit.channels.telegram_api import BotApi
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation.blockfile import remove_block
@@ -26,7 +33,13 @@ from loopkit.inbox.relay.senders import (
     telegram_message_id,
 )
 from loopkit.log import get_logger
-from loopkit.message import LETTERS, fold
+from loopkit.message import LETTERS, Message, fold
+from loopkit.requests.irreversible import (
+    approves,
+    confirm_question,
+    is_irreversible,
+    needs_second_tap,
+)
 from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
@@ -78,7 +91,10 @@ class Router:
             )
             self._ack(query_id, "not allowed")
             return
-        request_id, _, index_text = str(query.get("data") or "").rpartition(":")
+        data = str(query.get("data") or "")
+        head, _, tail = data.rpartition(":")
+        confirmed = tail == CONFIRM  # <request_id>:<index>:confirm, the second tap
+        request_id, _, index_text = (head if confirmed else data).rpartition(":")
         # Exactly <request_id>:<index>, an ASCII index ("²" is a digit to isdigit()).
         if not (request_id and index_text.isascii() and index_text.isdigit()):
             self._ack(query_id, "unknown button")
@@ -96,7 +112,18 @@ class Router:
             # id riding on this block's message.
             self._ack(query_id, "unknown button")
             return
-        applied = self._apply(request_id, LETTERS[index], sender)
+        reply = LETTERS[index]
+        if confirmed and not (
+            sent_as is not None and is_irreversible(target) and approves(target, reply)
+        ):
+            # A confirmation loopkit never offers: of a choice that does not approve, of a
+            # request that needs no second tap, or away from the request's own message.
+            self._ack(query_id, "unknown button")
+            return
+        if not confirmed and needs_second_tap(target, reply):
+            self._ask_again(target, query_id=query_id)
+            return
+        applied = self._apply(request_id, reply, sender)
         if applied is None:
             self._ack(query_id, "unknown request")
             return
@@ -126,7 +153,7 @@ class Router:
             return  # a sticker, a photo, a bot command: nothing to answer with
         if not isinstance(replied, dict):
             if self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender):
-                self._plain(text, sender)
+                self._plain(text, sender, message.get("message_id"))
             return
         if not (self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender)):
             log.warning(
@@ -141,6 +168,9 @@ class Router:
                 "telegram_reply_ignored",
                 msg="telegram: ignored a reply to a message that is no block's",
             )
+            return
+        if needs_second_tap(record, text):
+            self._ask_again(record, answer_to=message.get("message_id"))
             return
         applied = self._apply(record.request_id, text, sender)
         if applied is not None and not applied[1]:
@@ -157,12 +187,15 @@ class Router:
                     found.append((record, store))
         return found
 
-    def _plain(self, text: str, sender: Sender) -> None:
+    def _plain(self, text: str, sender: Sender, message_id: Any = None) -> None:
         """A message that replies to nothing: it answers the open block when exactly one is
         open across the machine; with several, the bot lists them and says how to answer."""
         blocks = self._open_blocks()
         if len(blocks) == 1:
             record, _ = blocks[0]
+            if needs_second_tap(record, text):
+                self._ask_again(record, answer_to=message_id)
+                return
             applied = self._apply(record.request_id, text, sender)
             if applied is not None and not applied[1]:
                 self.show_outcome(applied[0])
@@ -221,19 +254,75 @@ class Router:
                 "answerCallbackQuery", {"callback_query_id": query_id, "text": fold(text, 190)}
             )
 
+    def _message(self, record: Request) -> Message:
+        """The block's five lines, as they were sent."""
+        try:
+            holder = self.stores.holding(record.request_id, self.here)
+        except LoopkitError:
+            holder = None
+        holder = holder or self.here
+        repo = holder.workspace.repo_name() if holder is not None else "loopkit"
+        return message_for(record, repo)
+
+    def _ask_again(self, record: Request, *, query_id: Any = None, answer_to: Any = None) -> None:
+        """An irreversible approval takes two taps (SPEC §16): nothing is recorded. The
+        block's message is edited to end with "Approve <the command>? This cannot be
+        undone." and its Approve button becomes "Yes, approve" (``<id>:<index>:confirm``);
+        the tap (or the text reply, answered as a reply) is told the same."""
+        question = confirm_question(record)
+        message = self._message(record)
+        markup = keyboard(message) or {"inline_keyboard": []}
+        confirming = {
+            callback_data(record.request_id, index): confirm_data(record.request_id, index)
+            for index in range(min(len(record.options), len(LETTERS)))
+            if approves(record, LETTERS[index])
+        }
+        offered = False
+        for row in markup["inline_keyboard"]:
+            for place, button in enumerate(row):
+                data = confirming.get(button.get("callback_data"))
+                if data is not None and len(data.encode()) <= CALLBACK_DATA_MAX:
+                    row[place] = {
+                        "text": "Yes, approve: it cannot be undone",
+                        "callback_data": data,
+                    }
+                    offered = True
+        message_id = telegram_message_id(record)
+        if offered and message_id is not None and self.chat:
+            how = "Tap “Yes, approve” under the question to confirm."
+            edited = {"chat_id": self.chat, "message_id": message_id,
+                      "text": f"{message.text}\n\n{question}", "reply_markup": markup}  # fmt: skip
+            self.bot.try_call("editMessageText", edited)
+        else:  # no button can carry it (an id too long for one): the other ways
+            how = (
+                "Approve it in the web inbox, or with `loopkit reply --request-id "
+                f"{record.request_id} --reply approve`."
+            )
+        log.info(
+            "telegram_confirm_asked",
+            request_id=record.request_id,
+            msg=f"telegram: approving {record.request_id} cannot be undone; asked to confirm",
+        )
+        if query_id is not None:
+            self._ack(query_id, f"{question} {how}")
+            return
+        if not self.chat:
+            return
+        told: dict[str, Any] = {"chat_id": self.chat, "text": f"{question} {how}"}
+        if isinstance(answer_to, int):
+            told["reply_parameters"] = {
+                "message_id": answer_to,
+                "allow_sending_without_reply": True,
+            }
+        self.bot.try_call("sendMessage", told)
+
     def show_outcome(self, record: Request, original: Any = None) -> None:
         """Edit the block's message to end with the outcome; its keyboard goes."""
         message_id = telegram_message_id(record)
         if message_id is None or not self.chat:
             return
         if not isinstance(original, str):
-            try:
-                holder = self.stores.holding(record.request_id, self.here)
-            except LoopkitError:
-                holder = None
-            holder = holder or self.here
-            repo = holder.workspace.repo_name() if holder is not None else "loopkit"
-            original = message_for(record, repo).text
+            original = self._message(record).text
         self.bot.try_call(
             "editMessageText",
             {

@@ -87,6 +87,10 @@ def outcome_line(record: Request) -> str:
         return f"Expired after {minutes} min, {at}: no answer, {done}."
     if res.outcome == "unblocked":
         return f"Unblocked by hand ({res.via}), {at}."
+    if record.status == "dismissed":
+        why = f": {fold(res.reason, 80)}" if res.reason else ""
+        who = res.by_name or res.by or "someone"
+        return f"Dismissed by {who}, {at}: nobody was to answer it{why}."
     chosen = res.chosen_option
     label = next((o.label for o in record.options if o.value == chosen), None)
     what = label or fold(str(res.parsed_decision or ""), 80)
