@@ -53,8 +53,8 @@ def requests_wait(app: App, request_id: str, timeout: float | None, as_json: boo
     """Wait until the request is answered; exit by outcome.
 
     \b
-    0 approved or an option chosen · 3 rejected, aborted or expired
-    4 changes requested · 2 still open when --timeout ran out.
+    0 approved or an option chosen · 3 rejected, aborted, expired, unblocked by
+    hand or dismissed · 4 changes requested · 2 still open when --timeout ran out.
     """
     from loopkit.requests.answer import outcome_of
     from loopkit.requests.outcome import exit_code, wait_for
