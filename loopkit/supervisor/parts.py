@@ -143,7 +143,12 @@ class Parts:
             from loopkit.inbox.relay.poller import UpdatePoller
 
             self._poller = UpdatePoller.relay(
-                channels, hubs=self.hubs, stores=self.stores, hub=self.store.hub, here=self.store
+                channels,
+                hubs=self.hubs,
+                stores=self.stores,
+                hub=self.store.hub,
+                here=self.store,
+                clock=self.clock,
             )
             self._poller.start()
         return self._poller
