@@ -286,6 +286,11 @@ MEANINGS: dict[tuple[str, str], str] = {
     "`block_grace` has passed, instead of letting its turn end.",
     ("loop", "block_grace"): "With `stop_agent_on_block`: how long the agent may go on.",
     ("loop", "kill_grace"): "SIGTERM → SIGKILL grace when a command's process group is stopped.",
+    ("loop", "max_log"): (
+        "The most one iteration's log keeps, and the most the console shows of one command's "
+        "output; the rest is dropped with a `[… N bytes cut]` line (a runaway agent cannot "
+        "fill the disk)."
+    ),
     ("escalation", "channel"): "Where the question goes: `telegram`, `slack`, `dial`, "
     '`none`, or a ladder such as `["telegram", "dial"]` (the next rung when one fails '
     "hard, or with `escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it.",

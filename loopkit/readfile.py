@@ -42,12 +42,19 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
-    """The bytes of the regular file at ``path`` (at most ``limit``). Never blocks on a FIFO."""
+def read_bytes(path: Path | str, limit: int | None = None, *, follow_links: bool = True) -> bytes:
+    """The bytes of the regular file at ``path`` (at most ``limit``). Never blocks on a FIFO.
+    ``follow_links=False``: a symbolic link at ``path`` is refused, never read through (a file
+    an agent controls, such as ``BLOCKED.md``)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(path, flags if follow_links else flags | os.O_NOFOLLOW)
     except IsADirectoryError:
         raise NotRegularFile(errno.EISDIR, "a folder, not a file", str(path)) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise NotRegularFile(errno.ELOOP, "a symbolic link, not a file", str(path)) from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -5,21 +5,47 @@ with its path and JSON body. A reply may hang: the handler then waits until the 
 closed, so the client's own timeout is what ends the call.
 
 An inline keyboard whose ``callback_data`` is not 1-64 bytes is refused (400), as the Bot API
-does. ``getUpdates`` behaves like the Bot API's long poll, with its real semantics: it returns the
-pushed updates whose ``update_id`` is at least the requested ``offset`` at once, or holds the
-request until one is pushed or the requested ``timeout`` runs out. An ``offset`` confirms
-every update before it *for every consumer* (they are gone), and a second ``getUpdates``
-while one is held makes the first return 409 Conflict, as Telegram does.
+does (https://core.telegram.org/bots/api#inlinekeyboardbutton). ``getUpdates`` behaves like
+the Bot API's long poll, with its real semantics — the reference's words
+(https://core.telegram.org/bots/api#getupdates and
+https://core.telegram.org/bots/api#update), read strictly:
+
+- "An update is considered confirmed as soon as getUpdates is called with an offset higher
+  than its update_id": an ``offset`` forgets every update below it *for every consumer*,
+  whenever it arrived — an update pushed with an id below the offset of a poll that holds
+  is swallowed by that poll. Without an offset the earliest unconfirmed updates come; a
+  negative offset keeps only the last ``-offset``. At most ``limit`` (1–100, default 100)
+  come at once, in the order they arrived.
+- Updates nobody fetched are kept at most 24 hours (the reference's "Getting updates").
+- Update ids count up one by one from some positive number, but the first update after a
+  week without any gets a random id (the reference's ``Update.update_id``). Time is
+  :attr:`FakeServer.now` (a test hands in its fake clock's, so a quiet week is simulated,
+  never waited); the random id is below the last one with
+  :attr:`FakeServer.lower_after_quiet` — the case that loses taps behind a stored offset —
+  and :meth:`FakeServer.restart_ids` forces that restart at once (for a loopkit in another
+  process, whose clock is the real one). The open-source Bot API server
+  (tdlib/telegram-bot-api, ``Client::do_get_updates``) reads from its queue's head when its
+  queue refuses the offset; the reference promises nothing of the kind, so the fake does
+  not either.
+- A second ``getUpdates`` while one is held makes the first return 409 Conflict
+  ("terminated by other getUpdates request"), as Telegram does: one consumer per bot.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+KEPT = timedelta(hours=24)  # how long Telegram keeps an update nobody fetched
+QUIET = timedelta(days=7)  # after this long without updates, ids restart at random
+MAX_ID = 2**31 - 1
 
 
 @dataclass
@@ -57,8 +83,14 @@ class FakeServer:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._message_id = 100
-        self.updates: list[dict[str, Any]] = []
+        self.updates: list[dict[str, Any]] = []  # not yet confirmed, in the order they came
+        self._arrived: dict[int, datetime] = {}  # update_id → when it was pushed
         self._next_update = 1000
+        self._last_push: datetime | None = None
+        self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self.lower_after_quiet = False  # the random id after a quiet week: below the last
+        self._restart = False
+        self._random = random.Random()
         self._poll_generation = 0  # a new getUpdates ends (409) the one held before it
         self.conflicts = 0  # how many getUpdates it ended with 409
         self.held = 0  # getUpdates being held right now
@@ -126,22 +158,46 @@ class FakeServer:
     def push_update(self, **update: Any) -> int:
         """Make an update available to getUpdates; returns its update_id."""
         with self.seen:
+            now = self.now()
+            quiet = self._last_push is not None and now - self._last_push >= QUIET
+            if quiet or self._restart:
+                top = self._next_update if self.lower_after_quiet or self._restart else MAX_ID
+                self._next_update = self._random.randint(1, max(1, top - 1)) - 1
+                self._restart = False
             self._next_update += 1
             update_id = self._next_update
+            self._last_push = now
+            self._arrived[update_id] = now
             self.updates.append({"update_id": update_id, **update})
             self.seen.notify_all()
         return update_id
 
+    def restart_ids(self) -> None:
+        """The next update's id is chosen at random below the last one, as Telegram does
+        after a week without updates — now, whatever the clock says."""
+        with self.seen:
+            self._restart = True
+
     def _long_poll(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         offset = int(body.get("offset") or 0)
+        limit = int(body.get("limit") or 100)
         hold = float(body.get("timeout") or 0)
+        if not 1 <= limit <= 100:
+            return 400, {"ok": False, "error_code": 400, "description": "Bad Request: limit"}
+
+        def confirm(below: int) -> None:
+            self.updates = [u for u in self.updates if u["update_id"] >= below]
 
         def ready() -> list[dict[str, Any]]:
-            return [u for u in self.updates if u["update_id"] >= offset]
+            cutoff = self.now() - KEPT
+            self.updates = [u for u in self.updates if self._arrived[u["update_id"]] > cutoff]
+            if offset > 0:
+                confirm(offset)  # and any that came below it while this poll held
+            return self.updates[:limit]
 
         with self.seen:
-            if offset:  # confirmed, for everyone: Telegram forgets them
-                self.updates = [u for u in self.updates if u["update_id"] >= offset]
+            if offset < 0:  # only the last -offset are kept
+                self.updates = self.updates[len(self.updates) + offset :]
             self._poll_generation += 1
             mine = self._poll_generation
             self.held += 1

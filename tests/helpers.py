@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -226,6 +227,32 @@ def records(ws: Path) -> list[dict[str, object]]:
     """Every request record, oldest first."""
     found = [json.loads(p.read_text()) for p in (ws / "requests").glob("*.json")]
     return sorted(found, key=lambda r: (str(r["created_at"]), int(r.get("iteration") or 0)))  # type: ignore[call-overload]
+
+
+class Calendar:
+    """A clock only the test moves (:class:`loopkit.clock.Clock`): the wall-clock time a
+    poller and the fake Bot API share, so a week of quiet is simulated, never waited. A wait
+    returns at once — True if its event is set, else False with the time moved on."""
+
+    def __init__(self, wall: datetime | None = None) -> None:
+        self.wall = wall or datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+        self.elapsed = 0.0
+
+    def monotonic(self) -> float:
+        return 5000.0 + self.elapsed
+
+    def now(self) -> datetime:
+        return self.wall + timedelta(seconds=self.elapsed)
+
+    def advance(self, delta: timedelta) -> None:
+        self.elapsed += delta.total_seconds()
+
+    def wait(self, event: Any, seconds: float | None) -> bool:
+        if event.wait(0):
+            return True
+        assert seconds is not None, "a wait without end on a clock only the test moves"
+        self.elapsed += seconds
+        return bool(event.wait(0))
 
 
 # --- the phone: the telegram channel, pointed at the fake Bot API ---------------------------

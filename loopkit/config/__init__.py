@@ -60,6 +60,7 @@ class LoopConfig:
     stop_agent_on_block: bool = False
     block_grace: float = 30.0
     kill_grace: float = 10.0
+    max_log: int = 50 * 1024 * 1024  # bytes of one iteration's log, and of one command's echo
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +161,7 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
         "stop_agent_on_block": config_values.flag,
         "block_grace": config_values.parse_duration,
         "kill_grace": config_values.parse_duration,
+        "max_log": config_values.parse_size,
     },
     "escalation": {
         "channel": config_values.ladder,

@@ -42,6 +42,25 @@ def parse_duration(value: object) -> float:
     raise ValueError(f'{value!r} is not a duration such as "5s", "10m" or "1h"')
 
 
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
+_SIZE_UNIT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(value: object) -> int:
+    """``52428800`` (bytes), ``"50MB"``, ``"50 MiB"``, ``"512k"``, ``"1G"`` → bytes (k, M and G
+    are powers of 1024); at least 64 kB."""
+    size: float | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
+        size = float(m.group(1)) * _SIZE_UNIT[m.group(2).lower()]
+    if size is None:
+        raise ValueError(f'{value!r} is not a size such as "50MB", "512kB" or 1048576')
+    if size < 64 * 1024:
+        raise ValueError(f"{value!r} is less than 64kB; a log that small shows nothing useful")
+    return int(size)
+
+
 def command(value: object) -> Command:
     """A command: a string (run by ``/bin/sh -c``) or a list of strings (argv, no shell)."""
     if isinstance(value, str):

@@ -68,7 +68,7 @@ def open_request(store: RequestStore) -> str | None:
 def read(path: Path) -> Escalation:
     """The escalation an agent's hand-written file stands for (never raises for content)."""
     try:
-        raw = readfile.read_bytes(path, READ_LIMIT)
+        raw = readfile.read_bytes(path, READ_LIMIT, follow_links=False)
     except OSError:
         raw = b""
     return parse(raw.decode("utf-8", "replace"))

@@ -157,29 +157,37 @@ def check_override(workspace: Workspace, variables: dict[str, Any]) -> str | Non
 
 
 def state(path: Path) -> BlockState:
-    if path.is_file():
-        return "file"
-    if path.exists() or path.is_symlink():
+    """``file`` (a regular file, never reached through a symbolic link: a link's target is
+    not read, not sent — SPEC section 17), ``other`` (a link, a folder, a FIFO …: something
+    in the way), or ``absent``."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "absent"
+    except OSError:
         return "other"
-    return "absent"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def _what(path: Path) -> str:
+    try:
+        mode = os.lstat(path).st_mode
+        return "a symbolic link" if stat.S_ISLNK(mode) else readfile.kind_of(mode)
+    except OSError:
+        return "something other than a file"
 
 
 def not_a_file(path: Path) -> BadInput:
     return BadInput(
-        f"{path} exists but is not a regular file; remove it (rm -r {path.name}) so loopkit "
-        "can tell blocked from unblocked"
+        f"{path} is {_what(path)}, not a regular file; remove it (rm -r {path.name}) so "
+        "loopkit can tell blocked from unblocked"
     )
 
 
 def in_the_way(path: Path, request_id: str) -> BadInput:
     """Something other than a file holds BLOCKED.md's place; the question is saved."""
-    try:
-        mode = os.lstat(path).st_mode
-        what = "a symbolic link" if stat.S_ISLNK(mode) else readfile.kind_of(mode)
-    except OSError:
-        what = "something other than a file"
     return BadInput(
-        f"{path} is {what}, not a file, so the block could not be written; the question is "
+        f"{path} is {_what(path)}, not a file, so the block could not be written; the question is "
         f"saved as requests/{request_id}.json — remove it (rm -r {path.name}) and the next "
         "`loopkit run`, `status` or `escalate` raises the block"
     )

@@ -46,8 +46,9 @@ def request_id_in(text: str) -> str | None:
 
 def open_regular(path: str) -> int:
     """A descriptor of the regular file at ``path``. A FIFO, a device or a socket there is an
-    OSError, never a hang: it is opened non-blocking and checked before anything is read."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    OSError, never a hang: it is opened non-blocking and checked before anything is read. A
+    symbolic link is an OSError too (``O_NOFOLLOW``): its target is never read as a block."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise IsADirectoryError(errno.EINVAL, "not a regular file", path)

@@ -8,7 +8,8 @@ machines, made by :class:`loopkit.fleet.Hubs` (one per DSN).
   other machines' requests by :meth:`PgHub.answer_remote` (or :meth:`PgHub.dismiss_remote`),
   which announces itself with ``NOTIFY loopkit_answer``. The owner LISTENs
   (:mod:`loopkit.fleet.follow`) and applies it.
-- The bot lease is ``pg_try_advisory_lock`` on a connection of its own; the offset is a row.
+- The bot lease is ``pg_try_advisory_lock`` on a connection of its own; the offset is a row,
+  and the updates its poller handled are rows too (SPEC §16).
 
 The database may be gone at any time. Then every method works locally — mirrors are skipped,
 answers are this machine's alone, the lease is the machine's ``flock`` — with one warning
@@ -22,7 +23,8 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from datetime import datetime
 from typing import Any, TypeVar
 
 import psycopg
@@ -31,7 +33,7 @@ from psycopg.types.json import Jsonb
 from loopkit import clock
 from loopkit.errors import RequestConflict
 from loopkit.home import machine
-from loopkit.home.bot import BotLease, OffsetFile
+from loopkit.home.bot import KEEP_HANDLED, BotLease, OffsetFile, Position
 from loopkit.log import get_logger
 from loopkit.requests.answer import Answer, already_answered, apply_reply, dismiss_record
 from loopkit.requests.hub import Lease, Offsets, Remote
@@ -387,27 +389,50 @@ class PgLease:
 
 
 class PgOffsets:
-    """A bot's next update offset, in ``loopkit_bot_offsets`` (and the machine's own file,
-    for when the database is gone)."""
+    """A bot's next update offset (with when its last update was seen) in
+    ``loopkit_bot_offsets``, and the updates it handled in ``loopkit_bot_updates`` — so
+    whichever machine takes the lease knows them — and the machine's own file for both, for
+    when the database is gone. The lease's holder is the one writer: a saved offset is
+    taken as it is, lower or not (after a quiet week Telegram's ids restart lower)."""
 
     def __init__(self, hub: PgHub, token: str | None) -> None:
         self.hub = hub
         self.file = OffsetFile(token)
         self.bot = self.file.bot
 
-    def load(self) -> int | None:
+    def load(self) -> Position | None:
         rows = self.hub._run(
-            "SELECT next_offset FROM loopkit_bot_offsets WHERE bot = %s", (self.bot,)
+            # seen_at is empty only in a row a loopkit before it wrote: updated_at then.
+            "SELECT next_offset, COALESCE(seen_at, updated_at) FROM loopkit_bot_offsets "
+            "WHERE bot = %s",
+            (self.bot,),
         )
-        if rows is None:
+        if not rows:
             return self.file.load()
-        return int(rows[0][0]) if rows else self.file.load()
+        return Position(int(rows[0][0]), rows[0][1])
 
-    def save(self, offset: int) -> None:
-        self.file.save(offset)
+    def save(self, position: Position) -> None:
+        self.file.save(position)
         self.hub._run(
-            "INSERT INTO loopkit_bot_offsets (bot, next_offset) VALUES (%s, %s) "
-            "ON CONFLICT (bot) DO UPDATE SET next_offset = GREATEST(loopkit_bot_offsets."
-            "next_offset, EXCLUDED.next_offset), updated_at = now()",
-            (self.bot, offset),
+            "INSERT INTO loopkit_bot_offsets (bot, next_offset, seen_at) VALUES (%s, %s, %s) "
+            "ON CONFLICT (bot) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
+            "seen_at = EXCLUDED.seen_at, updated_at = now()",
+            (self.bot, position.offset, position.seen_at),
+        )
+
+    def handled(self, keys: Collection[str]) -> set[str]:
+        found = self.file.handled(keys)  # and those kept here while the database was gone
+        rows = self.hub._run(
+            "SELECT update_key FROM loopkit_bot_updates WHERE bot = %s AND update_key = ANY(%s)",
+            (self.bot, list(keys)),
+        )
+        return found | {row[0] for row in rows or []}
+
+    def mark(self, key: str, at: datetime) -> None:
+        self.file.mark(key, at)
+        self.hub._run(
+            "WITH kept AS (INSERT INTO loopkit_bot_updates (bot, update_key, handled_at) "
+            "VALUES (%(bot)s, %(key)s, %(at)s) ON CONFLICT DO NOTHING) "
+            "DELETE FROM loopkit_bot_updates WHERE bot = %(bot)s AND handled_at < %(since)s",
+            {"bot": self.bot, "key": key, "at": at, "since": at - KEEP_HANDLED},
         )

@@ -4,7 +4,10 @@ them (idempotent), ``loopkit fleet status`` reads them.
 - ``loopkit_requests``: every request of every machine — (machine, workspace, request_id),
   repo, status, updated_at, the record as JSON, and ``answer``: an answer given on another
   machine that its owner has not applied yet (cleared once it has).
-- ``loopkit_bot_offsets``: each bot's next update offset (the lease is an advisory lock).
+- ``loopkit_bot_offsets``: each bot's next update offset and when its last update was seen
+  (``seen_at``; the lease is an advisory lock).
+- ``loopkit_bot_updates``: the updates each bot's poller handled in the last eight days, so
+  whichever machine takes the lease next applies none of them twice (SPEC §16).
 - ``loopkit_machines``: when each machine's loopkit was last seen.
 """
 
@@ -36,6 +39,21 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             """CREATE TABLE loopkit_machines (
                 machine text PRIMARY KEY,
                 seen_at timestamptz NOT NULL)""",
+        ],
+    ),
+    (
+        2,  # SPEC §16: an offset quiet for six days is dropped; handled updates are kept
+        [
+            "ALTER TABLE loopkit_bot_offsets ADD COLUMN IF NOT EXISTS seen_at timestamptz",
+            # An offset was saved only when updates came: updated_at is when one was seen.
+            "UPDATE loopkit_bot_offsets SET seen_at = updated_at WHERE seen_at IS NULL",
+            """CREATE TABLE IF NOT EXISTS loopkit_bot_updates (
+                bot text NOT NULL,
+                update_key text NOT NULL,
+                handled_at timestamptz NOT NULL,
+                PRIMARY KEY (bot, update_key))""",
+            """CREATE INDEX IF NOT EXISTS loopkit_bot_updates_handled
+                ON loopkit_bot_updates (bot, handled_at)""",
         ],
     ),
 ]

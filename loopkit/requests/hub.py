@@ -17,12 +17,17 @@ of :mod:`loopkit.fleet`, which builds on it.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Protocol
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 from loopkit.requests.answered import Answer
 from loopkit.requests.record import Request
 from loopkit.workspace import Workspace
+
+if TYPE_CHECKING:
+    from loopkit.home.bot import Position
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +48,16 @@ class Lease(Protocol):
 
 
 class Offsets(Protocol):
+    """A bot's update offset and the updates it handled (SPEC §16): ``load``/``save`` the
+    :class:`~loopkit.home.bot.Position`; ``handled`` says which of some updates were
+    handled already, ``mark`` remembers one more (for eight days)."""
+
     bot: str
 
-    def load(self) -> int | None: ...
-    def save(self, offset: int) -> None: ...
+    def load(self) -> Position | None: ...
+    def save(self, position: Position) -> None: ...
+    def handled(self, keys: Collection[str]) -> set[str]: ...
+    def mark(self, key: str, at: datetime) -> None: ...
 
 
 class Hub(Protocol):

@@ -96,7 +96,12 @@ class Iteration:
     @contextlib.contextmanager
     def _iteration_log(self) -> Any:
         folder = self.parts.workspace.state_dir / "logs"
-        handle = IterationLog(folder, self.parts.state.iteration, redactor=self.parts.redactor)
+        handle = IterationLog(
+            folder,
+            self.parts.state.iteration,
+            redactor=self.parts.redactor,
+            limit=self.parts.config.loop.max_log,
+        )
         try:
             yield handle
         finally:

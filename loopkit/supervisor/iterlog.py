@@ -2,25 +2,60 @@
 
 The file is created on the first byte of output, so a silent iteration costs no file (a
 tight loop is not a file-creation loop). Each command's output is framed by a header and a
-footer line. The newest :data:`KEEP` logs are kept.
+footer line. The newest :data:`KEEP` logs are kept. One log holds at most ``[loop]
+max_log`` bytes of output (SPEC section 17): a runaway or hostile agent cannot fill the disk;
+what is dropped is counted, in one ``[… N bytes cut]`` line where it was dropped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 from loopkit.redact import LineRedactor, Redactor
 
 KEEP = 500
+MAX_LOG = 50 * 1024 * 1024  # the default of [loop] max_log
+
+
+class Capped:
+    """Passes bytes on to ``sink`` until ``limit`` have gone through, then only counts what it
+    drops; :meth:`note` passes on one line saying how much was cut (and resets the count)."""
+
+    def __init__(self, sink: Callable[[bytes], object], limit: int) -> None:
+        self.sink = sink
+        self.limit = limit
+        self.passed = 0
+        self.cut = 0
+
+    def write(self, chunk: bytes) -> None:
+        room = self.limit - self.passed
+        if room > 0:
+            self.sink(chunk[:room])
+            self.passed += min(room, len(chunk))
+        self.cut += max(0, len(chunk) - max(room, 0))
+
+    def note(self) -> None:
+        if self.cut:
+            self.sink(f"\n[… {self.cut} bytes cut: [loop] max_log is {self.limit}]\n".encode())
+            self.cut = 0
 
 
 class IterationLog:
-    def __init__(self, folder: Path, iteration: int, *, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        iteration: int,
+        *,
+        redactor: Redactor | None = None,
+        limit: int = MAX_LOG,
+    ) -> None:
         self.folder = folder
-        self._lines = LineRedactor(self._write, redactor) if redactor is not None else None
+        self._cap = Capped(self._write_file, limit)
+        self._lines = LineRedactor(self._cap.write, redactor) if redactor is not None else None
         self.path = folder / f"iteration-{iteration}.log"
         self._file: BinaryIO | None = None
         self._pending: list[bytes] = []
@@ -44,9 +79,9 @@ class IterationLog:
         if self._lines is not None:
             self._lines.write(chunk)  # secrets masked, line by line
         else:
-            self._write(chunk)
+            self._cap.write(chunk)
 
-    def _write(self, chunk: bytes) -> None:
+    def _write_file(self, chunk: bytes) -> None:
         handle = self._open()
         if handle is None:
             return
@@ -58,6 +93,7 @@ class IterationLog:
     def end(self, line: str) -> None:
         if self._lines is not None:
             self._lines.flush()
+        self._cap.note()
         if self._pending:  # the command printed nothing: no header, no footer
             self._pending = []
             return

@@ -125,6 +125,7 @@ class Parts:
         self.stores.add(config, self.store)
         self.escalator = self._escalator_for(config, store=self.store)
         self.runner.kill_grace = config.loop.kill_grace
+        self.runner.max_output = config.loop.max_log
         self.redactor = Redactor(config.channels.secrets())
         self._echo.redactor = self.redactor
         if self._poller is not None:  # the phone poller restarts, on its next use, as set now
@@ -142,7 +143,12 @@ class Parts:
             from loopkit.inbox.relay.poller import UpdatePoller
 
             self._poller = UpdatePoller.relay(
-                channels, hubs=self.hubs, stores=self.stores, hub=self.store.hub, here=self.store
+                channels,
+                hubs=self.hubs,
+                stores=self.stores,
+                hub=self.store.hub,
+                here=self.store,
+                clock=self.clock,
             )
             self._poller.start()
         return self._poller

@@ -30,6 +30,7 @@ from typing import Literal, Protocol
 
 from loopkit.config import Command
 from loopkit.supervisor.containment import Containment, Job
+from loopkit.supervisor.iterlog import MAX_LOG, Capped
 from loopkit.watch.wake import Wake
 
 TAIL_BYTES = 8192
@@ -209,6 +210,7 @@ class CommandRunner(Protocol):
     wake: Wake
     stop: threading.Event
     kill_grace: float
+    max_output: int  # bytes of one command's output echoed; the rest counted, not shown
 
     def run(
         self,
@@ -244,6 +246,7 @@ class Runner:
         self.wake = wake
         self.stop = stop
         self.kill_grace = kill_grace
+        self.max_output = MAX_LOG
         self.echo = echo
         self.clock = clock
 
@@ -278,8 +281,9 @@ class Runner:
         job.started(proc.pid, describe(command))
         os.close(write_fd)
         sinks: list[Callable[[bytes], None]] = []
-        if self.echo:
-            sinks.append(self.echo)
+        echo = Capped(self.echo, self.max_output) if self.echo else None
+        if echo is not None:
+            sinks.append(echo.write)
         if log is not None:
             log_file = log
 
@@ -300,6 +304,8 @@ class Runner:
             job.finish()
             output.close()
             exit_.close()
+        if echo is not None:
+            echo.note()  # the console says what it did not show
         code = proc.returncode
         error = None
         if ending == "timeout":

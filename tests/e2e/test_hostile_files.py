@@ -98,3 +98,23 @@ def test_a_loopkit_toml_nested_thousands_deep_is_a_config_error(ws: Path) -> Non
     (ws / "loopkit.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
     done = loopkit("-C", str(ws), "status", timeout=20)
     assert done.returncode == 78 and "nested deeper" in one_line(done.stderr)
+
+
+def test_a_symlink_at_blocked_md_is_never_read_through(ws: Path, tmp_path: Path) -> None:
+    """An agent that links BLOCKED.md to another file gets its target neither adopted nor sent:
+    the link is in the way, and the one-line error says it is a symbolic link."""
+    secret = tmp_path / "elsewhere.md"
+    secret.write_text("## Question:\nIs SECRET-7731 the password?\n")
+    agent = f"ln -s {secret} BLOCKED.md\n"
+    (ws / "agent.sh").write_text(agent)
+    (ws / "loopkit.toml").write_text(
+        '[loop]\nagent = ["/bin/sh", "agent.sh"]\nverify = "true"\npause = "0s"\n'
+    )
+    done = loopkit("-C", str(ws), "run", "--exit-on-block", timeout=30)
+    assert done.returncode == 65, done.stderr
+    assert "is a symbolic link" in done.stderr
+    assert "SECRET-7731" not in done.stdout + done.stderr
+    for record in (ws / "requests").glob("*.json") if (ws / "requests").exists() else []:
+        assert "SECRET-7731" not in record.read_text()
+    assert (ws / "BLOCKED.md").is_symlink()  # left as it is, for a human to look at
+    assert loopkit("-C", str(ws), "check").returncode != 0

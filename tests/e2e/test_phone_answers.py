@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,27 @@ def test_a_restart_after_an_answer_does_not_apply_it_again(ws: Path, server: Fak
         assert server.offsets()[calls] == update_id + 1  # resumes after the handled tap
     assert [r.split("|")[1] for r in runs(ws)] == ["", "", "", "retry", "", ""]
     assert len(server.calls("/answerCallbackQuery")) == 1
+
+
+def test_a_tap_after_a_quiet_week_lands(ws: Path, server: FakeServer) -> None:
+    """SPEC §16: the last update was seen 8 days ago and Telegram has restarted its ids
+    lower since; the stored offset above them must not swallow the tap."""
+    setup(ws)
+    quiet = datetime.now(UTC) - timedelta(days=8)
+    offset_file(PHONE_TOKEN).parent.mkdir(parents=True)
+    offset_file(PHONE_TOKEN).write_text(json.dumps({
+        "bot": PHONE_TOKEN.split(":")[0], "offset": 1001, "seen_at": quiet.isoformat(),
+        "updated_at": quiet.isoformat(),
+    }))  # fmt: skip
+    server.restart_ids()
+    with Daemon(ws, env=phone_env(server)) as daemon:
+        daemon.wait_state(status="blocked", iteration=3)
+        request_id, message_id = sent(server)
+        assert tap(server, request_id, 1, message_id) < 1001
+        daemon.wait_state(status="blocked", iteration=6)
+        assert runs(ws)[3] == "4|skip"
+    assert server.calls("/answerCallbackQuery")[0].body["text"].startswith("Resolved: Skip")
+    assert json.loads(offset_file(PHONE_TOKEN).read_text())["offset"] < 1001
 
 
 def test_409_is_one_warning_and_a_backoff(ws: Path, server: FakeServer) -> None:

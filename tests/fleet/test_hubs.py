@@ -79,13 +79,20 @@ def ask(cfg: config.Config, store: RequestStore) -> str:
     return Escalator(cfg, store=store).escalate(escalation).request.request_id
 
 
-def test_loading_a_workspace_without_a_fleet_changes_no_other_workspace_hub(
+def asked_on_a(
     tmp_path: Path, dsn: str, monkeypatch: pytest.MonkeyPatch, made: list[Hubs]
-) -> None:
+) -> tuple[Hubs, config.Config, RequestStore, str]:
+    """Machine a's hubs, its fleet workspace, that workspace's store, and a question asked."""
     hubs_a = hubs_of(monkeypatch, tmp_path / "home-a", made, dsn)
     fleet_cfg = workspace(tmp_path / "fleet-ws", f'[fleet]\ndsn = "{dsn}"\n')
     store = RequestStore(Workspace.of(fleet_cfg), hub=hubs_a.for_config(fleet_cfg))
-    request_id = ask(fleet_cfg, store)
+    return hubs_a, fleet_cfg, store, ask(fleet_cfg, store)
+
+
+def test_loading_a_workspace_without_a_fleet_changes_no_other_workspace_hub(
+    tmp_path: Path, dsn: str, monkeypatch: pytest.MonkeyPatch, made: list[Hubs]
+) -> None:
+    hubs_a, fleet_cfg, store, request_id = asked_on_a(tmp_path, dsn, monkeypatch, made)
 
     # The process now loads a workspace of this machine alone, as serve, the relay, the
     # follower and the inbox do: nothing about the fleet workspace's store changes.
@@ -160,10 +167,7 @@ def test_one_hub_per_dsn_and_the_local_one_without(dsn: str, made: list[Hubs]) -
 def test_a_tap_in_the_web_inbox_on_another_machines_request_shows_its_answer(
     tmp_path: Path, dsn: str, monkeypatch: pytest.MonkeyPatch, made: list[Hubs]
 ) -> None:
-    hubs_a = hubs_of(monkeypatch, tmp_path / "home-a", made, dsn)
-    fleet_cfg = workspace(tmp_path / "fleet-ws", f'[fleet]\ndsn = "{dsn}"\n')
-    store = RequestStore(Workspace.of(fleet_cfg), hub=hubs_a.for_config(fleet_cfg))
-    request_id = ask(fleet_cfg, store)
+    hubs_a, fleet_cfg, _, request_id = asked_on_a(tmp_path, dsn, monkeypatch, made)
 
     hubs_b = hubs_of(monkeypatch, tmp_path / "home-b", made, dsn, env=True)
     token = InboxToken(tmp_path / "home-b")

@@ -127,6 +127,7 @@ class FakeRunner:
     clock: FakeClock
     commands: Mapping[str, Script]
     kill_grace: float = 10.0
+    max_output: int = 50 * 1024 * 1024
     wake: Wake = field(default_factory=Wake)
     stop: threading.Event = field(default_factory=threading.Event)
     calls: list[Call] = field(default_factory=list)
