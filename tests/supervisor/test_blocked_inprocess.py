@@ -104,7 +104,7 @@ def test_it_waits_until_blocked_md_is_gone_then_resumes(ws: Path) -> None:
     assert block.clock.elapsed == pytest.approx(3600 + CONFIRM_WINDOW)  # not a moment later
     record = block.record()
     assert record.status == "resolved" and record.resolution is not None
-    assert (record.resolution["by"], record.resolution["via"]) == ("human", "blocked-file-removed")
+    assert (record.resolution.by, record.resolution.via) == ("human", "blocked-file-removed")
     assert record.applied_at is not None
     saved = block.saved()
     assert (saved["status"], saved["open_request"], saved["failures"]) == ("running", None, 0)
@@ -135,7 +135,7 @@ def test_a_timeout_abort_exits_3_and_keeps_the_block(ws: Path) -> None:
     assert block.blocked.exists()
     record = block.record()
     assert record.status == "expired" and record.resolution is not None
-    assert (record.resolution["by"], record.resolution["action"]) == ("timeout", "abort")
+    assert (record.resolution.by, record.resolution.action) == ("timeout", "abort")
     saved = block.saved()
     assert (saved["status"], saved["last_exit"]) == ("aborted", EXIT_ABORTED)
     assert saved["pending_decision"] is None  # a timeout is never a human's decision
@@ -149,7 +149,7 @@ def test_a_timeout_skip_or_retry_lifts_the_block_and_goes_on(ws: Path, action: s
     assert not block.blocked.exists()
     record = block.record()
     assert record.status == "expired" and record.resolution is not None
-    assert (record.resolution["by"], record.resolution["action"]) == ("timeout", action)
+    assert (record.resolution.by, record.resolution.action) == ("timeout", action)
     saved = block.saved()
     assert saved["skipped_tasks"] == ([TASK] if action == "skip" else [])
     assert (saved["status"], saved["failures"], saved["pending_decision"]) == ("running", 0, None)

@@ -116,7 +116,7 @@ def test_the_last_allowed_failure_raises_the_block(ws: Path) -> None:
     record = sup.parts.store.load(request_id)
     assert (record.trigger, record.task, record.iteration) == ("verify-failures",
                                                                "prices in cents", 2)  # fmt: skip
-    assert [o["value"] for o in record.options] == ["retry", "skip", "abort"]
+    assert [o.value for o in record.options] == ["retry", "skip", "abort"]
     assert record.attempted == ["iteration 1: verify exit 2 — E assert 1 == 2",
                                 "iteration 2: verify exit 2 — E assert 1 == 2"]  # fmt: skip
     assert [n.request_id for n in channel.sent] == [request_id]
@@ -138,9 +138,9 @@ def test_an_agent_writing_blocked_md_skips_verify_and_is_adopted(ws: Path) -> No
     assert (ws / "BLOCKED.md").read_text() == HAND_WRITTEN  # left exactly as written
     [(_, record)] = list(sup.parts.store.all())
     assert not isinstance(record, Exception)
-    assert (record.trigger, record.adopted) == ("agent-file", True)
+    assert (record.trigger, record.block) == ("agent-file", "adopted")
     assert record.prompt == "Which currency do prices use?"
-    assert [o["label"] for o in record.options] == ["EUR", "USD"]
+    assert [o.label for o in record.options] == ["EUR", "USD"]
     assert sup.parts.state.open_request == record.request_id
     assert sup.parts.state.status == "blocked" and sup.parts.state.failures == 0
     assert [n.request_id for n in channel.sent] == [record.request_id]

@@ -48,7 +48,7 @@ def test_verify_failing_three_times_raises_the_block(ws: Path) -> None:
     assert (record.trigger, record.raised_by) == ("verify-failures", "supervisor")
     assert record.prompt == "Verify failed 3 times in a row on the current task: how do I go on?"
     assert "test_total - AssertionError" in record.situation  # the failure's signature
-    assert [o["value"] for o in record.options] == ["retry", "abort"]  # no task: no Skip
+    assert [o.value for o in record.options] == ["retry", "abort"]  # no task: no Skip
     [sent] = channel.sent  # the human is told once
     assert sent.request_id == request_id
     after = state(ws)
@@ -139,7 +139,7 @@ def test_blocked_md_deleted_resumes_with_the_counter_at_zero(ws: Path) -> None:
     [record] = [r for _, r in sup.parts.store.all()]
     assert not isinstance(record, Exception)
     assert record.status == "resolved" and record.resolution is not None
-    assert record.resolution["via"] == "blocked-file-removed"
+    assert record.resolution.via == "blocked-file-removed"
     assert record.applied_at is not None
     after = state(ws)
     assert after["failures"] == 1 and after["open_request"] is None  # counted afresh
