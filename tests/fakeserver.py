@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,6 +37,7 @@ class Seen:
     headers: dict[str, str]
     body: Any
     raw: bytes
+    at: float = field(default_factory=time.time)  # when it arrived (wall clock, as mtimes)
 
 
 class _QuietServer(ThreadingHTTPServer):

@@ -58,13 +58,12 @@ def status(app: App, as_json: bool) -> int:
     blocked it adds since when, the request, the deadline and its timeout action, the last
     delivery per channel and the next send.
     """
-    from loopkit.escalation.escalator import Escalator
     from loopkit.escalation.repair import repair
     from loopkit.supervisor.status import render
     from loopkit.supervisor.status import status as read_status
 
     config = app.config()
-    repair(Escalator(config, store=app.store()))  # a block a crash left half-raised
+    repair(app.escalator(config))  # a block a crash left half-raised
     info = read_status(config, store=app.store())
     click.echo(json.dumps(info) if as_json else render(info))
     return EXIT_OK

@@ -110,6 +110,10 @@ class BlockedPhase:
         if record is not None and resend and record.is_open:
             # After a restart: a send cut short by a crash goes out once more, nothing else.
             self.parts.escalator.resume_delivery(record)
+        elif record is not None:
+            # The agent's question, which its process left to us to send (with
+            # --exit-on-block too): now, if the agent's turn ended before we sent it.
+            self.parts.escalator.send_left(record)
         if state.status != "blocked" or state.open_request != request_id:
             state.status, state.open_request = "blocked", request_id
             self.parts.save()

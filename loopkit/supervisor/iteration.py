@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -187,16 +189,13 @@ class Iteration:
                 "command (`loopkit init --agent …` writes one)"
             )
         blocked_path = self.parts.workspace.blocked
-        interrupt = None
-        if loop.stop_agent_on_block:
-            interrupt = lambda: blockfile.state(blocked_path) == "file"  # noqa: E731
         watch = self.parts.watch
         agent = self._run(
             "agent",
             loop.agent,
             log_file,
             timeout=loop.iteration_timeout,
-            interrupt=interrupt,
+            interrupt=self._block_watch(),
             interrupt_grace=loop.block_grace,
             recheck=watch.timeout_hint if watch else None,
         )
@@ -233,6 +232,42 @@ class Iteration:
             if done.ok:
                 return self.parts.finish("finished", EXIT_OK, "done: the done command exited 0")
         return CONTINUE
+
+    def _block_watch(self) -> Callable[[], bool]:
+        """What the runner looks at while the agent runs (at every change in the workspace,
+        and every ``recheck`` s): a block that appears is sent at once — the agent's process
+        has no channel secrets, so its ``escalate`` left the send to us (SPEC section 16) —
+        and, with ``stop_agent_on_block``, it ends the agent's turn after ``block_grace``.
+        The runner looks often (at every chunk of output too): one ``stat`` unless BLOCKED.md
+        is new."""
+        path = self.parts.workspace.blocked
+        stops = self.parts.config.loop.stop_agent_on_block
+        seen: list[tuple[int, int]] = []
+
+        def blocked() -> bool:
+            try:
+                info = os.stat(path)
+            except OSError:
+                return False
+            if not stat.S_ISREG(info.st_mode):
+                return False
+            if [(info.st_ino, info.st_mtime_ns)] != seen:
+                seen[:] = [(info.st_ino, info.st_mtime_ns)]
+                self._send_left()
+            return stops
+
+        return blocked
+
+    def _send_left(self) -> None:
+        """Send the standing block's message if the agent raised it and left it unsent."""
+        request_id = blockfile.request_id_of(self.parts.workspace.blocked)
+        if request_id is None:
+            return  # written by hand: adopted (and sent) when the agent's turn ends
+        try:
+            record = self.parts.store.load(request_id)
+        except LoopkitError:
+            return  # its own commands say what is wrong with it
+        self.parts.escalator.send_left(record)
 
     def _passed(self) -> None:
         if self.parts.state.failures:
