@@ -286,7 +286,6 @@ class BlockedPhase:
                 # The answer is applied: a restart must not find (and apply) it again, nor
                 # hand "abort" to the next agent, and starts the count afresh.
                 self.parts.state.open_request = None
-                self.parts.state.pending_decision = None
                 self.parts.state.failures, self.parts.state.failed_iterations = 0, []
                 finished = self.parts.finish(
                     "aborted", EXIT_ABORTED, "aborted by the human's answer"
@@ -338,27 +337,43 @@ class BlockedPhase:
             self.parts.store.update(record.request_id, stamp)
 
     def _apply(self, record: Request) -> Literal["abort"] | None:
-        """Carry a human's decision to the next agent run; act on the supervisor's choices
-        (*Skip* here; *Abort* is returned, for the caller to exit)."""
+        """Carry a human's decision to the next agent run — if it is for the loop (see
+        :func:`answers_the_loop`); act on the supervisor's choices (*Skip* here; *Abort* is
+        returned, for the caller to exit, and never handed to an agent)."""
         if not is_human_decision(record):
             return None
         decision = decision_of(record)
-        self.parts.state.pending_decision = decision
+        shown = fold(str(decision["parsed_decision"]), 80)
+        if record.raised_by == "supervisor" and decision["chosen_option"] == "abort":
+            log.info("decision", request_id=record.request_id, decision="abort",
+                     msg=f"decision: {shown}")  # fmt: skip
+            return "abort"
+        if not answers_the_loop(record):
+            log.info(
+                "decision_not_for_the_loop",
+                request_id=record.request_id,
+                msg=f"request {record.request_id} ({record.trigger or record.kind}) was asked "
+                "outside the loop, for its asker: not handed to the agent",
+            )
+            return None
+        pending = self.parts.state.pending_decisions
+        # Applied again after a crash before it was stamped applied: listed once.
+        pending[:] = [d for d in pending if d.get("request_id") != record.request_id]
+        pending.append(decision)
         try:
-            atomicfile.write_json(self.parts.workspace.state_dir / "last_decision.json", decision)
+            # The latest decision's fields, as before, and every one this run gets.
+            latest = {**decision, "decisions": pending}
+            atomicfile.write_json(self.parts.workspace.state_dir / "last_decision.json", latest)
         except OSError as exc:
             log.warning("decision_unwritable", msg=f"cannot write last_decision.json: {exc}")
         log.info(
             "decision",
             request_id=record.request_id,
             decision=decision["parsed_decision"],
-            msg=f"decision: {fold(str(decision['parsed_decision']), 80)}",
+            msg=f"decision: {shown}",
         )
-        if record.raised_by == "supervisor":
-            if decision["chosen_option"] == "abort":
-                return "abort"
-            if decision["chosen_option"] == "skip":
-                self._skip_task()
+        if record.raised_by == "supervisor" and decision["chosen_option"] == "skip":
+            self._skip_task()
         return None
 
     def _skip_task(self) -> None:
@@ -382,3 +397,18 @@ class BlockedPhase:
 
 def _applied(record: Request) -> bool:
     return bool(record.applied_at)
+
+
+def answers_the_loop(record: Request) -> bool:
+    """Whether ``record``'s answer is for the loop's next agent run (SPEC section 16).
+
+    Yes for what the supervisor or its agent raised (``raised_by``: ``supervisor``,
+    ``agent``), and for a block raised for the loop from outside a session (a bare
+    ``escalate``, ``ask --block``: the next run of this workspace is the run it answers).
+    No for an answer its asker takes itself: an approval bound to one action (a ``gate``,
+    a Claude Code hook's call) asked outside the loop, and an ``ask`` without a block of
+    its own.
+    """
+    if not record.has_own_block:
+        return False
+    return record.raised_by in ("supervisor", "agent") or record.gate is None

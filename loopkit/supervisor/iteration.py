@@ -43,7 +43,7 @@ class Iteration:
         self.parts = parts
         self._log_warned = False
         self._iteration_saved = -PROGRESS_EVERY
-        self._decision: dict[str, Any] | None = None  # this iteration's, consumed at its start
+        self._decisions: list[dict[str, Any]] = []  # this iteration's, consumed at its start
         # The environment children inherit, read once (decoding os.environ is not free).
         self._base_env = {
             k: v
@@ -64,8 +64,8 @@ class Iteration:
         state.status = "running"
         # A human's decision is consumed before anything runs, durably: a crash at any later
         # point never hands it to a second agent run (at most once, across any crash).
-        self._decision, state.pending_decision = state.pending_decision, None
-        changed = changed or self._decision is not None
+        self._decisions, state.pending_decisions = state.pending_decisions, []
+        changed = changed or bool(self._decisions)
         now = self.parts.clock.monotonic()
         if changed or now - self._iteration_saved >= PROGRESS_EVERY:
             self._iteration_saved = now
@@ -138,8 +138,8 @@ class Iteration:
         env["LOOPKIT_ITERATION"] = str(self.parts.state.iteration)
         if self.parts.state.task:
             env["LOOPKIT_TASK"] = self.parts.state.task
-        decision = self._decision
-        if decision:
+        if self._decisions:  # the latest; last_decision.json lists them all
+            decision = self._decisions[-1]
             env["LOOPKIT_DECISION"] = str(decision.get("parsed_decision") or "")
             env["LOOPKIT_DECISION_REQUEST"] = str(decision.get("request_id") or "")
             if decision.get("note"):
