@@ -238,9 +238,9 @@ class Supervisor:
 @contextlib.contextmanager
 def following(parts: Parts) -> Iterator[None]:
     """With a fleet, answers given on other machines are applied here while we run
-    (:func:`loopkit.fleet.follow`; without one there is nothing to follow)."""
+    (:func:`loopkit.fleet.follow_answers`; without one there is nothing to follow)."""
     stop = threading.Event()
-    fleet.follow(parts.hubs, parts.stores, stop, parts.wake.set)
+    fleet.follow_answers(parts.hubs, parts.stores, stop, parts.wake.set)
     try:
         yield
     finally:
