@@ -11,6 +11,7 @@ one :class:`BlockedPhase`; :meth:`BlockedPhase.run` returns a
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from collections.abc import Callable
 from typing import Literal
@@ -256,7 +257,7 @@ class BlockedPhase:
             return self.parts.finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
         self._remove_block(record)
         if action == "skip":
-            self._skip_task()
+            self._skip_task(record)
         return self._resume()
 
     def _unblocked(self, record: Request | None, *, removed: bool) -> Step:
@@ -373,14 +374,18 @@ class BlockedPhase:
             msg=f"decision: {shown}",
         )
         if record.raised_by == "supervisor" and decision["chosen_option"] == "skip":
-            self._skip_task()
+            self._skip_task(record)
         return None
 
-    def _skip_task(self) -> None:
+    def _skip_task(self, record: Request) -> None:
         task = self.parts.state.task
-        if task and task not in self.parts.state.skipped_tasks:
-            self.parts.state.skipped_tasks.append(task)
-            log.info("task_skipped", task=task, msg=f"skipping task {task!r}")
+        when = iso_seconds(self.parts.clock.now())
+        if task and self.parts.skipped.add(task, skipped_at=when, request_id=record.request_id):
+            log.info(
+                "task_skipped",
+                task=task,
+                msg=f"skipping task {task!r} (`loopkit unskip {shlex.quote(task)}` takes it back)",
+            )
 
     def _remove_block(self, record: Request) -> None:
         """Remove BLOCKED.md if it is still this request's block (never a human's own)."""

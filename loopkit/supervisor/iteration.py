@@ -55,9 +55,8 @@ class Iteration:
         loop = self.parts.config.loop
         state = self.parts.state
         state.iteration += 1
-        task = current_task(
-            self.parts.workspace.root, loop.task_file, loop.task_pattern, state.skipped_tasks
-        )
+        skipped = self.parts.skipped.tasks() if loop.task_file else []  # `unskip` may change it
+        task = current_task(self.parts.workspace.root, loop.task_file, loop.task_pattern, skipped)
         changed = task != state.task or state.status != "running"
         if task != state.task:
             state.task, state.failures, state.failed_iterations = task, 0, []

@@ -165,6 +165,9 @@ class Supervisor:
     def _loop(self) -> int:
         parts = self.parts
         parts.state = parts.state_file.load()
+        # An older supervisor kept the skipped tasks in state.json: they move to skipped.json.
+        for task in parts.state.extra.pop("skipped_tasks", None) or []:
+            parts.skipped.add(str(task), skipped_at=None, request_id=None)
         parts.state.pid = os.getpid()
         parts.state.started_at = clock.iso_seconds(self.clock.now())
         parts.state.status = "running"

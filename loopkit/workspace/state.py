@@ -34,7 +34,6 @@ class State:
     task: str | None = None
     failures: int = 0  # consecutive failures on ``task``
     failed_iterations: list[dict[str, Any]] = field(default_factory=list)
-    skipped_tasks: list[str] = field(default_factory=list)
     open_request: str | None = None
     # Every human decision for the next agent run, oldest first; consumed (cleared) at its
     # start. (An older supervisor kept one, as ``pending_decision``: read as a list of it.)

@@ -151,7 +151,7 @@ def test_a_timeout_skip_or_retry_lifts_the_block_and_goes_on(ws: Path, action: s
     assert record.status == "expired" and record.resolution is not None
     assert (record.resolution.by, record.resolution.action) == ("timeout", action)
     saved = block.saved()
-    assert saved["skipped_tasks"] == ([TASK] if action == "skip" else [])
+    assert block.sup.parts.skipped.tasks() == ([TASK] if action == "skip" else [])
     assert (saved["status"], saved["failures"], saved["pending_decisions"]) == ("running", 0, [])
 
 
@@ -188,7 +188,8 @@ def test_the_answer_skip_skips_the_task(ws: Path) -> None:
     block = Blocked(ws)
     block.reply(60, "B")
     assert block.run() == CONTINUE
-    assert block.saved()["skipped_tasks"] == [TASK]
+    [skipped] = block.sup.parts.skipped.load()
+    assert (skipped.task, skipped.request_id) == (TASK, block.request_id)
 
 
 def test_the_answer_abort_exits_3(ws: Path) -> None:
