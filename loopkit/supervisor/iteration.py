@@ -44,6 +44,7 @@ class Iteration:
         self._log_warned = False
         self._iteration_saved = -PROGRESS_EVERY
         self._decisions: list[dict[str, Any]] = []  # this iteration's, consumed at its start
+        self._asked: str | None = None  # the block seen while the agent ran, if one was
         # The environment children inherit, read once (decoding os.environ is not free).
         self._base_env = {
             k: v
@@ -189,6 +190,7 @@ class Iteration:
             )
         blocked_path = self.parts.workspace.blocked
         watch = self.parts.watch
+        self._asked = None
         agent = self._run(
             "agent",
             loop.agent,
@@ -208,6 +210,17 @@ class Iteration:
                 request_id = self._adopt(task)
             self.parts.state.status = "blocked"
             self.parts.state.open_request = request_id
+            self.parts.save()
+            return CONTINUE
+        if self._asked is not None:
+            # The agent's question came and went during its turn: answered from the phone or
+            # the inbox (which remove BLOCKED.md), or lifted by hand. The blocked phase
+            # applies that ending, as if the block still stood: the answer is for the next
+            # agent run.
+            log.info("agent_blocked", msg="the agent's block was answered during its turn; "
+                     "verify skipped")  # fmt: skip
+            self.parts.state.status = "blocked"
+            self.parts.state.open_request = self._asked
             self.parts.save()
             return CONTINUE
         if agent.ending == "timeout" or agent.could_not_run:
@@ -262,6 +275,7 @@ class Iteration:
         request_id = blockfile.request_id_of(self.parts.workspace.blocked)
         if request_id is None:
             return  # written by hand: adopted (and sent) when the agent's turn ends
+        self._asked = request_id
         try:
             record = self.parts.store.load(request_id)
         except LoopkitError:

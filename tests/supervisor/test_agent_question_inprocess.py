@@ -15,9 +15,11 @@ from fakes import Call, FakeClock, FakeRunner, RecordingChannel, Run, loop_confi
 
 from loopkit.channels import Outcome
 from loopkit.config import Config
-from loopkit.errors import EXIT_BLOCKED, EXIT_SIGTERM
+from loopkit.errors import EXIT_BLOCKED, EXIT_OK, EXIT_SIGTERM
+from loopkit.escalation.blockfile import remove_block
 from loopkit.escalation.escalator import Escalation, Escalator
 from loopkit.message import Note
+from loopkit.requests.answer import answer
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -94,3 +96,32 @@ def test_an_agent_that_ends_its_turn_at_once_is_sent_before_exit_on_block(
     assert [m.request_id for m in phone.sent] == asked
     record = the_record(sup, asked[0])
     assert [(e.channel, e.ok) for e in record.delivery] == [("telegram", True)]
+
+
+def test_an_answer_from_the_phone_during_the_agents_turn_reaches_its_next_run(
+    ws: Path,
+) -> None:
+    """On the phone at once, the question may be answered before the agent's turn ends: the
+    relay records the answer and removes BLOCKED.md meanwhile. The supervisor still treats
+    the turn as blocked (no verify) and hands the answer to the next agent run."""
+    clock = FakeClock()
+    phone = Phone(clock=clock)
+    config = loop_config(ws, ladder=("telegram",))
+    asked: list[str] = []
+    agent = [agents_escalate(config, asked), Run()]
+    runner = FakeRunner(clock, {"agent": agent, "verify": Run()})
+    sup = supervisor(config, clock, runner, channel=phone, max_iterations=2)
+
+    def tap_b() -> None:  # what the Telegram relay does with a tap on B
+        store = RequestStore(Workspace.of(config))
+        answered = answer(store, asked[0], "B", by="111 (Ana)", via="telegram")
+        remove_block(ws / "BLOCKED.md", answered.record)
+        sup.parts.wake.set()
+
+    clock.at(60, tap_b)
+    assert sup.run() == EXIT_OK
+    assert runner.names() == ["agent", "agent", "verify"]  # the asking turn is not verified
+    second = [c for c in runner.calls if c.name == "agent"][1]
+    assert (second.env["LOOPKIT_DECISION"], second.env["LOOPKIT_DECISION_REQUEST"]) == (
+        "flow-b", asked[0])  # fmt: skip
+    assert the_record(sup, asked[0]).applied_at is not None
