@@ -13,9 +13,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopkit import agentsession
 from loopkit import config as config_mod
 from loopkit.config import CONFIG_NAME, Config
 from loopkit.errors import ConfigError
+from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
 from loopkit.home import Registry
 from loopkit.redact import Redactor
@@ -32,6 +34,9 @@ class App:
     explicit: Path | None = None  # the -C folder, if one was given
     verbose: bool = False
     hubs: Hubs = field(default_factory=Hubs)
+    # This process runs inside a supervised agent's session (SPEC §11): what it asks is the
+    # agent's, and the supervisor sends it (see :meth:`escalator`).
+    agent_session: bool = field(default_factory=agentsession.inside)
     _config: Config | None = field(default=None, repr=False)
     _store: RequestStore | None = field(default=None, repr=False)
     _stores: Stores | None = field(default=None, repr=False)
@@ -77,6 +82,14 @@ class App:
             config = self._config or self.config()
             self._store = RequestStore(Workspace.of(config), hub=self.hubs.for_config(config))
         return self._store
+
+    def escalator(self, config: Config | None = None) -> Escalator:
+        """The escalator for this workspace's store (``config``: the one to raise blocks with,
+        e.g. :meth:`config_for_a_block`'s). Inside a supervised agent's session its blocks are
+        marked as the agent's and their send is left to the supervisor (SPEC §16)."""
+        return Escalator(
+            config or self.config(), store=self.store(), agent_session=self.agent_session
+        )
 
     def stores(self) -> Stores:
         """Every registered workspace's store (this one's is :meth:`store`)."""

@@ -10,6 +10,7 @@
     │   ├── RequestNotFound      66   no such request
     │   └── RequestConflict       4   already answered, or changed since read
     ├── AgentAnswer              77   an answer from inside a supervised agent's session
+    ├── TaskNotFound             66   no such skipped task (unskip)
     └── ChannelError              1   a channel could not be set up (send-test, doctor)
 
 Only ``loopkit.cli`` turns these into exits; domain code raises them. Every message is one
@@ -73,6 +74,10 @@ class RequestConflict(RequestError):
 
 class AgentAnswer(LoopkitError):
     exit_code = EXIT_NOPERM
+
+
+class TaskNotFound(LoopkitError):
+    exit_code = EXIT_NOINPUT
 
 
 class ChannelError(LoopkitError):

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class Seen:
     headers: dict[str, str]
     body: Any
     raw: bytes
+    at: float = field(default_factory=time.time)  # when it arrived (wall clock, as mtimes)
 
 
 class _QuietServer(ThreadingHTTPServer):

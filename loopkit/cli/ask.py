@@ -96,6 +96,7 @@ def ask(
             artifact_url=artifact_url,
         ),
         store=app.store(),
+        escalator=app.escalator(),
     )
     app.register()
     record = asked.record
@@ -144,8 +145,9 @@ def gate(app: App, wait: bool, timeout: float | None, command: tuple[str, ...]) 
     config = app.config()
     app.register()
     result = do_gate(
-        config, list(command), cwd=os.getcwd(), wait=wait, timeout=timeout, store=app.store()
-    )
+        config, list(command), cwd=os.getcwd(), wait=wait, timeout=timeout,
+        escalator=app.escalator(config),
+    )  # fmt: skip
     click.echo(f"loopkit: gate: {result.message}", err=True)
     return result.exit_code
 

@@ -63,13 +63,13 @@ def escalate(
     the configured channel and records the outcome. A failed send is a warning; the block
     stands either way.
     """
-    from loopkit.escalation.escalator import Escalation, Escalator
+    from loopkit.escalation.escalator import Escalation
     from loopkit.escalation.repair import escalate as escalate_after_repair
     from loopkit.escalation.sender import message_for
 
     config, broken = app.config_for_a_block()
     app.register()
-    escalator = Escalator(config, store=app.store())
+    escalator = app.escalator(config)
     result = escalate_after_repair(
         escalator, Escalation.of_texts(question, context, attempted, choices, trigger)
     )
@@ -88,6 +88,8 @@ def escalate(
     channel = config.escalation.channel
     if channel == "none":
         where = "channel none: BLOCKED.md is the escalation"
+    elif escalator.agent_session:
+        where = f"{channel}: the supervisor sends it"
     else:
         where = f"{channel}: {where}"
     click.echo(

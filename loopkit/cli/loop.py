@@ -1,4 +1,4 @@
-"""``run`` and ``status``: the supervisor and its state."""
+"""``run``, ``status`` and ``unskip``: the supervisor and its state."""
 
 from __future__ import annotations
 
@@ -54,20 +54,42 @@ def status(app: App, as_json: bool) -> int:
     """Show the supervisor's state: running / blocked / finished, iteration, task, request.
 
     The state is one of running, blocked, idle (stopped by --max-iterations), finished,
-    aborted or stopped; it says blocked whenever BLOCKED.md stands, supervised or not. While
-    blocked it adds since when, the request, the deadline and its timeout action, the last
-    delivery per channel and the next send.
+    aborted or stopped; it says blocked whenever BLOCKED.md stands, supervised or not. It
+    lists the skipped tasks (`loopkit unskip TASK` takes one back). While blocked it adds
+    since when, the request, the deadline and its timeout action, the last delivery per
+    channel and the next send.
     """
-    from loopkit.escalation.escalator import Escalator
     from loopkit.escalation.repair import repair
     from loopkit.supervisor.status import render
     from loopkit.supervisor.status import status as read_status
 
     config = app.config(anywhere=True)
-    repair(Escalator(config, store=app.store()))  # a block a crash left half-raised
+    repair(app.escalator(config))  # a block a crash left half-raised
     info = read_status(config, store=app.store())
     click.echo(json.dumps(info) if as_json else render(info))
     return EXIT_OK
 
 
-COMMANDS = (run, status)
+@click.command()
+@click.argument("task")
+@click.pass_obj
+def unskip(app: App, task: str) -> int:
+    """Take back a skipped task: the loop works on it again when it is the first open one.
+
+    TASK is the task as `loopkit status` lists it. A running supervisor takes it up at its
+    next iteration.
+
+    \b
+    Exit: 0 taken back · 66 TASK is not skipped (the error names the skipped ones).
+    """
+    from loopkit.workspace.skipped import SkippedTasks
+
+    config = app.config()
+    taken = SkippedTasks(app.workspace()).take_back(task)
+    where = f" in {config.loop.task_file}" if config.loop.task_file else ""
+    click.echo(f"task {taken.task!r} is no longer skipped: the loop works on it again when "
+               f"it is the first open task{where}")  # fmt: skip
+    return EXIT_OK
+
+
+COMMANDS = (run, status, unskip)

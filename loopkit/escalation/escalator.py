@@ -151,7 +151,14 @@ def head_commit(workspace: Workspace) -> str | None:
 
 class Escalator:
     """Raises blocks for one workspace. ``channel_factory`` and ``commit`` (what BLOCKED.md
-    names as the commit: a ``git`` subprocess) are the seams for tests."""
+    names as the commit: a ``git`` subprocess) are the seams for tests.
+
+    ``agent_session``: this process runs inside a supervised agent's session
+    (:func:`loopkit.agentsession.inside`, decided where the command is assembled). What it
+    raises is marked ``raised_by: "agent"`` — a question for the loop, its answer for the
+    agent's next run — and its send is left to the supervisor, which holds the channel
+    secrets the agent's environment lacks: nothing is sent or recorded from here.
+    """
 
     def __init__(
         self,
@@ -160,11 +167,15 @@ class Escalator:
         channel_factory: ChannelFactory | None = None,
         store: RequestStore | None = None,
         commit: Callable[[Workspace], str | None] = head_commit,
+        agent_session: bool = False,
     ) -> None:
         self.config = config
         self.workspace = Workspace.of(config)
         self.store = store or RequestStore(self.workspace)
-        self.sender = Sender(config, self.store, channel_factory=channel_factory)
+        self.agent_session = agent_session
+        self.sender = Sender(
+            config, self.store, channel_factory=channel_factory, leave_to_supervisor=agent_session
+        )
         self.commit = commit
 
     def escalate(self, escalation: Escalation) -> Result:
@@ -220,6 +231,8 @@ class Escalator:
         does that, outside the store lock.
         """
         path = self.workspace.blocked
+        if self.agent_session and record.raised_by is None:
+            record.raised_by = "agent"
         raised_at = clock.iso_seconds() if persisted else None  # its timeout starts now
         text, problem = self._render(replace(record, raised_at=raised_at or record.raised_at))
         with self.store.locked():
@@ -389,6 +402,10 @@ class Escalator:
     def deliver(self, record: Request, *, reminders: bool = False) -> Outcome | None:
         """Steps 3 and 4 (:meth:`Sender.deliver`): send what is due now, record each attempt."""
         return self.sender.deliver(record, reminders=reminders)
+
+    def send_left(self, record: Request) -> Outcome | None:
+        """A block the agent raised and left unsent, sent now (:meth:`Sender.send_left`)."""
+        return self.sender.send_left(record)
 
     def resume_delivery(self, record: Request) -> Outcome | None:
         """After a restart: what this supervisor left undone (:meth:`Sender.recover`)."""

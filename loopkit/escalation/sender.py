@@ -4,6 +4,11 @@ What to send and when is :mod:`~loopkit.escalation.delivery`'s plan; this module
 out. A delivery entry is written with ``ok: null`` *before* sending, so a crash mid-send is
 visible afterwards and the message is sent once more, marked as a repeat. Each try — the
 failed first try of a send retried within its budget included — is one entry.
+
+Inside a supervised agent's session (SPEC section 16) nothing is sent and nothing recorded:
+the agent's process has no channel secrets, by design, so its send could only fail. The
+supervisor, which watches the workspace while the agent runs, sends the block as soon as it
+appears (:meth:`Sender.send_left`).
 """
 
 from __future__ import annotations
@@ -56,7 +61,11 @@ def message_for(record: Request, repo: str, link: str | None = None) -> Message:
 
 
 class Sender:
-    """Sends a workspace's blocks. ``channel_factory`` is the seam for tests."""
+    """Sends a workspace's blocks. ``channel_factory`` is the seam for tests.
+
+    ``leave_to_supervisor``: this process runs inside a supervised agent's session; it sends
+    nothing and records no attempt — the supervisor sends (:meth:`send_left`).
+    """
 
     def __init__(
         self,
@@ -64,12 +73,14 @@ class Sender:
         store: RequestStore,
         *,
         channel_factory: ChannelFactory | None = None,
+        leave_to_supervisor: bool = False,
     ) -> None:
         self.config = config
         self.store = store
         self.workspace = Workspace.of(config)
         self.channel_factory = channel_factory or default_factory(config)
         self.redactor = Redactor(config.channels.secrets())
+        self.leave_to_supervisor = leave_to_supervisor
 
     def deliver(self, record: Request, *, reminders: bool = False) -> Outcome | None:
         """Steps 3 and 4: send what is due now and record each attempt. Never raises for a
@@ -77,6 +88,14 @@ class Sender:
         once; a soft failure is retried later (:mod:`~loopkit.escalation.delivery`, by
         whoever watches the block, which also sends the ``reminders``). Returns the last
         outcome, None when nothing was due."""
+        if self.leave_to_supervisor:
+            if delivery.rungs(self.config.escalation):
+                log.info(
+                    "send_left_to_supervisor",
+                    request_id=record.request_id,
+                    msg="inside the agent's session: the supervisor sends the message",
+                )
+            return None
         outcome: Outcome | None = None
         for _ in range(len(self.config.escalation.ladder) + 1):
             fresh = self.store.load(record.request_id)
@@ -90,6 +109,15 @@ class Sender:
             if outcome.ok or due.kind == "reminder":
                 break
         return outcome
+
+    def send_left(self, record: Request) -> Outcome | None:
+        """The supervisor's side: send a block its agent raised and left unsent (``raised_by:
+        "agent"``, no attempt yet) — now, as :meth:`deliver` would. Anything else is left to
+        its own schedule; None when nothing was sent."""
+        unsent = record.raised_by == "agent" and not record.delivery
+        if not (unsent and record.is_open and record.has_own_block):
+            return None
+        return self.deliver(record)
 
     def send(self, record: Request, due: delivery.Due, *, claim: bool = True) -> Outcome | None:
         """One send of ``due`` (the message, a repeat, or a reminder), recorded.
@@ -229,6 +257,8 @@ class Sender:
         ladder = delivery.rungs(self.config.escalation)
         if not ladder or not record.is_open:
             return None
+        if self.leave_to_supervisor:
+            return None  # the supervisor's to send
         now = clock.now()
         for entry in record.delivery:
             if entry.in_flight and entry.channel in ladder:

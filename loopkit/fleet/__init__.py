@@ -110,12 +110,15 @@ def _installed() -> bool:
     return importlib.util.find_spec("psycopg") is not None
 
 
-def follow(
+def follow_answers(
     hubs: Hubs, stores: Stores, stop: threading.Event, wake: Callable[[], None] | None = None
 ) -> list[threading.Thread]:
     """With a fleet: one follower thread per fleet, so answers given on other machines reach
     this machine's workspaces (:mod:`loopkit.fleet.follow`). Without one, nothing. The
-    fleets are the environment's and every one a registered workspace names."""
+    fleets are the environment's and every one a registered workspace names.
+
+    Not named ``follow``: importing the submodule :mod:`loopkit.fleet.follow` sets the
+    package's ``follow`` to the module, which would hide a function of that name."""
     stores.registered()  # load each workspace's config: its fleet's hub is made then
     pg_hubs = hubs.pg_hubs()
     if not pg_hubs:

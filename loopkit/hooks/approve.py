@@ -98,8 +98,8 @@ def decide(workspace: str, event: dict[str, Any], hit: str) -> dict[str, Any]:
     event = {**event, "cwd": event.get("cwd") or workspace}
     digest = call_hash(event["tool_name"], event.get("tool_input", {}), event["cwd"])
     store = RequestStore(Workspace.of(config), hub=Hubs().for_config(config))
-    escalator = Escalator(config, store=store)
     supervised = agentsession.inside()
+    escalator = Escalator(config, store=store, agent_session=supervised)
     record = gate.approval(
         f"hook:{digest}",
         lambda: _request(config, event, hit, digest),

@@ -225,7 +225,7 @@ def serve(
     retrier = Retrier(stop, stores)
     threading.Thread(target=retrier.run, daemon=True, name="loopkit-retry").start()
     # With a fleet: answers given on other machines reach this machine's workspaces.
-    fleet.follow(hubs, stores, stop)
+    fleet.follow_answers(hubs, stores, stop)
     out.write(f"loopkit serve: listening on http://{bound[0]}:{bound[1]} (LOOPKIT_HOME {home()})\n")
     show_url(out, bound[0], bound[1], secret, user)
     try:

@@ -19,7 +19,7 @@ from pydantic import AliasChoices, Field
 from loopkit.config.values import TimeoutAction
 from loopkit.escalation.ask import Asked as AskResult
 from loopkit.escalation.ask import Question, ask
-from loopkit.escalation.escalator import Escalation, Escalator
+from loopkit.escalation.escalator import Escalation
 from loopkit.escalation.repair import escalate as escalate_after_repair
 from loopkit.mcp_server.models import Asked, Category, Escalated, HumanRequest
 from loopkit.mcp_server.preview import PreviewStore
@@ -134,7 +134,9 @@ class AskingTools:
         if dry_run:
             preview = PreviewStore(self.served.store().workspace)
             return _asked(ask(config, question, store=preview), dry_run=True)
-        asked = ask(config, question, store=self.served.store())
+        asked = ask(
+            config, question, store=self.served.store(), escalator=self.served.app.escalator()
+        )
         self.served.app.register()
         return _asked(asked, dry_run=False)
 
@@ -210,7 +212,10 @@ class AskingTools:
             return existing() or _asked(preview, dry_run=True)
         keyed = replace(question, key=request_key)
         with store.locked():  # one lock from the key lookup to the write: one request per key
-            asked = existing() or _asked(ask(config, keyed, store=store), dry_run=False)
+            escalator = self.served.app.escalator()
+            asked = existing() or _asked(
+                ask(config, keyed, store=store, escalator=escalator), dry_run=False
+            )
         self.served.app.register()
         return asked
 
@@ -238,7 +243,7 @@ class AskingTools:
         """
         config = self.served.config_for_a_block()
         self.served.app.register()
-        escalator = Escalator(config, store=self.served.store())
+        escalator = self.served.app.escalator(config)
         result = escalate_after_repair(
             escalator, Escalation.of_texts(question, context, attempted, choices)
         )

@@ -11,6 +11,7 @@ one :class:`BlockedPhase`; :meth:`BlockedPhase.run` returns a
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from collections.abc import Callable
 from typing import Literal
@@ -110,6 +111,10 @@ class BlockedPhase:
         if record is not None and resend and record.is_open:
             # After a restart: a send cut short by a crash goes out once more, nothing else.
             self.parts.escalator.resume_delivery(record)
+        elif record is not None:
+            # The agent's question, which its process left to us to send (with
+            # --exit-on-block too): now, if the agent's turn ended before we sent it.
+            self.parts.escalator.send_left(record)
         if state.status != "blocked" or state.open_request != request_id:
             state.status, state.open_request = "blocked", request_id
             self.parts.save()
@@ -252,7 +257,7 @@ class BlockedPhase:
             return self.parts.finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
         self._remove_block(record)
         if action == "skip":
-            self._skip_task()
+            self._skip_task(record)
         return self._resume()
 
     def _unblocked(self, record: Request | None, *, removed: bool) -> Step:
@@ -282,7 +287,6 @@ class BlockedPhase:
                 # The answer is applied: a restart must not find (and apply) it again, nor
                 # hand "abort" to the next agent, and starts the count afresh.
                 self.parts.state.open_request = None
-                self.parts.state.pending_decision = None
                 self.parts.state.failures, self.parts.state.failed_iterations = 0, []
                 finished = self.parts.finish(
                     "aborted", EXIT_ABORTED, "aborted by the human's answer"
@@ -334,34 +338,54 @@ class BlockedPhase:
             self.parts.store.update(record.request_id, stamp)
 
     def _apply(self, record: Request) -> Literal["abort"] | None:
-        """Carry a human's decision to the next agent run; act on the supervisor's choices
-        (*Skip* here; *Abort* is returned, for the caller to exit)."""
+        """Carry a human's decision to the next agent run — if it is for the loop (see
+        :func:`answers_the_loop`); act on the supervisor's choices (*Skip* here; *Abort* is
+        returned, for the caller to exit, and never handed to an agent)."""
         if not is_human_decision(record):
             return None
         decision = decision_of(record)
-        self.parts.state.pending_decision = decision
+        shown = fold(str(decision["parsed_decision"]), 80)
+        if record.raised_by == "supervisor" and decision["chosen_option"] == "abort":
+            log.info("decision", request_id=record.request_id, decision="abort",
+                     msg=f"decision: {shown}")  # fmt: skip
+            return "abort"
+        if not answers_the_loop(record):
+            log.info(
+                "decision_not_for_the_loop",
+                request_id=record.request_id,
+                msg=f"request {record.request_id} ({record.trigger or record.kind}) was asked "
+                "outside the loop, for its asker: not handed to the agent",
+            )
+            return None
+        pending = self.parts.state.pending_decisions
+        # Applied again after a crash before it was stamped applied: listed once.
+        pending[:] = [d for d in pending if d.get("request_id") != record.request_id]
+        pending.append(decision)
         try:
-            atomicfile.write_json(self.parts.workspace.state_dir / "last_decision.json", decision)
+            # The latest decision's fields, as before, and every one this run gets.
+            latest = {**decision, "decisions": pending}
+            atomicfile.write_json(self.parts.workspace.state_dir / "last_decision.json", latest)
         except OSError as exc:
             log.warning("decision_unwritable", msg=f"cannot write last_decision.json: {exc}")
         log.info(
             "decision",
             request_id=record.request_id,
             decision=decision["parsed_decision"],
-            msg=f"decision: {fold(str(decision['parsed_decision']), 80)}",
+            msg=f"decision: {shown}",
         )
-        if record.raised_by == "supervisor":
-            if decision["chosen_option"] == "abort":
-                return "abort"
-            if decision["chosen_option"] == "skip":
-                self._skip_task()
+        if record.raised_by == "supervisor" and decision["chosen_option"] == "skip":
+            self._skip_task(record)
         return None
 
-    def _skip_task(self) -> None:
+    def _skip_task(self, record: Request) -> None:
         task = self.parts.state.task
-        if task and task not in self.parts.state.skipped_tasks:
-            self.parts.state.skipped_tasks.append(task)
-            log.info("task_skipped", task=task, msg=f"skipping task {task!r}")
+        when = iso_seconds(self.parts.clock.now())
+        if task and self.parts.skipped.add(task, skipped_at=when, request_id=record.request_id):
+            log.info(
+                "task_skipped",
+                task=task,
+                msg=f"skipping task {task!r} (`loopkit unskip {shlex.quote(task)}` takes it back)",
+            )
 
     def _remove_block(self, record: Request) -> None:
         """Remove BLOCKED.md if it is still this request's block (never a human's own)."""
@@ -378,3 +402,18 @@ class BlockedPhase:
 
 def _applied(record: Request) -> bool:
     return bool(record.applied_at)
+
+
+def answers_the_loop(record: Request) -> bool:
+    """Whether ``record``'s answer is for the loop's next agent run (SPEC section 16).
+
+    Yes for what the supervisor or its agent raised (``raised_by``: ``supervisor``,
+    ``agent``), and for a block raised for the loop from outside a session (a bare
+    ``escalate``, ``ask --block``: the next run of this workspace is the run it answers).
+    No for an answer its asker takes itself: an approval bound to one action (a ``gate``,
+    a Claude Code hook's call) asked outside the loop, and an ``ask`` without a block of
+    its own.
+    """
+    if not record.has_own_block:
+        return False
+    return record.raised_by in ("supervisor", "agent") or record.gate is None

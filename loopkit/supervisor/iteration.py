@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -41,7 +43,8 @@ class Iteration:
         self.parts = parts
         self._log_warned = False
         self._iteration_saved = -PROGRESS_EVERY
-        self._decision: dict[str, Any] | None = None  # this iteration's, consumed at its start
+        self._decisions: list[dict[str, Any]] = []  # this iteration's, consumed at its start
+        self._asked: str | None = None  # the block seen while the agent ran, if one was
         # The environment children inherit, read once (decoding os.environ is not free).
         self._base_env = {
             k: v
@@ -53,17 +56,16 @@ class Iteration:
         loop = self.parts.config.loop
         state = self.parts.state
         state.iteration += 1
-        task = current_task(
-            self.parts.workspace.root, loop.task_file, loop.task_pattern, state.skipped_tasks
-        )
+        skipped = self.parts.skipped.tasks() if loop.task_file else []  # `unskip` may change it
+        task = current_task(self.parts.workspace.root, loop.task_file, loop.task_pattern, skipped)
         changed = task != state.task or state.status != "running"
         if task != state.task:
             state.task, state.failures, state.failed_iterations = task, 0, []
         state.status = "running"
         # A human's decision is consumed before anything runs, durably: a crash at any later
         # point never hands it to a second agent run (at most once, across any crash).
-        self._decision, state.pending_decision = state.pending_decision, None
-        changed = changed or self._decision is not None
+        self._decisions, state.pending_decisions = state.pending_decisions, []
+        changed = changed or bool(self._decisions)
         now = self.parts.clock.monotonic()
         if changed or now - self._iteration_saved >= PROGRESS_EVERY:
             self._iteration_saved = now
@@ -141,8 +143,8 @@ class Iteration:
         env["LOOPKIT_ITERATION"] = str(self.parts.state.iteration)
         if self.parts.state.task:
             env["LOOPKIT_TASK"] = self.parts.state.task
-        decision = self._decision
-        if decision:
+        if self._decisions:  # the latest; last_decision.json lists them all
+            decision = self._decisions[-1]
             env["LOOPKIT_DECISION"] = str(decision.get("parsed_decision") or "")
             env["LOOPKIT_DECISION_REQUEST"] = str(decision.get("request_id") or "")
             if decision.get("note"):
@@ -192,16 +194,14 @@ class Iteration:
                 "command (`loopkit init --agent …` writes one)"
             )
         blocked_path = self.parts.workspace.blocked
-        interrupt = None
-        if loop.stop_agent_on_block:
-            interrupt = lambda: blockfile.state(blocked_path) == "file"  # noqa: E731
         watch = self.parts.watch
+        self._asked = None
         agent = self._run(
             "agent",
             loop.agent,
             log_file,
             timeout=loop.iteration_timeout,
-            interrupt=interrupt,
+            interrupt=self._block_watch(),
             interrupt_grace=loop.block_grace,
             recheck=watch.timeout_hint if watch else None,
         )
@@ -215,6 +215,17 @@ class Iteration:
                 request_id = self._adopt(task)
             self.parts.state.status = "blocked"
             self.parts.state.open_request = request_id
+            self.parts.save()
+            return CONTINUE
+        if self._asked is not None:
+            # The agent's question came and went during its turn: answered from the phone or
+            # the inbox (which remove BLOCKED.md), or lifted by hand. The blocked phase
+            # applies that ending, as if the block still stood: the answer is for the next
+            # agent run.
+            log.info("agent_blocked", msg="the agent's block was answered during its turn; "
+                     "verify skipped")  # fmt: skip
+            self.parts.state.status = "blocked"
+            self.parts.state.open_request = self._asked
             self.parts.save()
             return CONTINUE
         if agent.ending == "timeout" or agent.could_not_run:
@@ -238,6 +249,43 @@ class Iteration:
             if done.ok:
                 return self.parts.finish("finished", EXIT_OK, "done: the done command exited 0")
         return CONTINUE
+
+    def _block_watch(self) -> Callable[[], bool]:
+        """What the runner looks at while the agent runs (at every change in the workspace,
+        and every ``recheck`` s): a block that appears is sent at once — the agent's process
+        has no channel secrets, so its ``escalate`` left the send to us (SPEC section 16) —
+        and, with ``stop_agent_on_block``, it ends the agent's turn after ``block_grace``.
+        The runner looks often (at every chunk of output too): one ``stat`` unless BLOCKED.md
+        is new."""
+        path = self.parts.workspace.blocked
+        stops = self.parts.config.loop.stop_agent_on_block
+        seen: list[tuple[int, int]] = []
+
+        def blocked() -> bool:
+            try:
+                info = os.stat(path)
+            except OSError:
+                return False
+            if not stat.S_ISREG(info.st_mode):
+                return False
+            if [(info.st_ino, info.st_mtime_ns)] != seen:
+                seen[:] = [(info.st_ino, info.st_mtime_ns)]
+                self._send_left()
+            return stops
+
+        return blocked
+
+    def _send_left(self) -> None:
+        """Send the standing block's message if the agent raised it and left it unsent."""
+        request_id = blockfile.request_id_of(self.parts.workspace.blocked)
+        if request_id is None:
+            return  # written by hand: adopted (and sent) when the agent's turn ends
+        self._asked = request_id
+        try:
+            record = self.parts.store.load(request_id)
+        except LoopkitError:
+            return  # its own commands say what is wrong with it
+        self.parts.escalator.send_left(record)
 
     def _passed(self) -> None:
         if self.parts.state.failures:

@@ -165,6 +165,9 @@ class Supervisor:
     def _loop(self) -> int:
         parts = self.parts
         parts.state = parts.state_file.load()
+        # An older supervisor kept the skipped tasks in state.json: they move to skipped.json.
+        for task in parts.state.extra.pop("skipped_tasks", None) or []:
+            parts.skipped.add(str(task), skipped_at=None, request_id=None)
         parts.state.pid = os.getpid()
         parts.state.started_at = clock.iso_seconds(self.clock.now())
         parts.state.status = "running"
@@ -238,9 +241,9 @@ class Supervisor:
 @contextlib.contextmanager
 def following(parts: Parts) -> Iterator[None]:
     """With a fleet, answers given on other machines are applied here while we run
-    (:func:`loopkit.fleet.follow`; without one there is nothing to follow)."""
+    (:func:`loopkit.fleet.follow_answers`; without one there is nothing to follow)."""
     stop = threading.Event()
-    fleet.follow(parts.hubs, parts.stores, stop, parts.wake.set)
+    fleet.follow_answers(parts.hubs, parts.stores, stop, parts.wake.set)
     try:
         yield
     finally:

@@ -29,6 +29,7 @@ from loopkit.supervisor.containment import Containment
 from loopkit.supervisor.runner import CommandRunner
 from loopkit.watch.folder import FolderWatch
 from loopkit.workspace import Workspace
+from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import State, StateFile
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class Parts:
         """Build the config's parts: at start, and again on a reload."""
         self.config = config
         self.workspace = Workspace.of(config)
+        self.skipped = SkippedTasks(self.workspace)  # shared with `loopkit unskip`
         hub = self._hub if self._hub is not None else self.hubs.for_config(config)
         self.store = RequestStore(self.workspace, hub=hub)  # the one store of this process
         self.stores = Stores(self.hubs.for_config)  # every other registered workspace's

@@ -17,6 +17,7 @@ from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
+from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import StateFile, SupervisorLock
 
 
@@ -68,6 +69,7 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         "task": state.task,
         "failures": state.failures,
         "max_verify_failures": config.loop.max_verify_failures,
+        "skipped_tasks": [one.to_dict() for one in SkippedTasks(workspace).load()],
         "open_request": request if record is None or record.is_open else None,
         "block_request": request,
         "last_exit": state.last_exit,
@@ -134,6 +136,11 @@ def render(info: dict[str, Any]) -> str:
     if info["task"]:
         lines.append(f"task:      {info['task']}")
     lines.append(f"failures:  {info['failures']} of {info['max_verify_failures']}")
+    for skipped in info["skipped_tasks"]:
+        since = f" (since {skipped['skipped_at'][:16].replace('T', ' ')} UTC)"
+        lines.append(f"skipped:   {skipped['task']}{since if skipped['skipped_at'] else ''}")
+    if info["skipped_tasks"]:
+        lines.append("           `loopkit unskip TASK` takes one back")
     request = info["block_request"]
     if info["blocked_since"]:
         since = info["blocked_since"][11:16]

@@ -34,9 +34,10 @@ class State:
     task: str | None = None
     failures: int = 0  # consecutive failures on ``task``
     failed_iterations: list[dict[str, Any]] = field(default_factory=list)
-    skipped_tasks: list[str] = field(default_factory=list)
     open_request: str | None = None
-    pending_decision: dict[str, Any] | None = None  # for the next agent run, then cleared
+    # Every human decision for the next agent run, oldest first; consumed (cleared) at its
+    # start. (An older supervisor kept one, as ``pending_decision``: read as a list of it.)
+    pending_decisions: list[dict[str, Any]] = field(default_factory=list)
     last_exit: int | None = None
     # Requests written before this (time.time_ns()) were looked at for answers given while
     # no supervisor waited: a start reads only the records written since.
@@ -51,6 +52,10 @@ class State:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> State:
+        data = dict(data)
+        one = data.pop("pending_decision", None)
+        if isinstance(one, dict) and "pending_decisions" not in data:
+            data["pending_decisions"] = [one]
         known = {f.name for f in fields(cls)} - {"extra"}
         state = cls(**{k: v for k, v in data.items() if k in known})
         state.extra = {k: v for k, v in data.items() if k not in known}

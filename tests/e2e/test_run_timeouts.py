@@ -47,8 +47,8 @@ def test_timeout_skip_moves_on_to_the_next_task(ws: Path) -> None:
     timeout_setup(ws, "skip")
     with Daemon(ws, "--max-iterations", "6") as daemon:
         assert daemon.wait() == 0
-    state = json.loads((ws / ".loopkit" / "state.json").read_text())
-    assert state["skipped_tasks"] == ["first task", "second task"]
+    status = json.loads(loopkit("-C", str(ws), "status", "--json").stdout)
+    assert [s["task"] for s in status["skipped_tasks"]] == ["first task", "second task"]
     assert [r[2] for r in runs(ws)] == ["first task"] * 3 + ["second task"] * 3
     first, second = records(ws)
     assert first["status"] == second["status"] == "expired"

@@ -101,6 +101,43 @@ def test_channel_none_sends_nothing(ws: Path) -> None:
     assert (ws / "BLOCKED.md").is_file()
 
 
+def test_inside_the_agents_session_nothing_is_sent_and_no_attempt_recorded(ws: Path) -> None:
+    """SPEC §16: the agent's process has no channel secrets; its send could only fail. It
+    leaves the send to the supervisor — no channel made, no failed attempt recorded."""
+
+    def factory(name: str) -> FakeChannel:
+        raise AssertionError("inside the agent's session no channel should be created")
+
+    agents = Escalator(make(ws), channel_factory=factory, agent_session=True)
+    result = agents.escalate(ask())
+    assert result.outcome is None and result.request.delivery == []
+    record = json.loads((ws / "requests" / f"{result.request.request_id}.json").read_text())
+    assert (record["block"], record["raised_by"], record["delivery"]) == ("raised", "agent", [])
+    assert (ws / "BLOCKED.md").is_file()
+    # Nor does a repair from inside the session (`loopkit status` run by the agent).
+    assert agents.sender.recover(agents.store.load(result.request.request_id)) is None
+    # The supervisor sends it, once.
+    fake = FakeChannel(ws, Outcome(ok=True, status=200, message_id=5))
+    supervisors = Escalator(make(ws), channel_factory=lambda name: fake)
+    outcome = supervisors.send_left(supervisors.store.load(result.request.request_id))
+    assert outcome is not None and outcome.ok and len(fake.sent) == 1
+    after = supervisors.store.load(result.request.request_id)
+    assert [(e.channel, e.ok, e.message_id) for e in after.delivery] == [("telegram", True, 5)]
+    assert supervisors.send_left(after) is None and len(fake.sent) == 1
+
+
+def test_the_supervisor_leaves_other_blocks_to_their_own_sender(ws: Path) -> None:
+    """``send_left`` is for a block its agent left unsent; a question asked outside the
+    session sent (or tried) itself, and is retried on its own schedule."""
+    failing = FakeChannel(ws, Outcome(ok=False, status=500, error="down"))
+    asked = Escalator(make(ws), channel_factory=lambda name: failing).escalate(ask()).request
+    assert asked.raised_by is None and len(failing.sent) == 1
+    fake = FakeChannel(ws, Outcome(ok=True, status=200))
+    supervisors = Escalator(make(ws), channel_factory=lambda name: fake)
+    assert supervisors.send_left(supervisors.store.load(asked.request_id)) is None
+    assert fake.sent == []
+
+
 def test_second_escalation_joins_and_sends_nothing(ws: Path) -> None:
     fake = FakeChannel(ws, Outcome(ok=True, status=200))
     escalator = Escalator(make(ws), channel_factory=lambda name: fake)

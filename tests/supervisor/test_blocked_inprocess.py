@@ -108,7 +108,7 @@ def test_it_waits_until_blocked_md_is_gone_then_resumes(ws: Path) -> None:
     assert record.applied_at is not None
     saved = block.saved()
     assert (saved["status"], saved["open_request"], saved["failures"]) == ("running", None, 0)
-    assert saved["pending_decision"] is None  # lifting a block is not an answer
+    assert saved["pending_decisions"] == []  # lifting a block is not an answer
 
 
 def test_an_editor_saving_blocked_md_is_not_an_unblock(ws: Path) -> None:
@@ -138,7 +138,7 @@ def test_a_timeout_abort_exits_3_and_keeps_the_block(ws: Path) -> None:
     assert (record.resolution.by, record.resolution.action) == ("timeout", "abort")
     saved = block.saved()
     assert (saved["status"], saved["last_exit"]) == ("aborted", EXIT_ABORTED)
-    assert saved["pending_decision"] is None  # a timeout is never a human's decision
+    assert saved["pending_decisions"] == []  # a timeout is never a human's decision
 
 
 @pytest.mark.parametrize("action", ["skip", "retry"])
@@ -151,8 +151,8 @@ def test_a_timeout_skip_or_retry_lifts_the_block_and_goes_on(ws: Path, action: s
     assert record.status == "expired" and record.resolution is not None
     assert (record.resolution.by, record.resolution.action) == ("timeout", action)
     saved = block.saved()
-    assert saved["skipped_tasks"] == ([TASK] if action == "skip" else [])
-    assert (saved["status"], saved["failures"], saved["pending_decision"]) == ("running", 0, None)
+    assert block.sup.parts.skipped.tasks() == ([TASK] if action == "skip" else [])
+    assert (saved["status"], saved["failures"], saved["pending_decisions"]) == ("running", 0, [])
 
 
 def test_a_timeout_queue_keeps_waiting(ws: Path) -> None:
@@ -176,19 +176,20 @@ def test_a_humans_answer_is_applied(ws: Path) -> None:
     record = block.record()
     assert record.status == "resolved" and record.applied_at is not None
     saved = block.saved()
-    decision = saved["pending_decision"]
+    [decision] = saved["pending_decisions"]
     assert (decision["parsed_decision"], decision["note"], decision["by"]) == (
         "retry", "use integer cents everywhere", "ana")  # fmt: skip
     assert (saved["status"], saved["open_request"], saved["failures"]) == ("running", None, 0)
     last = json.loads((ws / ".loopkit" / "last_decision.json").read_text())
-    assert last == decision
+    assert last == {**decision, "decisions": [decision]}  # the latest, and all of them
 
 
 def test_the_answer_skip_skips_the_task(ws: Path) -> None:
     block = Blocked(ws)
     block.reply(60, "B")
     assert block.run() == CONTINUE
-    assert block.saved()["skipped_tasks"] == [TASK]
+    [skipped] = block.sup.parts.skipped.load()
+    assert (skipped.task, skipped.request_id) == (TASK, block.request_id)
 
 
 def test_the_answer_abort_exits_3(ws: Path) -> None:
@@ -197,8 +198,8 @@ def test_the_answer_abort_exits_3(ws: Path) -> None:
     step = block.run()
     assert (step.action, step.code) == ("exit", EXIT_ABORTED)
     saved = block.saved()
-    assert (saved["status"], saved["open_request"], saved["pending_decision"]) == (
-        "aborted", None, None)  # fmt: skip
+    assert (saved["status"], saved["open_request"], saved["pending_decisions"]) == (
+        "aborted", None, [])  # fmt: skip
     assert block.record().applied_at is not None  # never applied a second time
 
 
@@ -230,10 +231,11 @@ def test_an_answer_given_while_no_supervisor_waited_is_applied_at_start(ws: Path
     answer(block.sup.parts.store, block.request_id, "A", by="ana", via="cli")
     block.blocked.unlink()  # `loopkit unblock --reply A` removes it too
     assert block.sup.blocked.apply_answered() == CONTINUE
-    assert block.saved()["pending_decision"]["parsed_decision"] == "retry"
+    [decision] = block.saved()["pending_decisions"]
+    assert decision["parsed_decision"] == "retry"
     assert block.record().applied_at is not None
     assert block.sup.blocked.apply_answered() == CONTINUE  # once
-    assert block.sup.parts.state.pending_decision is not None
-    block.sup.parts.state.pending_decision = None
+    assert block.sup.parts.state.pending_decisions == [decision]
+    block.sup.parts.state.pending_decisions = []
     block.sup.blocked.apply_answered()
-    assert block.sup.parts.state.pending_decision is None
+    assert block.sup.parts.state.pending_decisions == []

@@ -165,19 +165,19 @@ def test_a_decision_is_handed_to_one_agent_run_only(ws: Path) -> None:
     seen: list[object] = []
 
     def look(call: Call) -> None:  # what a crash now would leave: the decision consumed
-        seen.append(saved(Path(call.cwd))["pending_decision"])
+        seen.append(saved(Path(call.cwd))["pending_decisions"])
 
     runner = FakeRunner(clock, {"agent": Run(does=look), "verify": Run()})
     sup = supervisor(loop_config(ws), clock, runner)
-    sup.parts.state.pending_decision = {"parsed_decision": "flow-b", "request_id": "r1",
-                                        "note": "the v2 API"}  # fmt: skip
+    sup.parts.state.pending_decisions = [{"parsed_decision": "flow-b", "request_id": "r1",
+                                          "note": "the v2 API"}]  # fmt: skip
     sup.iteration.run()
     sup.iteration.run()
     first, second = (c.env for c in runner.calls if c.name == "agent")
     assert (first["LOOPKIT_DECISION"], first["LOOPKIT_DECISION_REQUEST"],
             first["LOOPKIT_DECISION_NOTE"]) == ("flow-b", "r1", "the v2 API")  # fmt: skip
     assert not any(k.startswith("LOOPKIT_DECISION") for k in second)
-    assert seen == [None, None]
+    assert seen == [[], []]
     assert first["LOOPKIT_ITERATION"] == "1" and second["LOOPKIT_ITERATION"] == "2"
     assert first["LOOPKIT_WORKSPACE"] == str(ws.resolve())
 

@@ -171,3 +171,15 @@ def test_an_answer_reaches_the_next_agent_run_once(ws: Path) -> None:
     assert (last["parsed_decision"], last["by"]) == ("use Decimal for money", "ana")
     assert not (ws / "BLOCKED.md").exists()
     assert sup.parts.store.load(asked[0]).applied_at is not None
+
+
+def test_the_loop_runs_after_the_fleet_follower_module_was_imported(ws: Path) -> None:
+    """Importing ``loopkit.fleet.follow`` (the follower starting, or the docs check importing
+    every module) sets the package's ``follow`` attribute to that module: the supervisor's
+    call through it failed with "'module' object is not callable" in any later run."""
+    import importlib
+
+    importlib.import_module("loopkit.fleet.follow")
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": Run(), "verify": Run()})
+    assert supervisor(loop_config(ws), clock, runner, max_iterations=1).run() == EXIT_OK

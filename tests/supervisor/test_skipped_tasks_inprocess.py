@@ -1,0 +1,91 @@
+"""Skipping a task is visible and can be taken back (SPEC section 16), in process on a fake
+runner and clock: ``status`` (and ``--json``) lists the skipped tasks, and ``unskip`` takes
+one back — also while a supervisor runs, whose next iteration works on it again.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from fakes import Call, FakeClock, FakeRunner, Run, loop_config, supervisor
+
+from loopkit.clock import iso_seconds
+from loopkit.errors import EXIT_OK, TaskNotFound
+from loopkit.requests.answer import answer
+from loopkit.supervisor.status import render, status
+from loopkit.workspace import Workspace
+from loopkit.workspace.skipped import SkippedTasks
+
+pytestmark = pytest.mark.usefixtures("no_subprocesses")
+
+PLAN = "- [ ] round prices to cents\n- [ ] show totals\n"
+
+
+def test_a_skipped_task_is_listed_and_unskip_takes_it_back_while_the_loop_runs(
+    ws: Path,
+) -> None:
+    (ws / "PLAN.md").write_text(PLAN)
+    config = loop_config(ws, task_file="PLAN.md", max_verify_failures=1,
+                         escalation={"timeout_minutes": 600})  # fmt: skip
+    clock = FakeClock()
+    seen: dict[str, object] = {}
+
+    def look_and_unskip(call: Call) -> None:  # the human, at a terminal, while the agent runs
+        seen["status"] = status(config)
+        seen["taken"] = SkippedTasks(Workspace.of(config)).take_back("round prices to cents")
+
+    agent = [Run(), Run(does=look_and_unskip), Run()]
+    runner = FakeRunner(clock, {"agent": agent, "verify": [Run(1), Run(0), Run(0)]})
+    sup = supervisor(config, clock, runner, max_iterations=3)
+
+    def skip() -> None:
+        request_id = sup.parts.state.open_request
+        assert request_id is not None
+        seen["request"] = request_id
+        answer(sup.parts.store, request_id, "B", by="ana", via="cli")  # B) Skip the task
+        sup.parts.wake.set()
+
+    clock.at(60, skip)
+    assert sup.run() == EXIT_OK
+    tasks = [c.env.get("LOOPKIT_TASK") for c in runner.calls if c.name == "agent"]
+    assert tasks == ["round prices to cents", "show totals", "round prices to cents"]
+    listed = seen["status"]
+    assert isinstance(listed, dict)
+    [skipped] = listed["skipped_tasks"]
+    assert (skipped["task"], skipped["request_id"]) == ("round prices to cents", seen["request"])
+    assert skipped["skipped_at"] == iso_seconds(clock.wall + timedelta(seconds=60))
+    text = render(listed)
+    assert "skipped:   round prices to cents (since " in text
+    assert "`loopkit unskip TASK` takes one back" in text
+    json.dumps(listed)  # --json prints it as it is
+    assert status(config)["skipped_tasks"] == []  # taken back, and not skipped again since
+
+
+def test_unskip_of_a_task_that_is_not_skipped_names_the_skipped_ones(ws: Path) -> None:
+    skipped = SkippedTasks(Workspace.of(loop_config(ws)))
+    with pytest.raises(TaskNotFound, match="no task is"):
+        skipped.take_back("show totals")
+    skipped.add("round prices to cents", skipped_at=None, request_id=None)
+    with pytest.raises(TaskNotFound, match=r"did you mean 'round prices to cents'\?"):
+        skipped.take_back("round prices to cent")
+    with pytest.raises(TaskNotFound, match=r"skipped: 'round prices to cents'"):
+        skipped.take_back("deploy")
+    assert skipped.tasks() == ["round prices to cents"]
+
+
+def test_tasks_an_older_supervisor_skipped_stay_skipped(ws: Path) -> None:
+    (ws / "PLAN.md").write_text(PLAN)
+    (ws / ".loopkit").mkdir()
+    old = {"status": "stopped", "skipped_tasks": ["round prices to cents"]}
+    (ws / ".loopkit" / "state.json").write_text(json.dumps(old))
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": Run(), "verify": Run()})
+    sup = supervisor(loop_config(ws, task_file="PLAN.md"), clock, runner, max_iterations=1)
+
+    assert sup.run() == EXIT_OK
+    assert [c.env.get("LOOPKIT_TASK") for c in runner.calls] == ["show totals"] * 2
+    assert sup.parts.skipped.tasks() == ["round prices to cents"]
+    assert "skipped_tasks" not in json.loads((ws / ".loopkit" / "state.json").read_text())
