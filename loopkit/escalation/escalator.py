@@ -200,6 +200,25 @@ class Escalator:
         outcome = self.sender.deliver(record)
         return Result(self.store.load(record.request_id), None, outcome)
 
+    def restore(self, escalation: Escalation, request_id: str) -> Result:
+        """A ``BLOCKED.md`` of loopkit's own whose request is gone (the agent deleted
+        ``requests/`` or ``.loopkit/``): its request made again from the file's sections, under
+        the id its marker names, and sent — a question is never hidden by deleting its record
+        (SPEC section 17). The file is left as it is: it is this request's block."""
+        escalation = replace(escalation.cleaned(), request_id=request_id, trigger="restored")
+        record = self._new_record(escalation)
+        record.block = "raised"
+        self.store.create(record)
+        log.warning(
+            "block_restored",
+            request_id=request_id,
+            question=fold(record.prompt),
+            msg=f"{self.workspace.blocked.name} names request {request_id}, whose record is "
+            f"gone: raised again from the file as requests/{request_id}.json and sent",
+        )
+        outcome = self.sender.deliver(record)
+        return Result(self.store.load(request_id), None, outcome)
+
     def raise_block(self, record: Request) -> Result:
         """Steps 1–4 for a record not yet persisted (``escalate``, ``ask --block``, ``gate``)."""
         placed = self.place(record)

@@ -14,6 +14,7 @@ import contextlib
 import shlex
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from loopkit import atomicfile
@@ -75,6 +76,19 @@ class BlockedPhase:
         self.parts.state.answers_seen_ns = started
         return step
 
+    def _restored(self, path: Path) -> Request | None:
+        """A BLOCKED.md of loopkit's own (its marker names a request) whose record is gone:
+        the request raised again from the file and sent (SPEC section 17). None for a file
+        without a marker (a human's pause) or one that cannot be read."""
+        marked = blockfile.request_id_of(path)
+        if marked is None or self.parts.store.path(marked).exists():
+            return None
+        try:
+            return self.parts.escalator.restore(adoption.read(path), marked).request
+        except LoopkitError as exc:
+            log.error("restore_failed", msg=f"cannot raise {path.name} again: {exc}")
+            return None
+
     def _block_request(self) -> str | None:
         """The request of the BLOCKED.md there (:func:`adoption.block_request`)."""
         path, store = self.parts.workspace.blocked, self.parts.store
@@ -95,6 +109,9 @@ class BlockedPhase:
         # request we remember is the one.
         request_id = self._block_request() if present else state.open_request
         record = self._load(request_id)
+        if present and record is None:
+            record = self._restored(path)
+            request_id = record.request_id if record is not None else request_id
         if present and record is None and not self._announced_pause:
             self._announced_pause = True
             log.info(

@@ -263,7 +263,7 @@ class Iteration:
 
         def blocked() -> bool:
             try:
-                info = os.stat(path)
+                info = os.lstat(path)  # a link at BLOCKED.md is in the way, never followed
             except OSError:
                 return False
             if not stat.S_ISREG(info.st_mode):
@@ -283,9 +283,11 @@ class Iteration:
         self._asked = request_id
         try:
             record = self.parts.store.load(request_id)
-        except LoopkitError:
-            return  # its own commands say what is wrong with it
-        self.parts.escalator.send_left(record)
+            self.parts.escalator.send_left(record)
+        except LoopkitError as exc:
+            # Gone or broken meanwhile (an agent may delete requests/ as it goes): the
+            # blocked phase raises it again from BLOCKED.md when the agent's turn ends.
+            log.warning("send_left_failed", msg=f"cannot send the agent's question yet: {exc}")
 
     def _passed(self) -> None:
         if self.parts.state.failures:
