@@ -1,9 +1,9 @@
 """``loopkit hook claude pretooluse``: Claude Code's PreToolUse hook (SPEC section 12).
 
 It runs before every tool call, so the path of a call that matches no rule imports only
-``json``, ``re``, ``fnmatch`` and loopkit's own standard-library helpers (``discover``,
-:mod:`~loopkit.hooks.rules`) and parses ``loopkit.toml`` only when it has a ``[gate]``
-table: no output, exit 0, about as fast as ``python -c pass``. A match goes to
+``re``, ``fnmatch`` and loopkit's own standard-library helpers (``discover``,
+:mod:`~loopkit.hooks.rules`) and parses ``loopkit.toml`` only when it may hold a gate table
+(:func:`may_hold_gate`): no output, exit 0, about as fast as ``python -c pass``. A match goes to
 :mod:`~loopkit.hooks.approve`, which asks for an approval bound to this exact call.
 Anything that goes wrong on a matched call — or on input that cannot be read, which could
 hide one — denies it (exit 2, one line on stderr): a broken gate never lets a P0 call
@@ -54,7 +54,7 @@ def _surely_ungated(raw: bytes, explicit: str | None) -> bool:
         if not re.search(rb'"cwd"\s*:\s*"' + re.escape(os.fsencode(here)) + rb'"', raw):
             return False
         workspace = discover.find_workspace(None, cwd=here)
-    if "[gate]" in _toml_text(workspace):
+    if may_hold_gate(workspace):
         return False
     tool = _GATED_TOOL.search(raw)
     if tool is None:
@@ -63,35 +63,57 @@ def _surely_ungated(raw: bytes, explicit: str | None) -> bool:
     return words.search(raw.split(b'"tool_input"', 1)[-1]) is None
 
 
-def _toml_text(workspace: str) -> str:
+SCAN_LIMIT = 1 << 20
+# Every valid TOML spelling of a key named gate holds the word itself ([gate], [ "gate" ],
+# gate.rules, gate = {…}, 'gate') unless a basic string spells a letter as an escape.
+_MAY_NAME_GATE = re.compile(rb"gate|\\[uUx]")
+
+
+def may_hold_gate(workspace: str) -> bool:
+    """False only when ``loopkit.toml`` surely has no gate table: there is none, or its text
+    neither says ``gate`` nor holds an escape that could spell a letter of it (``\\u0067``).
+    Anything else — a file too long to scan, one that cannot be read, something other than
+    a file — says True: parse it, and :func:`load_rules` (``config.load``) says what is wrong.
+    """
     try:
         fd = os.open(os.path.join(workspace, "loopkit.toml"), os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
     except OSError:
-        return ""
+        return True
     try:
-        return os.read(fd, 1 << 20).decode("utf-8", "replace") if _regular(fd) else ""
+        if not _regular(fd):
+            return True
+        text = os.read(fd, SCAN_LIMIT + 1)
     finally:
         os.close(fd)
+    return len(text) > SCAN_LIMIT or _MAY_NAME_GATE.search(text) is not None
 
 
 def load_rules(workspace: str) -> Rules:
-    """``[gate]`` from the workspace's loopkit.toml, else the defaults. A
-    broken table keeps the defaults and remembers why (said on a match)."""
-    if "[gate]" not in _toml_text(workspace):
+    """``[gate]`` from the workspace's loopkit.toml (any valid spelling), else the defaults.
+
+    A file that does not load keeps the valid part of its table — a typo in ``[loop]`` does
+    not drop the user's own rules — and remembers why (said on a match, which is denied).
+    A table that is itself unusable leaves the defaults.
+    """
+    if not may_hold_gate(workspace):
         return Rules.build()
     from pathlib import Path
 
     from loopkit import config
     from loopkit.errors import ConfigError
 
+    problems: tuple[str, ...] = ()
     try:
         loaded = config.load(Path(workspace))
     except ConfigError as exc:
-        return Rules(Rules.build().commands, problems=(str(exc),))
+        problems = (str(exc),)
+        loaded = config.load(Path(workspace), lenient=True)
     gate = loaded.gate
     rules = list(gate.rules) if gate.rules is not None else None
     protect = list(gate.protect) if gate.protect is not None else None
-    return Rules.build(rules, protect, gate.extend_defaults)
+    return Rules.build(rules, protect, gate.extend_defaults, problems=problems)
 
 
 def _regular(fd: int) -> bool:
@@ -130,7 +152,7 @@ def main(explicit: str | None = None) -> int:
         from loopkit.hooks.approve import decide
 
         if rules.problems:
-            return _deny_on_error(f"{rules.problems[0]} (fix loopkit.toml's [gate] table)")
+            return _deny_on_error(f"{rules.problems[0]} (fix loopkit.toml to let gated calls ask)")
         decision = decide(workspace, event, hit)
     except Exception as exc:  # any failure on a matched call denies it
         return _deny_on_error(f"PreToolUse hook failed on a gated call: {exc}")

@@ -55,7 +55,11 @@ class Rules:
 
     @classmethod
     def build(
-        cls, rules: list[str] | None = None, protect: list[str] | None = None, extend: bool = False
+        cls,
+        rules: list[str] | None = None,
+        protect: list[str] | None = None,
+        extend: bool = False,
+        problems: tuple[str, ...] = (),
     ) -> Rules:
         patterns = list(DEFAULT_RULES) if rules is None or extend else []
         patterns += list(rules or [])
@@ -63,7 +67,7 @@ class Rules:
         tools = tuple(p[5:] for p in patterns if p.startswith("tool:"))
         compiled = tuple(re.compile(p, re.IGNORECASE) for p in commands)
         chosen = DEFAULT_PROTECT if protect is None else tuple(protect)
-        return cls(compiled, tools, chosen)
+        return cls(compiled, tools, chosen, problems)
 
 
 def _protected(path: str, cwd: str, globs: tuple[str, ...]) -> str | None:
