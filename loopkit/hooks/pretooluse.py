@@ -28,10 +28,13 @@ def _deny_on_error(message: str) -> int:
 
 
 # With the default rules, a call can only match if one of these is in it. Every tool a
-# default rule names, and the words every default Bash rule needs, or a protected path's.
+# default rule names, and a word each default Bash rule needs at the start of a word (a
+# prefix is enough: `rmdir` is parsed too), or a protected path's.
 _GATED_TOOL = re.compile(rb'"tool_name"\s*:\s*"(Bash|Write|Edit|MultiEdit|NotebookEdit)"')
 _BASH_WORDS = re.compile(
-    rb"(?i)\b(rm|push|reset|clean|drop|truncate|terraform|kubectl|curl|wget)\b"
+    rb"(?i)\b(?:rm|find|dd|mkfs|shred|drop|truncate|delete|aws|gsutil|gcloud|push|reset|clean"
+    rb"|branch|publish|upload|release|sendmail|mail|mutt|msmtp|terraform|tofu|kubectl|helm"
+    rb"|curl|wget)"
 )
 _PATH_WORDS = re.compile(rb"(?i)\.env|\.pem|\.key|migrations")
 
@@ -59,8 +62,12 @@ def _surely_ungated(raw: bytes, explicit: str | None) -> bool:
     tool = _GATED_TOOL.search(raw)
     if tool is None:
         return True
-    words = _BASH_WORDS if tool.group(1) == b"Bash" else _PATH_WORDS
-    return words.search(raw.split(b'"tool_input"', 1)[-1]) is None
+    given = raw.split(b'"tool_input"', 1)[-1]
+    if tool.group(1) != b"Bash":
+        return _PATH_WORDS.search(given) is None
+    # The rules read the command as text, where a non-ASCII letter can match an ASCII one
+    # case-insensitively ("ſ" is an "s"): only ASCII is decided on its bytes.
+    return given.isascii() and _BASH_WORDS.search(given) is None
 
 
 SCAN_LIMIT = 1 << 20
