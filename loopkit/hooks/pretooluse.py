@@ -5,9 +5,10 @@ It runs before every tool call, so the path of a call that matches no rule impor
 :mod:`~loopkit.hooks.rules`) and parses ``loopkit.toml`` only when it may hold a gate table
 (:func:`may_hold_gate`): no output, exit 0, about as fast as ``python -c pass``. A match goes to
 :mod:`~loopkit.hooks.approve`, which asks for an approval bound to this exact call.
-Anything that goes wrong on a matched call — or on input that cannot be read, which could
-hide one — denies it (exit 2, one line on stderr): a broken gate never lets a P0 call
-through.
+Anything that goes wrong on a matched call, on input that cannot be read (which could hide
+one), or anywhere before the call is known to be ungated — a bug included — denies it (exit
+2, one line on stderr): a broken gate never lets a P0 call through. Claude Code takes any
+other exit, 1 for a traceback or 127 for a hook it cannot find, for "proceed".
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ MAX_INPUT = 8 * 1024 * 1024
 
 
 def _deny_on_error(message: str) -> int:
-    sys.stderr.write(f"loopkit: {message}; the call is denied\n")
+    try:
+        sys.stderr.write(f"loopkit: {message}; the call is denied\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass  # nowhere to say it: the exit still denies
     return 2
 
 
@@ -130,6 +135,29 @@ def _regular(fd: int) -> bool:
 
 
 def main(explicit: str | None = None) -> int:
+    """The hook's exit: 0 — no output (the call goes ahead) or Claude Code's decision JSON on
+    stdout — or 2, denied, with one line on stderr. Whatever goes wrong, a bug included,
+    denies: Claude Code's hooks reference makes any other exit (1 for a traceback) a
+    non-blocking error, and the call would run."""
+    try:
+        return _main(explicit)
+    except BaseException as exc:  # even KeyboardInterrupt: exit 2, never 1
+        _quiet_stdout()
+        return _deny_on_error(f"PreToolUse hook failed ({type(exc).__name__}: {exc})")
+
+
+def _quiet_stdout() -> None:
+    """Drop what could not be written to stdout: flushing it again at exit would fail, and
+    Python would exit 120 instead of 2."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
+def _main(explicit: str | None) -> int:
     raw = sys.stdin.buffer.read(MAX_INPUT)
     try:
         if _surely_ungated(raw, explicit):
@@ -164,4 +192,5 @@ def main(explicit: str | None = None) -> int:
     except Exception as exc:  # any failure on a matched call denies it
         return _deny_on_error(f"PreToolUse hook failed on a gated call: {exc}")
     sys.stdout.write(json.dumps(decision) + "\n")
+    sys.stdout.flush()  # a decision that cannot be given is a failure, and denies
     return 0
