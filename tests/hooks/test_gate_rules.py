@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -432,3 +433,41 @@ def test_a_long_command_is_decided_long_before_claude_codes_timeout(
         assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     else:
         assert done.stdout == b""
+
+
+def test_the_no_match_path_imports_almost_nothing(ws: Path) -> None:
+    """It runs before every tool call Claude Code makes (benchmark row (f)): the standard
+    library's re and fnmatch, and four small modules of loopkit's own; no json, no TOML.
+    A word a default rule needs costs the JSON; a config that may hold a gate, the config."""
+    plain = '[escalation]\nchannel = "none"\n'
+    for config, command, cost in (
+        (plain, "pytest -q", set()),
+        (plain, "rm -r build", {"json"}),
+        (
+            plain + "# delegated to ana\n",
+            "pytest -q",
+            {"json", "loopkit.config", "tomllib", "pathlib"},
+        ),
+    ):
+        (ws / "loopkit.toml").write_text(config)
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", str(LOOPKIT), "hook", "claude", "pretooluse"],
+            input=_raw(ws, "Bash", {"command": command}),
+            cwd=ws,
+            capture_output=True,
+            timeout=30,
+            env=clean_env(),
+        )
+        assert done.returncode == 0 and done.stdout == b"", done.stderr
+        imported = {
+            line.split("|")[-1].strip()
+            for line in done.stderr.decode().splitlines()
+            if line.startswith("import time:")
+        }
+        assert not imported & {"click", "pathlib", "tomllib", "json", "loopkit.config"} - cost
+        assert cost <= imported, (command, cost)
+        if not cost:
+            assert {name for name in imported if name.startswith("loopkit")} == {
+                "loopkit", "loopkit.main", "loopkit.hooks", "loopkit.discover",
+                "loopkit.hooks.rules", "loopkit.hooks.pretooluse",
+            }  # fmt: skip
