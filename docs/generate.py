@@ -486,7 +486,7 @@ def configuration_page() -> str:
                 "The default `rules` (from `loopkit/hooks/rules.py`), each under the label "
                 "a human sees when it holds a call:\n\n```text\n"
             )
-            out.append("\n".join(f"# {label}\n{rule}" for label, rule in rules.DEFAULTS))
+            out.append("\n".join(f"# {label}\n{rule}" for label, _, rule in rules.DEFAULTS))
             out.append("\n```\n\n")
             out.append(
                 "The default `protect`: "

@@ -18,7 +18,7 @@ import re
 import sys
 
 from loopkit import discover
-from loopkit.hooks.rules import Rules, match
+from loopkit.hooks.rules import WORDS, Rules, match
 
 MAX_INPUT = 8 * 1024 * 1024
 
@@ -33,13 +33,12 @@ def _deny_on_error(message: str) -> int:
 
 
 # With the default rules, a call can only match if one of these is in it. Every tool a
-# default rule names, and a word each default Bash rule needs at the start of a word (a
-# prefix is enough: `rmdir` is parsed too), or a protected path's.
+# default rule names, and a word each default Bash rule needs at the start of a word (the
+# rules' own :data:`~loopkit.hooks.rules.WORDS`; a prefix is enough: `rmdir` is read too),
+# or a protected path's.
 _GATED_TOOL = re.compile(rb'"tool_name"\s*:\s*"(Bash|Write|Edit|MultiEdit|NotebookEdit)"')
 _BASH_WORDS = re.compile(
-    rb"(?i)\b(?:rm|find|dd|mkfs|shred|drop|truncate|delete|aws|gsutil|gcloud|push|reset|clean"
-    rb"|branch|publish|upload|release|sendmail|mail|mutt|msmtp|terraform|tofu|kubectl|helm"
-    rb"|curl|wget)"
+    rb"(?i)\b(?:" + b"|".join(sorted({w.encode() for ws in WORDS.values() for w in ws})) + rb")"
 )
 _PATH_WORDS = re.compile(rb"(?i)\.env|\.pem|\.key|migrations")
 

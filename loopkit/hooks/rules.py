@@ -56,66 +56,73 @@ def _git(verb: str) -> str:
 
 _SHELL = r"(?:\b(?:(?:ba|z|da|k|fi)?sh|source|eval|python[0-9.]*|perl|ruby|node)|(?<![\w/.-])\.)"
 _FETCH = r"(?:curl|wget)\b"
-DEFAULTS: tuple[tuple[str, str], ...] = (
+# (label, words — a match holds one of them at the start of a word —, expression)
+DEFAULTS: tuple[tuple[str, str, str], ...] = (
     # deleting data
-    ("rm -r -f", _first(r"\brm\s") + _has(_flag("r", "r"), _flag("f", "f"))),
-    ("find -delete", _first(r"\bfind\s") + _has(r"-(?:delete|exec(?:dir)?\s+rm)\b")),
-    ("dd of=/dev/…", _first(r"\bdd\s")
+    ("rm -r -f", "rm", _first(r"\brm\s") + _has(_flag("r", "r"), _flag("f", "f"))),
+    ("find -delete", "find", _first(r"\bfind\s") + _has(r"-(?:delete|exec(?:dir)?\s+rm)\b")),
+    ("dd of=/dev/…", "dd", _first(r"\bdd\s")
      + _has(r"""of=["']?/dev/(?!null\b|zero\b|stdout\b|stderr\b|fd/)""")),
-    ("mkfs", r"(?<![\w.-])mkfs(?:\.\w+)?(?=\s|$)"),
-    ("shred", r"(?<![\w.-])shred\s"),
-    ("SQL DROP", r"\bdrop\s+(?:table|database|schema|view|index|keyspace|collection)\b"),
-    ("SQL TRUNCATE", r"\btruncate\s+(?!-)"),  # not coreutils' truncate -s
+    ("mkfs", "mkfs", r"(?<![\w.-])mkfs(?:\.\w+)?(?=\s|$)"),
+    ("shred", "shred", r"(?<![\w.-])shred\s"),
+    ("SQL DROP", "drop", r"\bdrop\s+(?:table|database|schema|view|index|keyspace|collection)\b"),
+    ("SQL TRUNCATE", "truncate", r"\btruncate\s+(?!-)"),  # not coreutils' truncate -s
     # up to the statement's end, or the next DELETE (which is looked at on its own)
-    ("SQL DELETE without WHERE",
+    ("SQL DELETE without WHERE", "delete",
      r"""\bdelete\s+from\s(?:(?!\b(?:where|delete)\b)[^;'"])*(?:[;'"]|$)"""),
-    ("aws s3 rm --recursive", _first(r"\baws\s", r"(?<=\s)s3\s+rm\s") + _has("--recursive" + _END)
+    ("aws s3 rm --recursive", "aws",
+     _first(r"\baws\s", r"(?<=\s)s3\s+rm\s") + _has("--recursive" + _END)
      + "|" + _first(r"\baws\s", r"(?<=\s)s3\s+rb\s") + _has("--force" + _END)),
-    ("gsutil rm -r", _first(r"\b(?:gsutil|gcloud\s+storage)\s", r"(?<=\s)rm\s")
-     + _has(_flag("r", "recursive"))),
+    ("gsutil rm -r", "gsutil gcloud",
+     _first(r"\b(?:gsutil|gcloud\s+storage)\s", r"(?<=\s)rm\s") + _has(_flag("r", "recursive"))),
     # rewriting shared history
-    ("git push --force / --delete / +ref", _git("push")
+    ("git push --force / --delete / +ref", "push", _git("push")
      + rf"""(?={_ARGS}(?:{_flag("[fd]", "(?:for|de|mi|pru)")}|["']?[+:][^\s:]))"""),
-    ("git reset --hard", _git("reset") + _has("--hard" + _END)),
-    ("git clean -f", _git("clean") + _has(_flag("f", "force"))),
-    ("git branch -D", _git("branch") + rf"(?:(?={_ARGS}-[a-z]*(?-i:D))"
+    ("git reset --hard", "reset", _git("reset") + _has("--hard" + _END)),
+    ("git clean -f", "clean", _git("clean") + _has(_flag("f", "force"))),
+    ("git branch -D", "branch", _git("branch") + rf"(?:(?={_ARGS}-[a-z]*(?-i:D))"
      + rf"|{_has(_flag('(?-i:d)', 'delete'), _flag('f', 'force'))})"),
     # publishing and sending
-    ("publish a package",
+    ("publish a package", "publish upload push",
      _first(r"\b(?:npm|pnpm|yarn|cargo|poetry|uv|hatch|flit)\s") + _has(r"publish\b")
      + "|" + _first(r"\btwine\s") + _has(r"upload\b") + r"|\bgem\s+push\b"),
-    ("gh release create", _first(r"\bgh\s") + _has(r"release\s+(?:create|upload|delete)\b")),
-    ("sendmail / mail", r"\b(?:sendmail|mailx|mutt|msmtp)\b"
+    ("gh release create", "release",
+     _first(r"\bgh\s") + _has(r"release\s+(?:create|upload|delete)\b")),
+    ("sendmail / mail", "sendmail mail mutt msmtp", r"\b(?:sendmail|mailx|mutt|msmtp)\b"
      r"|(?:^|[;&|(`{\n]|\b(?:sudo|exec|xargs|env|nohup|time|then|do)\s)\s*"
      r"(?:\w+=[^\s;&|]*\s+)*(?:[^\s;&|]*/)?mail\s"),
     # infrastructure
-    ("terraform destroy", _first(r"\b(?:terraform|tofu)\s")
+    ("terraform destroy", "terraform tofu", _first(r"\b(?:terraform|tofu)\s")
      + "(?:" + _has(r"destroy\b") + "|" + _has(r"apply\b", r"--?destroy\b") + ")"),
-    ("kubectl delete", _first(r"\bkubectl\s") + _has(r"delete\b")),
-    ("helm uninstall", _first(r"\bhelm\s") + _has(r"(?:uninstall|delete|del|un)\b")),
+    ("kubectl delete", "kubectl", _first(r"\bkubectl\s") + _has(r"delete\b")),
+    ("helm uninstall", "helm", _first(r"\bhelm\s") + _has(r"(?:uninstall|delete|del|un)\b")),
     # running remote code
-    ("curl | sh", _first(rf"\b{_FETCH}", seg="[^;&]")
+    ("curl | sh", "curl wget", _first(rf"\b{_FETCH}", seg="[^;&]")
      + r"(?=[^;&]*\|\s*(?:sudo\s+(?:-[^\s;&|]+\s+)*)?(?:env\s+)?"
      r"(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node)\b)"),
-    ("sh -c \"$(curl …)\" / sh <(curl …)",
+    ("sh -c \"$(curl …)\" / sh <(curl …)", "curl wget",
      _first(_SHELL + r"\s") + rf"(?={_SEG}*?(?:\$\(|<\(|`)\s*{_FETCH})"),
 )  # fmt: skip
-DEFAULT_RULES = tuple(pattern for _, pattern in DEFAULTS)
-LABELS = {pattern: label for label, pattern in DEFAULTS}
+DEFAULT_RULES = tuple(pattern for _, _, pattern in DEFAULTS)
+LABELS = {pattern: label for label, _, pattern in DEFAULTS}
+# Compiling every default costs ~15 ms, more than the rest of the hook: an expression is
+# compiled only for a command that holds one of its words (the fast path's scan reads them).
+WORDS = {pattern: tuple(words.split()) for _, words, pattern in DEFAULTS}
 DEFAULT_PROTECT = (".env*", "*.pem", "*.key", "**/migrations/**")
 FILE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
               "NotebookEdit": "notebook_path"}  # fmt: skip
 
 
 class Rules:
-    """The compiled rules of one workspace; ``problems``: why its ``[gate]`` table was not
-    usable (the defaults apply, and a matched call is denied saying so)."""
+    """The rules of one workspace: ``commands``, expressions (compiled when first searched);
+    ``problems``: why its ``[gate]`` table was not usable (a matched call is denied saying
+    so)."""
 
     __slots__ = ("commands", "problems", "protect", "tools")
 
     def __init__(
         self,
-        commands: tuple[re.Pattern[str], ...],
+        commands: tuple[str, ...],
         tools: tuple[str, ...] = (),
         protect: tuple[str, ...] = DEFAULT_PROTECT,
         problems: tuple[str, ...] = (),
@@ -135,11 +142,10 @@ class Rules:
     ) -> Rules:
         patterns = list(DEFAULT_RULES) if rules is None or extend else []
         patterns += list(rules or [])
-        commands = [p for p in patterns if not p.startswith("tool:")]
+        commands = tuple(p for p in patterns if not p.startswith("tool:"))
         tools = tuple(p[5:] for p in patterns if p.startswith("tool:"))
-        compiled = tuple(re.compile(p, re.IGNORECASE) for p in commands)
         chosen = DEFAULT_PROTECT if protect is None else tuple(protect)
-        return cls(compiled, tools, chosen, problems)
+        return cls(commands, tools, chosen, problems)
 
 
 def _protected(path: str, cwd: str, globs: tuple[str, ...]) -> str | None:
@@ -168,9 +174,14 @@ def match(rules: Rules, tool_name: str, tool_input: object, cwd: str) -> str | N
     if tool_name == "Bash":
         command = tool_input.get("command")
         if isinstance(command, str):
+            # ASCII only: a non-ASCII letter can match an ASCII one case-insensitively.
+            folded = command.lower() if command.isascii() else None
             for pattern in rules.commands:
-                if pattern.search(command):
-                    return LABELS.get(pattern.pattern, pattern.pattern)
+                words = WORDS.get(pattern)
+                if words and folded is not None and not any(w in folded for w in words):
+                    continue
+                if re.search(pattern, command, re.IGNORECASE):
+                    return LABELS.get(pattern, pattern)
         return None
     key = FILE_TOOLS.get(tool_name)
     path = tool_input.get(key) if key else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopkit.hooks.pretooluse import _surely_ungated
-from loopkit.hooks.rules import Rules, match
+from loopkit.hooks.rules import DEFAULT_RULES, Rules, match
 
 from helpers import LOOPKIT, clean_env
 
@@ -393,9 +394,13 @@ def test_the_fast_path_never_waves_through_what_the_defaults_stop(
     ws: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
     """Over generated commands, non-ASCII ones included as Claude Code sends them (UTF-8,
-    unescaped), with letters a case-insensitive rule folds to ASCII ones."""
+    unescaped), with letters a case-insensitive rule folds to ASCII ones; what stops a call
+    is every default expression searched, none skipped."""
     monkeypatch.chdir(ws)
-    if match(DEFAULTS, "Bash", {"command": command}, str(ws)) is not None:
+    stopped = any(re.search(rule, command, re.IGNORECASE) for rule in DEFAULT_RULES)
+    # match() searches only the rules whose words the command holds: the same answer.
+    assert (match(DEFAULTS, "Bash", {"command": command}, str(ws)) is not None) == stopped
+    if stopped:
         payload = json.loads(_raw(ws, "Bash", {"command": command}))
         raw = json.dumps(payload, ensure_ascii=False).encode()
         assert not _surely_ungated(raw, None), command
