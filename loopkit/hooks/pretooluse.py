@@ -95,7 +95,9 @@ def may_hold_gate(workspace: str) -> bool:
     try:
         if not _regular(fd):
             return True
-        text = os.read(fd, SCAN_LIMIT + 1)
+        text = b""
+        while len(text) <= SCAN_LIMIT and (chunk := os.read(fd, SCAN_LIMIT + 1 - len(text))):
+            text += chunk  # a read may return less than asked (FUSE, NFS)
     finally:
         os.close(fd)
     return len(text) > SCAN_LIMIT or _MAY_NAME_GATE.search(text) is not None
