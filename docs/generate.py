@@ -487,8 +487,12 @@ def configuration_page() -> str:
             )
         out.append(table(("key", "value", "default", "what"), rows) + "\n")
         if table_name == "gate":
-            out.append("The default `rules` (from `loopkit/hooks/rules.py`):\n\n```text\n")
-            out.append("\n".join(rules.DEFAULT_RULES) + "\n```\n\n")
+            out.append(
+                "The default `rules` (from `loopkit/hooks/rules.py`), each under the label "
+                "a human sees when it holds a call:\n\n```text\n"
+            )
+            out.append("\n".join(f"# {label}\n{rule}" for label, _, rule in rules.DEFAULTS))
+            out.append("\n```\n\n")
             out.append(
                 "The default `protect`: "
                 + ", ".join(code(glob) for glob in rules.DEFAULT_PROTECT)

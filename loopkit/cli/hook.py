@@ -74,16 +74,21 @@ def notification(app: App) -> int:
 @click.option("--user", is_flag=True, help="Into ~/.claude/settings.json (every project).")
 @click.pass_obj
 def install(app: App, agent: str, user: bool) -> int:
-    """Merge loopkit's hooks into Claude Code's settings: idempotent, other hooks kept."""
+    """Merge loopkit's hooks into Claude Code's settings: idempotent, other hooks kept.
+
+    The commands name this loopkit by its absolute path (a hook Claude Code cannot find
+    exits 127, and Claude Code lets the call through); loopkit's entries written before
+    are updated to it. `loopkit doctor` runs each one.
+    """
     from loopkit.hooks.install import install as do_install
     from loopkit.hooks.install import settings_path
 
     path = settings_path(app.root, user)
-    added = do_install(path)
-    if not added:
+    changed = do_install(path)
+    if not changed:
         click.echo(f"{path}: loopkit's hooks are there already; nothing changed")
-    for line in added:
-        click.echo(f"{path}: added {line}")
+    for line in changed:
+        click.echo(f"{path}: {line}")
     return EXIT_OK
 
 

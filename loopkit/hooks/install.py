@@ -3,44 +3,79 @@
 Merged into ``.claude/settings.json`` (or ``~/.claude/settings.json``): other settings and
 other hooks are kept as they are, an entry already there is not added twice, and what
 changed is returned for printing. The file is written atomically.
+
+The command names the installed ``loopkit`` by its absolute path (:func:`program`). Claude
+Code runs a hook's command in a shell with its own PATH; a bare ``loopkit`` that PATH lacks
+exits 127, which Claude Code's hooks reference
+(https://docs.anthropic.com/en/docs/claude-code/hooks, "Exit code output") makes a
+non-blocking error: the call proceeds, and the gate fails open. An entry of loopkit's
+written before (a bare ``loopkit``, or another install's path) is rewritten in place.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 from loopkit import atomicfile, readfile
 from loopkit.errors import ConfigError, WorkspaceError
 
-PRETOOLUSE = "loopkit hook claude pretooluse"
-NOTIFICATION = "loopkit hook claude notification"
 MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*"
-
-ENTRIES: dict[str, dict[str, Any]] = {
-    "PreToolUse": {
-        "matcher": MATCHER,
-        "hooks": [{"type": "command", "command": PRETOOLUSE, "timeout": 600}],
-    },
-    "Notification": {"hooks": [{"type": "command", "command": NOTIFICATION, "timeout": 30}]},
+# Claude Code's event → loopkit's hook command words (after the program) and the timeout.
+EVENTS: dict[str, tuple[tuple[str, ...], int]] = {
+    "PreToolUse": (("hook", "claude", "pretooluse"), 600),
+    "Notification": (("hook", "claude", "notification"), 30),
 }
+
+
+def program() -> list[str]:
+    """The words that start this very loopkit, absolute: the ``loopkit`` script that is
+    running (``sys.argv[0]``), else the one beside this interpreter, else
+    ``<python> -m loopkit``."""
+    me = sys.argv[0] if sys.argv else ""
+    if os.path.basename(me) == "loopkit" and os.path.isfile(me) and os.access(me, os.X_OK):
+        return [os.path.abspath(me)]
+    beside = os.path.join(os.path.dirname(sys.executable), "loopkit")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return [beside]
+    return [sys.executable, "-m", "loopkit"]
+
+
+def command(event: str, start: list[str] | None = None) -> str:
+    """The shell command of loopkit's hook for ``event``, started by ``start`` (default:
+    :func:`program`)."""
+    return shlex.join([*(start or program()), *EVENTS[event][0]])
+
+
+def ours(text: object) -> tuple[str, list[str]] | None:
+    """``(event, program words)`` when ``text`` is a command of loopkit's hooks (``loopkit
+    [-C DIR] hook claude <event>``, by any path, or ``<python> -m loopkit …``), else None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return None
+    for event, (tail, _) in EVENTS.items():
+        if len(words) > len(tail) and tuple(words[-len(tail) :]) == tail:
+            head = words[: -len(tail)]
+            if os.path.basename(head[0]) == "loopkit" or head[1:3] == ["-m", "loopkit"]:
+                return event, head
+    return None
 
 
 def settings_path(root: Path, user: bool) -> Path:
     return (Path.home() if user else root) / ".claude" / "settings.json"
 
 
-def _has(groups: list[Any], command: str) -> bool:
-    return any(
-        isinstance(group, dict)
-        and any(isinstance(h, dict) and h.get("command") == command for h in group.get("hooks", []))
-        for group in groups
-    )
-
-
-def install(path: Path) -> list[str]:
-    """Merge loopkit's hooks into ``path``; the list of what was added (empty: nothing)."""
+def install(path: Path, start: list[str] | None = None) -> list[str]:
+    """Merge loopkit's hooks into ``path``; the list of what was added or updated (empty:
+    nothing). ``start``: the words that start loopkit (default: :func:`program`)."""
+    start = start or program()
     settings: dict[str, Any] = {}
     if path.exists():
         try:
@@ -59,19 +94,51 @@ def install(path: Path) -> list[str]:
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError(f'{path}: "hooks" is not an object; fix it, then run this again')
-    added = []
-    for event, entry in ENTRIES.items():
+    changed = []
+    for event, (_, timeout) in EVENTS.items():
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise ConfigError(f"{path}: hooks.{event} is not a list; fix it, then run this again")
-        command = entry["hooks"][0]["command"]
-        if not _has(groups, command):
-            groups.append(json.loads(json.dumps(entry)))
-            added.append(f"{event}: {command}")
-    if added:
+        wanted = command(event, start)
+        found = False
+        for entry in _entries(groups):
+            seen = ours(entry.get("command"))
+            if seen is None or seen[0] != event:
+                continue
+            found = True
+            # Keep what follows the program (a -C DIR the user added); give it this program.
+            fresh = shlex.join([*start, *_options(seen[1]), *EVENTS[event][0]])
+            if entry["command"] != fresh:
+                changed.append(f"updated {event}: {entry['command']} -> {fresh}")
+                entry["command"] = fresh
+        if not found:
+            groups.append(_group(event, wanted, timeout))
+            changed.append(f"added {event}: {wanted}")
+    if changed:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomicfile.write_text(path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
         except OSError as exc:
             raise WorkspaceError(atomicfile.failure(exc, path)) from None
-    return added
+    return changed
+
+
+def _options(head: list[str]) -> list[str]:
+    """What follows the program in ``head`` (``-C DIR``)."""
+    skip = 3 if head[1:3] == ["-m", "loopkit"] else 1
+    return head[skip:]
+
+
+def _entries(groups: list[Any]) -> list[dict[str, Any]]:
+    return [
+        hook
+        for group in groups
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+        for hook in group["hooks"]
+        if isinstance(hook, dict)
+    ]
+
+
+def _group(event: str, text: str, timeout: int) -> dict[str, Any]:
+    group: dict[str, Any] = {"hooks": [{"type": "command", "command": text, "timeout": timeout}]}
+    return {"matcher": MATCHER, **group} if event == "PreToolUse" else group

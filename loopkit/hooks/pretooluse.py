@@ -1,13 +1,14 @@
 """``loopkit hook claude pretooluse``: Claude Code's PreToolUse hook (SPEC section 12).
 
 It runs before every tool call, so the path of a call that matches no rule imports only
-``json``, ``re``, ``fnmatch`` and loopkit's own standard-library helpers (``discover``,
-:mod:`~loopkit.hooks.rules`) and parses ``loopkit.toml`` only when it has a ``[gate]``
-table: no output, exit 0, about as fast as ``python -c pass``. A match goes to
+``re``, ``fnmatch`` and loopkit's own standard-library helpers (``discover``,
+:mod:`~loopkit.hooks.rules`) and parses ``loopkit.toml`` only when it may hold a gate table
+(:func:`may_hold_gate`): no output, exit 0, about as fast as ``python -c pass``. A match goes to
 :mod:`~loopkit.hooks.approve`, which asks for an approval bound to this exact call.
-Anything that goes wrong on a matched call — or on input that cannot be read, which could
-hide one — denies it (exit 2, one line on stderr): a broken gate never lets a P0 call
-through.
+Anything that goes wrong on a matched call, on input that cannot be read (which could hide
+one), or anywhere before the call is known to be ungated — a bug included — denies it (exit
+2, one line on stderr): a broken gate never lets a P0 call through. Claude Code takes any
+other exit, 1 for a traceback or 127 for a hook it cannot find, for "proceed".
 """
 
 from __future__ import annotations
@@ -17,21 +18,27 @@ import re
 import sys
 
 from loopkit import discover
-from loopkit.hooks.rules import Rules, match
+from loopkit.hooks.rules import WORDS, Rules, match
 
 MAX_INPUT = 8 * 1024 * 1024
 
 
 def _deny_on_error(message: str) -> int:
-    sys.stderr.write(f"loopkit: {message}; the call is denied\n")
+    try:
+        sys.stderr.write(f"loopkit: {message}; the call is denied\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass  # nowhere to say it: the exit still denies
     return 2
 
 
 # With the default rules, a call can only match if one of these is in it. Every tool a
-# default rule names, and the words every default Bash rule needs, or a protected path's.
+# default rule names, and a word each default Bash rule needs at the start of a word (the
+# rules' own :data:`~loopkit.hooks.rules.WORDS`; a prefix is enough: `rmdir` is read too),
+# or a protected path's.
 _GATED_TOOL = re.compile(rb'"tool_name"\s*:\s*"(Bash|Write|Edit|MultiEdit|NotebookEdit)"')
 _BASH_WORDS = re.compile(
-    rb"(?i)\b(rm|push|reset|clean|drop|truncate|terraform|kubectl|curl|wget)\b"
+    rb"(?i)\b(?:" + b"|".join(sorted({w.encode() for ws in WORDS.values() for w in ws})) + rb")"
 )
 _PATH_WORDS = re.compile(rb"(?i)\.env|\.pem|\.key|migrations")
 
@@ -54,44 +61,72 @@ def _surely_ungated(raw: bytes, explicit: str | None) -> bool:
         if not re.search(rb'"cwd"\s*:\s*"' + re.escape(os.fsencode(here)) + rb'"', raw):
             return False
         workspace = discover.find_workspace(None, cwd=here)
-    if "[gate]" in _toml_text(workspace):
+    if may_hold_gate(workspace):
         return False
     tool = _GATED_TOOL.search(raw)
     if tool is None:
         return True
-    words = _BASH_WORDS if tool.group(1) == b"Bash" else _PATH_WORDS
-    return words.search(raw.split(b'"tool_input"', 1)[-1]) is None
+    given = raw.split(b'"tool_input"', 1)[-1]
+    if tool.group(1) != b"Bash":
+        return _PATH_WORDS.search(given) is None
+    # The rules read the command as text, where a non-ASCII letter can match an ASCII one
+    # case-insensitively ("ſ" is an "s"): only ASCII is decided on its bytes.
+    return given.isascii() and _BASH_WORDS.search(given) is None
 
 
-def _toml_text(workspace: str) -> str:
+SCAN_LIMIT = 1 << 20
+# Every valid TOML spelling of a key named gate holds the word itself ([gate], [ "gate" ],
+# gate.rules, gate = {…}, 'gate') unless a basic string spells a letter as an escape.
+_MAY_NAME_GATE = re.compile(rb"gate|\\[uUx]")
+
+
+def may_hold_gate(workspace: str) -> bool:
+    """False only when ``loopkit.toml`` surely has no gate table: there is none, or its text
+    neither says ``gate`` nor holds an escape that could spell a letter of it (``\\u0067``).
+    Anything else — a file too long to scan, one that cannot be read, something other than
+    a file — says True: parse it, and :func:`load_rules` (``config.load``) says what is wrong.
+    """
     try:
         fd = os.open(os.path.join(workspace, "loopkit.toml"), os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
     except OSError:
-        return ""
+        return True
     try:
-        return os.read(fd, 1 << 20).decode("utf-8", "replace") if _regular(fd) else ""
+        if not _regular(fd):
+            return True
+        text = b""
+        while len(text) <= SCAN_LIMIT and (chunk := os.read(fd, SCAN_LIMIT + 1 - len(text))):
+            text += chunk  # a read may return less than asked (FUSE, NFS)
     finally:
         os.close(fd)
+    return len(text) > SCAN_LIMIT or _MAY_NAME_GATE.search(text) is not None
 
 
 def load_rules(workspace: str) -> Rules:
-    """``[gate]`` from the workspace's loopkit.toml, else the defaults. A
-    broken table keeps the defaults and remembers why (said on a match)."""
-    if "[gate]" not in _toml_text(workspace):
+    """``[gate]`` from the workspace's loopkit.toml (any valid spelling), else the defaults.
+
+    A file that does not load keeps the valid part of its table — a typo in ``[loop]`` does
+    not drop the user's own rules — and remembers why (said on a match, which is denied).
+    A table that is itself unusable leaves the defaults.
+    """
+    if not may_hold_gate(workspace):
         return Rules.build()
     from pathlib import Path
 
     from loopkit import config
     from loopkit.errors import ConfigError
 
+    problems: tuple[str, ...] = ()
     try:
         loaded = config.load(Path(workspace))
     except ConfigError as exc:
-        return Rules(Rules.build().commands, problems=(str(exc),))
+        problems = (str(exc),)
+        loaded = config.load(Path(workspace), lenient=True)
     gate = loaded.gate
     rules = list(gate.rules) if gate.rules is not None else None
     protect = list(gate.protect) if gate.protect is not None else None
-    return Rules.build(rules, protect, gate.extend_defaults)
+    return Rules.build(rules, protect, gate.extend_defaults, problems=problems)
 
 
 def _regular(fd: int) -> bool:
@@ -101,6 +136,29 @@ def _regular(fd: int) -> bool:
 
 
 def main(explicit: str | None = None) -> int:
+    """The hook's exit: 0 — no output (the call goes ahead) or Claude Code's decision JSON on
+    stdout — or 2, denied, with one line on stderr. Whatever goes wrong, a bug included,
+    denies: Claude Code's hooks reference makes any other exit (1 for a traceback) a
+    non-blocking error, and the call would run."""
+    try:
+        return _main(explicit)
+    except BaseException as exc:  # even KeyboardInterrupt: exit 2, never 1
+        _quiet_stdout()
+        return _deny_on_error(f"PreToolUse hook failed ({type(exc).__name__}: {exc})")
+
+
+def _quiet_stdout() -> None:
+    """Drop what could not be written to stdout: flushing it again at exit would fail, and
+    Python would exit 120 instead of 2."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
+def _main(explicit: str | None) -> int:
     raw = sys.stdin.buffer.read(MAX_INPUT)
     try:
         if _surely_ungated(raw, explicit):
@@ -130,9 +188,10 @@ def main(explicit: str | None = None) -> int:
         from loopkit.hooks.approve import decide
 
         if rules.problems:
-            return _deny_on_error(f"{rules.problems[0]} (fix loopkit.toml's [gate] table)")
+            return _deny_on_error(f"{rules.problems[0]} (fix loopkit.toml to let gated calls ask)")
         decision = decide(workspace, event, hit)
     except Exception as exc:  # any failure on a matched call denies it
         return _deny_on_error(f"PreToolUse hook failed on a gated call: {exc}")
     sys.stdout.write(json.dumps(decision) + "\n")
+    sys.stdout.flush()  # a decision that cannot be given is a failure, and denies
     return 0

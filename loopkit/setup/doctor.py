@@ -230,11 +230,24 @@ def _workspace_findings(config: Config) -> list[Finding]:
     return found
 
 
+def _hook_findings(root: Path) -> list[Finding]:
+    """loopkit's Claude Code hooks, each run once as Claude Code runs it: one that cannot
+    start exits 127, and Claude Code lets the call through."""
+    from loopkit.hooks import health
+
+    found = []
+    for hook in health.installed(health.settings_files(root, Path.home())):
+        result = health.check(hook, root)
+        found.append(Finding("ok" if result.ok else "problem", "hook", result.text))
+    return found
+
+
 def diagnose(root: Path) -> list[Finding]:
     config, found = _config_findings(root)
     if config is None:
         return found
     found += _channel_findings(config) + _workspace_findings(config) + _loop_findings(config)
+    found += _hook_findings(config.workspace)
     if config.channels.fleet_dsn:
         from loopkit.fleet import schema
 

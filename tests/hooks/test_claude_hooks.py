@@ -4,9 +4,15 @@ shapes), the installed ``loopkit`` as the command, decisions on stdout."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import claudecode
+
+from loopkit.hooks.install import install, ours, program
 
 from fakeserver import FakeServer
 from helpers import LOOPKIT, clean_env, loopkit, phone_env, wait_until, write_config
@@ -239,10 +245,77 @@ def test_install_merges_keeps_other_hooks_and_is_idempotent(ws: Path) -> None:
     data = json.loads(settings.read_text())
     assert data["model"] == "x" and data["hooks"]["PreToolUse"][0] == mine
     commands = [h["command"] for g in data["hooks"]["PreToolUse"] for h in g["hooks"]]
-    assert commands == ["./audit.sh", "loopkit hook claude pretooluse"]
+    assert commands == ["./audit.sh", f"{LOOPKIT} hook claude pretooluse"]
     assert (
         data["hooks"]["Notification"][0]["hooks"][0]["command"]
-        == "loopkit hook claude notification"
+        == f"{LOOPKIT} hook claude notification"
     )
     second = loopkit("-C", str(ws), "hook", "install", "claude")
     assert "nothing changed" in second.stdout and json.loads(settings.read_text()) == data
+
+
+def _force_push(ws: Path) -> dict[str, object]:
+    return event(ws, "Bash", {"command": "git push --force origin main"})
+
+
+def test_the_installed_hook_holds_a_call_whatever_claude_codes_path(ws: Path) -> None:
+    """The attack: `hook install` wrote a bare `loopkit`; Claude Code started where PATH lacks
+    the venv got exit 127 from the hook — a non-blocking error — and ran the force-push."""
+    write_config(ws, '[escalation]\nchannel = "none"\n[hooks]\nwait = "0s"\n')
+    assert loopkit("-C", str(ws), "hook", "install", "claude").returncode == 0
+    settings = ws / ".claude" / "settings.json"
+    env = clean_env(PATH="/usr/bin:/bin")  # no venv on it
+    verdict, reason = claudecode.pretooluse(settings, _force_push(ws), cwd=ws, env=env)
+    assert verdict == "deny", reason
+    quiet = event(ws, "Bash", {"command": "pytest -q"})
+    assert claudecode.pretooluse(settings, quiet, cwd=ws, env=env) == ("proceed", "")
+
+
+def test_install_rewrites_loopkits_earlier_entries_to_the_absolute_path(ws: Path) -> None:
+    settings = ws / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}
+    old = {"type": "command", "command": "loopkit -C /srv/ws hook claude pretooluse", "timeout": 99}
+    gone = "/gone/venv/bin/loopkit hook claude notification"
+    settings.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [mine, {"matcher": "Bash", "hooks": [old]}],
+                    "Notification": [{"hooks": [{"type": "command", "command": gone}]}],
+                }
+            }
+        )
+    )
+    done = loopkit("-C", str(ws), "hook", "install", "claude")
+    assert done.returncode == 0 and done.stdout.count("updated") == 2, done.stdout
+    data = json.loads(settings.read_text())
+    pre = [h for g in data["hooks"]["PreToolUse"] for h in g["hooks"]]
+    assert pre == [
+        mine["hooks"][0],
+        {
+            "type": "command",
+            "command": f"{LOOPKIT} -C /srv/ws hook claude pretooluse",
+            "timeout": 99,
+        },
+    ]
+    [note] = [h for g in data["hooks"]["Notification"] for h in g["hooks"]]
+    assert note["command"] == f"{LOOPKIT} hook claude notification"
+    again = loopkit("-C", str(ws), "hook", "install", "claude")
+    assert "nothing changed" in again.stdout and json.loads(settings.read_text()) == data
+
+
+def test_install_names_the_program_that_starts_this_loopkit(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    start = [sys.executable, "-m", "loopkit"]
+    assert install(path, start) == [
+        f"added PreToolUse: {shlex.join(start)} hook claude pretooluse",
+        f"added Notification: {shlex.join(start)} hook claude notification",
+    ]
+    assert ours(f"{shlex.join(start)} hook claude pretooluse") == ("PreToolUse", start)
+    assert ours("'/opt/my tools/loopkit' hook claude notification") == (
+        "Notification",
+        ["/opt/my tools/loopkit"],
+    )
+    assert ours("./audit.sh hook claude pretooluse") is None
+    assert os.path.isabs(program()[0])

@@ -1,0 +1,67 @@
+"""``loopkit doctor`` runs each of loopkit's installed Claude Code hooks once: one that cannot
+start exits 127, which Claude Code takes for "proceed", so the gate is open."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from helpers import LOOPKIT, clean_env, loopkit, write_config
+
+
+def settings(folder: Path, *commands: str) -> Path:
+    path = folder / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    groups = [{"matcher": "Bash", "hooks": [{"type": "command", "command": c}]} for c in commands]
+    path.write_text(json.dumps({"hooks": {"PreToolUse": groups}}))
+    return path
+
+
+def doctor(ws: Path, home: Path, **env: str) -> tuple[int, list[str]]:
+    done = loopkit("-C", str(ws), "doctor", env=clean_env(HOME=str(home), **env))
+    return done.returncode, [line for line in done.stdout.splitlines() if " hook: " in line]
+
+
+def test_a_hook_that_cannot_start_is_a_problem_with_its_fix(ws: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    settings(ws, "/gone/venv/bin/loopkit hook claude pretooluse", "./audit.sh")
+    settings(home, f"{LOOPKIT} -C /nowhere hook claude pretooluse")  # ~/.claude: every project
+    code, lines = doctor(ws, home)
+    assert code == 1
+    assert len(lines) == 2, lines  # loopkit's own only: ./audit.sh is not run
+    gone, nowhere = lines
+    assert gone.startswith("problem") and "/gone/venv/bin/loopkit" in gone
+    assert "exited 127" in gone and "every call goes ahead unchecked" in gone
+    assert "run `loopkit hook install claude`" in gone
+    assert str(home / ".claude" / "settings.json") in nowhere
+    assert "exited 2" in nowhere and "every call is denied" in nowhere
+
+
+def test_a_bare_loopkit_is_a_problem_even_where_this_path_finds_it(
+    ws: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    settings(ws, "loopkit hook claude pretooluse")
+    here = f"{LOOPKIT.parent}{os.pathsep}{os.environ['PATH']}"
+    code, [line] = doctor(ws, home, PATH=here)  # it runs here
+    assert code == 1 and line.startswith("problem")
+    assert "without a path" in line and "exits 127" in line
+    code, [line] = doctor(ws, home, PATH="/usr/bin:/bin")  # as Claude Code may start it
+    assert code == 1 and "exited 127" in line
+
+
+def test_installed_hooks_run_and_the_probe_asks_nothing(ws: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_config(ws, '[escalation]\nchannel = "none"\n')
+    assert loopkit("-C", str(ws), "hook", "install", "claude").returncode == 0
+    code, lines = doctor(ws, home)
+    assert code == 0, lines
+    assert [line.split(": ", 2)[1].split()[-1] for line in lines] == ["PreToolUse", "Notification"]
+    assert all(line.startswith("ok") and str(LOOPKIT) in line for line in lines)
+    assert "a call no rule holds goes ahead" in lines[0] and "--version" in lines[1]
+    # A gate that holds every tool: the probe falls back to --version and asks nothing.
+    write_config(ws, '[escalation]\nchannel = "none"\n[gate]\nrules = ["tool:*", "."]\n')
+    code, lines = doctor(ws, home)
+    assert code == 0 and "--version answers" in lines[0], lines
+    assert not (ws / "requests").exists() and not (ws / "BLOCKED.md").exists()
