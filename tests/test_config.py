@@ -119,3 +119,14 @@ def test_durations(value: object, seconds: float) -> None:
 def test_bad_durations(value: object) -> None:
     with pytest.raises(ValueError):
         config.parse_duration(value)
+
+
+def test_a_hook_wait_at_or_past_the_hooks_timeout_is_refused(tmp_path: Path) -> None:
+    """Claude Code stops a hook after the timeout `hook install` writes (600 s) and lets the
+    call run: a wait that long would open the gate it is meant to hold."""
+    for wait in ('"600s"', '"10m"', "900"):
+        (tmp_path / "loopkit.toml").write_text(f"[hooks]\nwait = {wait}\n")
+        with pytest.raises(config.ConfigError, match="the hook's timeout"):
+            config.load(tmp_path, environ={})
+    (tmp_path / "loopkit.toml").write_text('[hooks]\nwait = "590s"\n')
+    assert config.load(tmp_path, environ={}).hooks.wait == 590.0

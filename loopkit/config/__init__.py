@@ -183,7 +183,7 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
         "protect": config_values.strings,
         "extend_defaults": config_values.flag,
     },
-    "hooks": {"wait": config_values.parse_duration},
+    "hooks": {"wait": config_values.hook_wait},
     "fleet": {"dsn": config_values.fleet_dsn},
 }
 

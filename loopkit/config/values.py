@@ -61,6 +61,21 @@ def parse_size(value: object) -> int:
     return int(size)
 
 
+HOOK_TIMEOUT = 600.0  # seconds: the timeout `loopkit hook install` gives Claude Code's hook
+
+
+def hook_wait(value: object) -> float:
+    """A duration below the hook's own timeout (600 s): Claude Code stops a hook that runs
+    longer and then lets the held call run — a wait that long would open the gate."""
+    seconds = parse_duration(value)
+    if seconds >= HOOK_TIMEOUT:
+        raise ValueError(
+            f"{value!r} is not below {HOOK_TIMEOUT:g} s, the hook's timeout: Claude Code would "
+            "stop the hook and let the call run; use at most 590s"
+        )
+    return seconds
+
+
 def command(value: object) -> Command:
     """A command: a string (run by ``/bin/sh -c``) or a list of strings (argv, no shell)."""
     if isinstance(value, str):
