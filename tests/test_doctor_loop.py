@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,7 +55,7 @@ SHELL_SYNTAX = [
     "VAR=x ls",
     "exec ls",
     "cd sub && ls",
-    "time ls",
+    "time ls" if shutil.which("time") else "exec ls",  # dash's `time` is GNU time's
     "nice ls",
     "env A=1 ls",
     "command -v no-such-tool-x",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,6 +29,9 @@ def place(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         path.write_text("#!/bin/sh\nexit 0\n")
         path.chmod(0o755)
     (ws / "noexec.sh").write_text("#!/bin/sh\nexit 0\n")
+    if shutil.which("time") is None:  # dash has no `time` of its own: GNU time's part
+        (tools / "time").write_text('#!/bin/sh\n[ "$1" = -p ] && shift\nexec "$@"\n')
+        (tools / "time").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("BASH_ENV", "ENV", "CDPATH")}
     env["PATH"] = f"{tools}:{os.environ.get('PATH', os.defpath)}"
     return ws, env
