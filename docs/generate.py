@@ -264,8 +264,10 @@ def _anchor(path: tuple[str, ...]) -> str:
 # What each key means: prose for a human. The generator refuses to run when a key of the
 # schema has no line here, or a line here names no key.
 MEANINGS: dict[tuple[str, str], str] = {
-    ("loop", "agent"): "The agent command. `loopkit run` needs it (exit 78 before the first "
-    "iteration without it).",
+    ("loop", "agent"): "The agent command. `loopkit run` needs it, and checks at start that "
+    "the programs of agent, verify, done and preflight are there: exit 78 before the first "
+    "iteration, naming a missing one (shell syntax such as `!`, `if`, `( … )`, `VAR=x cmd` "
+    "is read as `/bin/sh` reads it; `loopkit doctor` runs the same check).",
     ("loop", "verify"): "Exit 0 = the iteration passed. Absent: every iteration passes.",
     ("loop", "done"): "Exit 0 = the loop is finished (`loopkit run` exits 0).",
     ("loop", "pause"): "The wait between iterations.",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +21,8 @@ def loop_problems(ws: Path) -> list[str]:
 def test_a_sound_loop_has_no_loop_problems(ws: Path) -> None:
     (ws / "PLAN.md").write_text("- [ ] a task\n")
     (ws / "loopkit.toml").write_text(
-        f'[loop]\nagent = ["{sys.executable}", "-c", "pass"]\nverify = "FOO=1 true && pytest"\n'
+        f'[loop]\nagent = ["{sys.executable}", "-c", "pass"]\n'
+        f'verify = "FOO=1 true && {sys.executable} -m pytest"\n'
         'done = "test -f DONE"\ntask_file = "PLAN.md"\npreflight = ["sh -c true"]\n'
     )
     assert loop_problems(ws) == []
@@ -40,6 +43,49 @@ def test_each_loop_problem_is_named_with_its_fix(ws: Path, monkeypatch: pytest.M
     assert any("required_env not set now: STRIPE_KEY_FOR_TEST" in p for p in problems)
     monkeypatch.setenv("STRIPE_KEY_FOR_TEST", "x")
     assert not any("required_env" in p for p in loop_problems(ws))
+
+
+# What `sh -c` runs without a complaint, shell syntax and prefixes included: doctor (and run)
+# must not call any of it "not found".
+SHELL_SYNTAX = [
+    "! grep -q x PLAN.md",
+    "if true; then echo; fi",
+    "( cd sub && ls )",
+    "{ ls; true; }",
+    "VAR=x ls",
+    "exec ls",
+    "cd sub && ls",
+    "time ls" if shutil.which("time") else "exec ls",  # dash's `time` is GNU time's
+    "nice ls",
+    "env A=1 ls",
+    "command -v no-such-tool-x",
+    "sh -c 'exit 0'",
+    ":",
+    "cd sub",
+    "[ -f PLAN.md ]",
+    "while false; do no-such-tool-x; done",
+]
+
+
+@pytest.mark.parametrize("command", SHELL_SYNTAX)
+def test_shell_syntax_is_not_called_not_found(ws: Path, command: str) -> None:
+    (ws / "sub").mkdir()
+    (ws / "PLAN.md").write_text("- [ ] a task\n")
+    (ws / "loopkit.toml").write_text(f"[loop]\nagent = {command!r}\nverify = {command!r}\n")
+    ran = subprocess.run(["/bin/sh", "-c", command], cwd=ws, capture_output=True, text=True)
+    assert "not found" not in ran.stderr  # sh runs it: nothing is missing
+    assert loop_problems(ws) == []
+
+
+def test_a_typo_behind_shell_syntax_is_named(ws: Path) -> None:
+    (ws / "sub").mkdir()
+    (ws / "loopkit.toml").write_text(
+        "[loop]\nagent = \"cd sub && claud-typo-x -p 'Read PROMPT.md'\"\n"
+        'done = "! grep -q x y; exec no-such-done-x"\n'
+    )
+    problems = loop_problems(ws)
+    assert any("agent: 'claud-typo-x' is not found on PATH" in p for p in problems)
+    assert any("done: 'no-such-done-x' is not found on PATH" in p for p in problems)
 
 
 def test_run_without_an_agent_exits_78_before_iteration_1(ws: Path) -> None:

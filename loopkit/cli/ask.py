@@ -131,24 +131,46 @@ def ask(
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.option("--wait", is_flag=True, help="Wait for the answer instead of exiting 2.")
 @click.option("--timeout", type=click.FloatRange(min=0), metavar="S", help="With --wait.")
+@click.option(
+    "--json", "as_json", is_flag=True,
+    help="Print the outcome as JSON on stdout; the command's own stdout goes to stderr.",
+)  # fmt: skip
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_obj
-def gate(app: App, wait: bool, timeout: float | None, command: tuple[str, ...]) -> int:
+def gate(
+    app: App, wait: bool, timeout: float | None, as_json: bool, command: tuple[str, ...]
+) -> int:
     """Run COMMAND only once a human approved this exact command (argv + folder).
 
     The first call asks for approval (BLOCKED.md, the message) and exits 2; once approved,
     the next call runs it and exits with its code. Rejected: exit 3, not run. A changed
     command is a new request; an approval is used once.
+
+    \b
+    Exit: 2 waiting for approval (not run) · 3 rejected, changes requested or
+    expired (not run) · 127 approved but it cannot start · otherwise the command's
+    own exit code. A command that exits 2, 3 or 127 itself looks the same, so
+    scripts that must tell them apart use --json: stdout is then one object,
+    {"state": "waiting"|"rejected"|"ran"|"cannot_run", "exit": N,
+     "request_id": ID, "message": TEXT}, the command's stdout goes to stderr,
+    and the exit code is unchanged.
     """
     from loopkit.escalation.gate import gate as do_gate
 
     config = app.config()
     app.register()
     result = do_gate(
-        config, list(command), cwd=os.getcwd(), wait=wait, timeout=timeout,
+        config,
+        list(command),
+        cwd=os.getcwd(),
+        wait=wait,
+        timeout=timeout,
         escalator=app.escalator(config),
-    )  # fmt: skip
+        stdout=2 if as_json else None,  # with --json, stdout is the outcome's alone
+    )
     click.echo(f"loopkit: gate: {result.message}", err=True)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
     return result.exit_code
 
 

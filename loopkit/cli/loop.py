@@ -26,9 +26,12 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
 
     \b
     Exit: 0 done (or --max-iterations reached) · 2 blocked (--exit-on-block)
-    3 aborted · 1 another supervisor holds this workspace · 130/143 interrupted.
+    3 aborted · 1 another supervisor holds this workspace · 130/143 interrupted
+    78 before the first iteration: no agent, a channel that reaches nobody, or a
+    program of agent / verify / done / preflight not found (named, with the fix).
     SIGHUP reloads loopkit.toml at the next iteration.
     """
+    from loopkit.config.programs import check_loop
     from loopkit.supervisor.loop import Options, Supervisor
 
     config = app.config(console_level="info")
@@ -42,6 +45,7 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
             f"no [loop] agent in {config.workspace / 'loopkit.toml'}; set the agent command "
             "(`loopkit init --agent …` writes one)"
         )
+    check_loop(config)  # a typo in a command is named now, not after three failed iterations
     app.register()
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
     return Supervisor(config, options=options, hubs=app.hubs, hub=app.store().hub).run()

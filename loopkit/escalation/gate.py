@@ -5,6 +5,10 @@ an approval of that same hash runs it, and an approval is used once. A changed c
 different argument, another folder) is a new request. While the request is open the gate
 exits 2 (blocked) — in a loop the agent's turn ends and the next turn's ``gate`` finds the
 answer — or, with ``wait``, it waits for the answer itself.
+
+Its exit code alone cannot tell every outcome apart — 2 is "waiting" and also a command
+that ran and exited 2 — so every result also names its :data:`GateState`, which
+``loopkit gate --json`` prints for scripts.
 """
 
 from __future__ import annotations
@@ -36,11 +40,29 @@ def command_hash(argv: Sequence[str], cwd: str) -> str:
     ).hexdigest()
 
 
+GateState = Literal["waiting", "rejected", "ran", "cannot_run"]
+"""What happened to the command: ``waiting`` (not run: no usable approval yet — asked now,
+still open, or its one use just taken by another call; call again), ``rejected`` (not run:
+rejected, changes requested, expired or lifted without an answer), ``ran`` (approved and
+run: the exit code is the command's own), ``cannot_run`` (approved, but it could not be
+started: not found or not executable)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GateResult:
+    state: GateState
     exit_code: int
     record: Request
     message: str
+
+    def to_dict(self) -> dict[str, object]:
+        """What ``loopkit gate --json`` prints."""
+        return {
+            "state": self.state,
+            "exit": self.exit_code,
+            "request_id": self.record.request_id,
+            "message": self.message,
+        }
 
 
 def _shown(argv: Sequence[str]) -> list[str]:
@@ -183,7 +205,11 @@ def gate(
     timeout: float | None = None,
     escalator: Escalator | None = None,
     store: RequestStore | None = None,
+    stdout: int | None = None,
 ) -> GateResult:
+    """Ask for, or use, the approval of ``argv`` run in ``cwd``, and run it once approved.
+    ``stdout``: where the command's standard output goes (a file descriptor; default: this
+    process's own)."""
     if not argv:
         raise BadInput("no command given: loopkit gate -- COMMAND [ARGS…]")
     escalator = escalator or Escalator(config, store=store)
@@ -197,13 +223,12 @@ def gate(
     )
     verdict = consume(escalator.store, record, digest)
     if verdict.state in ("open", "used"):
-        return GateResult(EXIT_BLOCKED, verdict.record, verdict.reason)
+        return GateResult("waiting", EXIT_BLOCKED, verdict.record, verdict.reason)
     if verdict.state == "denied":
-        return GateResult(EXIT_ABORTED, verdict.record, verdict.reason + "; not run")
+        return GateResult("rejected", EXIT_ABORTED, verdict.record, verdict.reason + "; not run")
     try:
-        code = subprocess.call(list(argv), cwd=cwd)
+        code = subprocess.call(list(argv), cwd=cwd, stdout=stdout)
     except OSError as exc:
-        return GateResult(
-            127, verdict.record, f"approved, but it cannot run: {exc.strerror}: {argv[0]!r}"
-        )
-    return GateResult(code, verdict.record, f"approved; ran it, exit {code}")
+        why = f"approved, but it cannot run: {exc.strerror}: {argv[0]!r}"
+        return GateResult("cannot_run", 127, verdict.record, why)
+    return GateResult("ran", code, verdict.record, f"approved; ran it, exit {code}")

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopkit import clock, fleet
 from loopkit.config import ChannelSettings
@@ -39,6 +39,9 @@ from loopkit.inbox.relay.poller import UpdatePoller
 from loopkit.log import get_logger
 from loopkit.requests.locate import Stores
 from loopkit.workspace.state import SupervisorLock
+
+if TYPE_CHECKING:
+    from loopkit.inbox.guard import ConnectionGuard
 
 log = get_logger("loopkit.serve")
 
@@ -158,16 +161,38 @@ class Retrier:
 
 
 class _Server:  # a thin uvicorn.Server that remembers the signal that stopped it
-    def __init__(self, sock: socket.socket, app: Any) -> None:
+    """uvicorn on ``sock``, its connections bounded and their request headers timed by a
+    :class:`~loopkit.inbox.guard.ConnectionGuard` (default: the limits this process's
+    RLIMIT_NOFILE allows)."""
+
+    def __init__(
+        self, sock: socket.socket, app: Any, *, guard: ConnectionGuard | None = None
+    ) -> None:
         import uvicorn
+
+        from loopkit.inbox.guard import LISTEN_QUEUE, ConnectionGuard, guarded, limits
 
         class Server(uvicorn.Server):
             @contextlib.contextmanager
             def capture_signals(self) -> Iterator[None]:
                 yield  # ours are installed by serve(): uvicorn must not re-raise them
 
+            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                await super().startup(sockets=sockets)
+                for listening in sockets or []:  # asyncio listened with the accept burst
+                    listening.listen(LISTEN_QUEUE)
+
         self.signal: int | None = None
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+        self.guard = guard if guard is not None else ConnectionGuard(limits())
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            http=guarded(self.guard),  # h11, whatever else is installed: the guard is h11's
+            ws="none",  # the inbox has no websockets; an upgrade would leave the guard
+            backlog=self.guard.limits.backlog,
+        )
         self.server = Server(config)
         self.sock = sock
 

@@ -7,8 +7,6 @@ changes anything and never sends a message; send-test sends exactly one.
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +15,8 @@ from typing import Literal
 
 from loopkit import channels, clock
 from loopkit.channels import Outcome
-from loopkit.config import Command, Config, load
+from loopkit.config import Config, load
+from loopkit.config.programs import loop_problems
 from loopkit.errors import ChannelError, ConfigError
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
@@ -79,52 +78,6 @@ def _channel_findings(config: Config) -> list[Finding]:
     return found
 
 
-_BUILTINS = frozenset(
-    [
-        "cd",
-        "exit",
-        "true",
-        "false",
-        "test",
-        "[",
-        "echo",
-        "export",
-        "set",
-        ":",
-        ".",
-        "source",
-        "exec",
-        "eval",
-        "command",
-        "printf",
-        "read",
-    ]
-)
-
-
-def _program(command: Command) -> str | None:
-    """The program a command runs (its first word past ``NAME=value`` assignments), or None
-    when that cannot be told without running it (a shell builtin, unbalanced quotes)."""
-    if isinstance(command, tuple):
-        return command[0]
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    while words and "=" in words[0] and not words[0].startswith(("/", ".", "=")):
-        words = words[1:]
-    if not words or words[0] in _BUILTINS or words[0][0] in "({$`":
-        return None
-    return words[0]
-
-
-def _found(program: str, root: Path) -> bool:
-    if "/" in program:
-        path = Path(program) if Path(program).is_absolute() else root / program
-        return path.is_file() and os.access(path, os.X_OK)
-    return shutil.which(program) is not None
-
-
 def _loop_findings(config: Config) -> list[Finding]:
     """The agent's, verify's, done's and preflight's programs, the task file, required_env."""
     loop = config.loop
@@ -132,14 +85,7 @@ def _loop_findings(config: Config) -> list[Finding]:
     if loop.agent is None:
         found.append(Finding("note", "loop", "no [loop] agent: `loopkit run` needs one "
                              "(`loopkit init --agent …` writes one)"))  # fmt: skip
-    named = [("agent", loop.agent), ("verify", loop.verify), ("done", loop.done)]
-    named += [("preflight", command) for command in loop.preflight]
-    for name, command in named:
-        program = _program(command) if command is not None else None
-        if program is not None and not _found(program, config.workspace):
-            found.append(Finding("problem", "loop", f"[loop] {name}: {program!r} is not found "
-                                 "(not on PATH, or not executable); install it or fix the "
-                                 f"command in {config.workspace / 'loopkit.toml'}"))  # fmt: skip
+    found += [Finding("problem", "loop", text) for text in loop_problems(config)]
     if loop.task_file and not (config.workspace / loop.task_file).is_file():
         text = f"[loop] task_file {loop.task_file!r} does not exist in {config.workspace}"
         found.append(Finding("problem", "loop", f"{text}; create it or fix the name"))

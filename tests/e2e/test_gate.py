@@ -121,3 +121,56 @@ def test_an_irreversible_ask_hints_the_word_an_ordinary_one_the_letter(ws: Path)
     rows = {r["request_id"]: r for r in listed}
     assert rows[p0["request_id"]]["answer"].endswith(f"--reply {WORD_HINT}")
     assert rows[plain["request_id"]]["answer"].endswith("--reply A")
+
+
+def gate_json(ws: Path, *command: str) -> tuple[int, dict[str, object], str]:
+    """``loopkit gate --json``: its exit code, the one JSON object on stdout, its stderr."""
+    done = loopkit("-C", str(ws), "gate", "--json", "--", *command, cwd=ws)
+    outcome = json.loads(done.stdout)  # stdout is the outcome and nothing else
+    assert isinstance(outcome, dict) and outcome["exit"] == done.returncode
+    return done.returncode, outcome, done.stderr
+
+
+def test_gate_json_tells_ran_and_exited_2_from_waiting(ws: Path) -> None:
+    command = ["sh", "-c", "echo the-command-spoke; exit 2"]
+    code, waiting, _ = gate_json(ws, *command)
+    assert (code, waiting["state"]) == (2, "waiting")
+    assert waiting["request_id"] == open_gate_request(ws)["request_id"]
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    code, ran, err = gate_json(ws, *command)
+    assert (code, ran["state"]) == (2, "ran") and ran["request_id"] == waiting["request_id"]
+    assert "the-command-spoke" in err  # the command's stdout went to stderr
+
+
+def test_gate_json_tells_ran_and_exited_3_from_rejected(ws: Path) -> None:
+    rejected = ["sh", "-c", "touch rejected.txt; exit 3"]
+    assert gate_json(ws, *rejected)[1]["state"] == "waiting"
+    assert loopkit("-C", str(ws), "unblock", "--reply", "reject: no").returncode == 0
+    code, outcome, _ = gate_json(ws, *rejected)
+    assert (code, outcome["state"]) == (3, "rejected") and "no" in str(outcome["message"])
+    assert not (ws / "rejected.txt").exists()
+    approved = ["sh", "-c", "touch approved.txt; exit 3"]
+    assert gate_json(ws, *approved)[1]["state"] == "waiting"
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    code, outcome, _ = gate_json(ws, *approved)
+    assert (code, outcome["state"]) == (3, "ran") and (ws / "approved.txt").exists()
+
+
+def test_gate_json_tells_cannot_start_from_ran_and_exited_127(ws: Path) -> None:
+    assert gate_json(ws, "no-such-program-xyz")[1]["state"] == "waiting"
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    code, outcome, _ = gate_json(ws, "no-such-program-xyz")
+    assert (code, outcome["state"]) == (127, "cannot_run")
+    assert gate_json(ws, "sh", "-c", "exit 127")[1]["state"] == "waiting"
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    code, outcome, _ = gate_json(ws, "sh", "-c", "exit 127")
+    assert (code, outcome["state"]) == (127, "ran")
+
+
+def test_gate_without_json_keeps_stdout_for_the_command(ws: Path) -> None:
+    command = ["sh", "-c", "echo the-command-spoke"]
+    first = gate(ws, *command)
+    assert first.returncode == 2 and first.stdout == ""
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    ran = gate(ws, *command)
+    assert ran.returncode == 0 and ran.stdout == "the-command-spoke\n"

@@ -42,3 +42,37 @@ def test_run_refuses_a_channel_that_cannot_reach_anyone(ws: Path) -> None:
         assert done.returncode == 78, done.stderr
         assert variable in done.stderr and "Traceback" not in done.stderr
     assert not runs(ws)  # refused before the first iteration
+
+
+def test_a_typo_in_the_agent_exits_78_before_iteration_1(ws: Path) -> None:
+    setup(ws, extra="agent = \"claud-typo-x -p 'Read PROMPT.md'\"")
+    done = lk(ws, "run")
+    assert done.returncode == 78, done.stderr
+    [line] = done.stderr.splitlines()  # one line: what, where, how to fix
+    assert "[loop] agent: 'claud-typo-x' is not found on PATH" in line
+    assert f"install it, or fix the command in {ws / 'loopkit.toml'}" in line
+    assert not runs(ws) and not (ws / "requests").exists()  # nothing ran, nobody was asked
+    assert not (ws / ".loopkit" / "state.json").exists()
+
+
+def test_each_missing_command_is_named(ws: Path) -> None:
+    setup(ws, extra='verify = "cd . && ./verify-typo.sh"')
+    done = lk(ws, "run")
+    assert done.returncode == 78
+    assert "[loop] verify: './verify-typo.sh' is not found (no such file in" in done.stderr
+    setup(ws, extra='done = ["no-such-done-x"]\npreflight = ["true", "no-such-probe-x --ping"]')
+    done = lk(ws, "run")
+    assert done.returncode == 78 and "[loop] done: 'no-such-done-x'" in done.stderr
+    assert "(and 1 more: `loopkit doctor` lists them)" in done.stderr
+    assert not runs(ws)
+
+
+def test_shell_syntax_starts_the_loop(ws: Path) -> None:
+    setup(
+        ws,
+        extra='agent = "! false && if true; then sh agent.sh; fi"\n'
+        "verify = \"( cd . && exit 0 )\"\ndone = 'VAR=x exec true'",
+    )
+    done = lk(ws, "run", "--max-iterations", "1")
+    assert done.returncode == 0, done.stderr
+    assert [run[0] for run in runs(ws)] == ["1"]

@@ -16,7 +16,6 @@ from helpers import (
     records,
     runs,
     setup,
-    write_config,
 )
 
 
@@ -60,12 +59,17 @@ def test_hanging_agent_hits_iteration_timeout(ws: Path) -> None:
     assert "killed after 0.5 s" in str(record["attempted"])
 
 
-def test_missing_agent_executable_is_a_counted_failure(ws: Path) -> None:
-    setup(ws, "max_verify_failures = 2")
-    write_config(
-        ws,
-        (ws / "loopkit.toml").read_text().replace('["/bin/sh", "agent.sh"]', '["no-such-agent-x"]'),
-    )
+def vanishing(ws: Path, name: str) -> str:
+    """An agent program there when `run` starts (a missing one is refused with exit 78
+    then: tests/e2e/test_run_refuses_to_start.py) and removed by the preflight before each
+    turn: the agent that cannot start at run time."""
+    (ws / name).write_text("#!/bin/sh\nexit 0\n")
+    (ws / name).chmod(0o755)
+    return f'agent = ["./{name}"]\npreflight = ["rm -f {name}"]'
+
+
+def test_an_agent_executable_gone_after_start_is_a_counted_failure(ws: Path) -> None:
+    setup(ws, "max_verify_failures = 2\n" + vanishing(ws, "no-such-agent-x"))
     done = loopkit("-C", str(ws), "run", "--exit-on-block")
     assert done.returncode == 2
     assert "agent could not start" in done.stderr and "no-such-agent-x" in done.stderr
@@ -76,7 +80,7 @@ def test_missing_agent_executable_is_a_counted_failure(ws: Path) -> None:
 
 def test_an_agent_that_cannot_start_is_named_and_the_prompt_fits_a_phone(ws: Path) -> None:
     task = "Make the checkout page render prices in the customer's own currency and locale " * 2
-    setup(ws, 'task_file = "PLAN.md"\nagent = ["no-such-agent-xyz"]')
+    setup(ws, 'task_file = "PLAN.md"\n' + vanishing(ws, "no-such-agent-xyz"))
     (ws / "PLAN.md").write_text(f"- [ ] {task}\n")
     assert lk(ws, "run", "--exit-on-block").returncode == 2
     [block] = records(ws)

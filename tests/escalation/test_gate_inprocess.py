@@ -41,6 +41,7 @@ def test_the_first_call_asks_and_blocks(ws: Path) -> None:
     cfg, store, cwd = setup(ws)
     first = gate(cfg, RUN, cwd=cwd)
     assert first.exit_code == EXIT_BLOCKED and not (ws / "ran").exists()
+    assert first.state == "waiting"
     record = store.load(first.record.request_id)
     assert record.kind == "approval" and record.status == "open"
     assert [o.value for o in record.options] == ["approved", "rejected", "changes_requested"]
@@ -62,6 +63,9 @@ def test_an_approved_command_runs_once(ws: Path) -> None:
     approve(store, first)
     ran = gate(cfg, RUN, cwd=cwd)
     assert ran.exit_code == 7 and (ws / "ran").read_text() == "1"
+    assert ran.state == "ran" and ran.to_dict() == {
+        "state": "ran", "exit": 7, "request_id": first.record.request_id, "message": ran.message
+    }  # fmt: skip
     assert ran.record.request_id == first.record.request_id
     assert store.load(first.record.request_id).consumed_at is not None
     # An approval is used once: the same command asks again, and does not run.
@@ -78,6 +82,7 @@ def test_a_rejected_command_does_not_run(ws: Path) -> None:
     approve(store, first, "reject: not on a Friday")
     done = gate(cfg, RUN, cwd=cwd)
     assert done.exit_code == EXIT_ABORTED and "not on a Friday" in done.message
+    assert done.state == "rejected"
     assert not (ws / "ran").exists()
 
 
@@ -161,6 +166,7 @@ def test_an_expired_gate_request_is_not_an_approval(ws: Path) -> None:
     store.resolve(request_id, timed_out(request_id, "abort"), status="expired")
     done = gate(cfg, RUN, cwd=cwd)
     assert done.exit_code == EXIT_ABORTED and "expired" in done.message
+    assert done.state == "rejected"
     assert not (ws / "ran").exists()
 
 
@@ -170,6 +176,16 @@ def test_approved_but_not_runnable(ws: Path) -> None:
     approve(store, gate(cfg, argv, cwd=cwd))
     done = gate(cfg, argv, cwd=cwd)
     assert done.exit_code == 127 and "cannot run" in done.message
+    assert done.state == "cannot_run"
+
+
+def test_the_command_output_goes_where_it_is_sent(ws: Path, tmp_path: Path) -> None:
+    cfg, store, cwd = setup(ws)
+    argv = [sys.executable, "-c", "print('the-command-spoke')"]
+    approve(store, gate(cfg, argv, cwd=cwd))
+    with (tmp_path / "out").open("wb") as out:
+        assert gate(cfg, argv, cwd=cwd, stdout=out.fileno()).state == "ran"
+    assert (tmp_path / "out").read_text() == "the-command-spoke\n"
 
 
 def test_wait_returns_the_open_request_when_its_timeout_runs_out(ws: Path) -> None:

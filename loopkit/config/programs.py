@@ -1,0 +1,684 @@
+"""Which program a ``[loop]`` command runs, and whether it is there: ``doctor`` and ``run``
+share this, so a typo (``claud``) is named at start instead of failing every iteration.
+
+The contract, in order:
+
+1. A command that is an argv list runs without a shell: its first word is looked up as
+   ``execvp`` does (a name with a ``/`` from the workspace, else each ``PATH`` entry).
+2. A shell string (run by ``/bin/sh -c``) is read as the shell would read it, up to the
+   first point where what runs next cannot be known without running it. Checked, in
+   order: every command that certainly runs — the first one; those after ``;``, ``&`` or a
+   newline (after ``set -e``: only when the one before certainly succeeded); every member
+   of a pipeline; after ``&&`` only when the one before certainly succeeded (``cd`` into a
+   folder that is there, ``true``, ``:``); the first commands of ``( … )``, ``{ …; }``
+   and of an ``if`` / ``while`` / ``until`` condition. Through ``!``, ``VAR=x`` and
+   redirections, and into the command that ``exec``, ``command``, ``time``, ``nice``,
+   ``nohup``, ``env``, ``timeout``, ``setsid`` and ``stdbuf`` run, and into the string of
+   ``sh -c '…'`` / ``bash -c '…'``.
+3. It stops — and says nothing more — at anything it does not follow: a command after
+   ``||`` or inside a branch or loop body, a word with an expansion (``$x``, ``$(…)``,
+   `` `…` ``, a glob, ``~``), ``PATH`` set to an expansion, ``.``/``source``/``eval``, a
+   builtin it does not know, ``for``, ``case``, a function, a here-document.
+4. A program is reported missing only when the shell agrees: ``/bin/sh`` finds the string
+   free of syntax errors (``sh -n``), and ``command -v`` there — the real shell's builtins,
+   keywords and ``PATH`` — does not find the name either. A path (``./agent.sh``) is
+   missing when it is not there, or not an executable file, as ``execve`` sees it.
+
+So it is never wrong about a program the shell would run: it may say nothing about a
+missing one it cannot follow, but "missing" means ``sh -c`` would fail to find it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from loopkit.config import Config
+from loopkit.config.values import Command
+from loopkit.errors import ConfigError
+
+__all__ = ["Missing", "check_loop", "loop_problems", "missing_program"]
+
+
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """A program a command runs that is not there: ``program`` as written, ``why`` (one
+    phrase: "is not found on PATH", "is not executable", …) and ``fix``."""
+
+    program: str
+    why: str
+    fix: str
+
+    def text(self) -> str:
+        return f"{self.program!r} {self.why}"
+
+
+def missing_program(
+    command: Command, *, cwd: Path, env: Mapping[str, str] | None = None
+) -> Missing | None:
+    """The first program ``command`` certainly runs that is not there, or None (all found,
+    or not knowable without running it). ``cwd`` and ``env``: where and with what the
+    command runs (default: this process's environment)."""
+    env = os.environ if env is None else env
+    state = _State(cwd=cwd, path=env.get("PATH", os.defpath))
+    try:
+        if isinstance(command, tuple):
+            [word, *args] = _literal(list(command))
+            return _Walk([], env, shell=False).run(word, args, state, builtins=False).missing
+        return _shell_string(command, state, env)
+    except _GiveUp:
+        return None
+
+
+def loop_problems(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
+    """One line for each ``[loop]`` command (agent, verify, done, preflight) whose program
+    is missing: what, where, how to fix. The commands run from the workspace."""
+    file = config.file or config.workspace / "loopkit.toml"
+    loop = config.loop
+    named = [("agent", loop.agent), ("verify", loop.verify), ("done", loop.done)]
+    named += [("preflight", command) for command in loop.preflight]
+    found: list[str] = []
+    for name, command in named:
+        missing = None if command is None else missing_program(command, cwd=config.workspace,
+                                                                env=env)  # fmt: skip
+        if missing is not None:
+            found.append(f"[loop] {name}: {missing.text()}; {missing.fix} in {file}")
+    return found
+
+
+def check_loop(config: Config) -> None:
+    """Raise ConfigError naming the first missing program of the loop's commands, so
+    ``loopkit run`` refuses to start a loop that would fail every iteration."""
+    problems = loop_problems(config)
+    if problems:
+        more = f" (and {len(problems) - 1} more: `loopkit doctor` lists them)"
+        raise ConfigError(problems[0] + (more if len(problems) > 1 else ""))
+
+
+# --- reading a shell string -----------------------------------------------------------------
+
+
+class _GiveUp(Exception):
+    """What follows cannot be known without running it: stop, report nothing more."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str  # "word", "op" (an operator, or "\n"), "io" (the 2 of 2>file)
+    text: str  # a word with its quotes removed
+    quoted: bool = False  # a word with any quoting: never a reserved word
+    dynamic: bool = False  # a word with an expansion or a glob: its value is not known
+    assigns: bool = False  # NAME=… with NAME unquoted: an assignment before a command
+
+
+_OPERATORS = ("&&", "||", ";;", "<<", ">>", "<&", ">&", "<>", ">|", "|&",
+              ";", "&", "|", "(", ")", "<", ">")  # fmt: skip
+_REDIRECTIONS = frozenset(("<", ">", ">>", "<&", ">&", "<>", ">|"))
+_META = " \t\n;&|()<>"
+
+
+def _tokens(text: str) -> list[_Token]:
+    """The shell's tokens of ``text``; raises _GiveUp on what it does not read (an open
+    quote, a here-document, an unbalanced ``$(``)."""
+    found: list[_Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t":
+            i += 1
+        elif c == "\\" and text.startswith("\\\n", i):
+            i += 2
+        elif c == "\n":
+            found.append(_Token("op", "\n"))
+            i += 1
+        elif c == "#":
+            while i < n and text[i] != "\n":
+                i += 1
+        elif c in ";&|()<>":
+            op = next(o for o in _OPERATORS if text.startswith(o, i))
+            if op == "<<":
+                raise _GiveUp  # a here-document: its body is not commands
+            found.append(_Token("op", op))
+            i += len(op)
+        else:
+            word, i = _word(text, i)
+            if i < n and text[i] in "<>" and not word.quoted and word.text.isdigit():
+                word = _Token("io", word.text)
+            found.append(word)
+    return found
+
+
+def _word(text: str, i: int) -> tuple[_Token, int]:
+    out: list[str] = []
+    quoted = dynamic = assigns = False
+    n = len(text)
+    if text[i] == "~":
+        dynamic = True  # tilde expansion
+    while i < n and text[i] not in _META:
+        c = text[i]
+        if c == "\\":
+            if i + 1 < n and text[i + 1] == "\n":
+                i += 2
+                continue
+            quoted = True
+            out.append(text[i + 1 : i + 2])
+            i += 2
+        elif c == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise _GiveUp
+            out.append(text[i + 1 : end])
+            quoted, i = True, end + 1
+        elif c == '"':
+            inner, i, expands = _double_quoted(text, i + 1)
+            out.append(inner)
+            quoted, dynamic = True, dynamic or expands
+        elif c == "$" or c == "`":
+            i = _expansion(text, i)
+            dynamic = True
+        else:
+            if c in "*?" or (c == "[" and "]" in text[i : _word_end(text, i)]):
+                dynamic = True  # pathname expansion
+            if c == "=" and not (quoted or dynamic or assigns) and "".join(out).isidentifier():
+                assigns = True
+            out.append(c)
+            i += 1
+    return _Token("word", "".join(out), quoted, dynamic, assigns), i
+
+
+def _word_end(text: str, i: int) -> int:
+    while i < len(text) and text[i] not in _META:
+        i += 1
+    return i
+
+
+def _double_quoted(text: str, i: int) -> tuple[str, int, bool]:
+    """From just past an opening ``"``: its text, the index past the closing one, and
+    whether it holds an expansion."""
+    out: list[str] = []
+    expands = False
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            return "".join(out), i + 1, expands
+        if c == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            out.append(nxt if nxt in '$`"\\' else c + nxt if nxt != "\n" else "")
+            i += 2
+        elif c in "$`":
+            i = _expansion(text, i)
+            expands = True
+        else:
+            out.append(c)
+            i += 1
+    raise _GiveUp
+
+
+def _expansion(text: str, i: int) -> int:
+    """The index past the expansion at ``i`` (``$name``, ``${…}``, ``$(…)``, ``$((…))``,
+    `` `…` ``)."""
+    n = len(text)
+    if text[i] == "`":
+        j = i + 1
+        while j < n and text[j] != "`":
+            j += 2 if text[j] == "\\" else 1
+        if j >= n:
+            raise _GiveUp
+        return j + 1
+    if i + 1 >= n:
+        return i + 1
+    nxt = text[i + 1]
+    if nxt in "({":
+        return _balanced(text, i + 1, nxt, ")" if nxt == "(" else "}")
+    if nxt.isalnum() or nxt == "_":
+        j = i + 1
+        while j < n and (text[j].isalnum() or text[j] == "_"):
+            j += 1
+        return j
+    return i + 2 if nxt in "@*#?-$!" else i + 1
+
+
+def _balanced(text: str, i: int, opening: str, closing: str) -> int:
+    """The index past the ``closing`` that balances the ``opening`` at ``i``, quotes and
+    nested expansions skipped."""
+    depth, j, n = 0, i, len(text)
+    while j < n:
+        c = text[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "'":
+            end = text.find("'", j + 1)
+            if end < 0:
+                raise _GiveUp
+            j = end + 1
+            continue
+        if c == '"':
+            j = _double_quoted(text, j + 1)[1]
+            continue
+        if c == "`" or (c == "$" and j + 1 < n and text[j + 1] in "({"):
+            j = _expansion(text, j)
+            continue
+        if c == opening:
+            depth += 1
+        elif c == closing:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    raise _GiveUp
+
+
+# --- following what runs ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    cwd: Path | None  # None: a `cd` went somewhere not known
+    path: str | None  # PATH; None: set to something not known
+    errexit: bool = False  # `set -e`: a failure ends the script
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """What running one command leaves: the state after it, whether it certainly
+    succeeded, and the program found missing, if any (then nothing after it counts)."""
+
+    state: _State
+    succeeded: bool = False
+    missing: Missing | None = None
+
+
+_RESERVED = frozenset(("if", "then", "else", "elif", "fi", "do", "done", "case", "esac",
+                       "while", "until", "for", "in", "{", "}", "!", "function", "select",
+                       "coproc"))  # fmt: skip
+# Builtins that leave PATH and the folder as they were.
+_NEUTRAL = frozenset(("echo", "printf", "test", "[", "pwd", "type", "wait", "times", "jobs",
+                      "kill", "umask", "ulimit", "trap", "false"))  # fmt: skip
+_SUCCEED = frozenset((":", "true"))
+_SHELLS = frozenset(("sh", "bash", "dash"))
+_BASH_ONLY = frozenset(("[[", "source", "function", "select", "shopt", "declare", "local"))
+
+
+def _shell_string(text: str, state: _State, env: Mapping[str, str]) -> Missing | None:
+    ran = _Walk(_tokens(text), env, shell=True).list_(state, ends=())
+    if ran.missing is not None and not _sh(["-n", "-c", text], state, env):
+        raise _GiveUp  # sh would refuse the string before running any of it
+    return ran.missing
+
+
+def _literal(words: list[str]) -> list[_Token]:
+    return [_Token("word", w, quoted=True) for w in words]
+
+
+class _Walk:
+    """Follows the commands of one shell string (``shell``), or of an argv, in the order
+    they run as far as that is certain. Raises _GiveUp where it cannot follow."""
+
+    def __init__(self, tokens: list[_Token], env: Mapping[str, str], *, shell: bool) -> None:
+        self.tokens = tokens
+        self.at = 0
+        self.env = env
+        self.shell = shell
+
+    # the grammar, as far as it is followed
+
+    def peek(self) -> _Token | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def is_op(self, *ops: str) -> bool:
+        tok = self.peek()
+        return tok is not None and tok.kind == "op" and tok.text in ops
+
+    def is_reserved(self, *words: str) -> bool:
+        tok = self.peek()
+        return tok is not None and tok.kind == "word" and not tok.quoted and tok.text in words
+
+    def at_end(self, ends: tuple[str, ...]) -> bool:
+        return self.peek() is None or self.is_reserved(*ends) or (")" in ends and self.is_op(")"))
+
+    def list_(self, state: _State, *, ends: tuple[str, ...]) -> _Ran:
+        """Commands up to one of ``ends`` (reserved words, or ``)``) or the end."""
+        ran = _Ran(state, succeeded=True)
+        while True:
+            while self.is_op("\n", ";"):
+                self.at += 1
+            if self.at_end(ends):
+                return ran
+            if ran.state.errexit and not ran.succeeded:
+                raise _GiveUp  # set -e: what follows runs only if that succeeded
+            before = ran.state
+            ran = self.and_or(before)
+            if ran.missing is not None:
+                return ran
+            if self.is_op("&"):
+                self.at += 1
+                ran = _Ran(before)  # its changes stay in the background job
+            elif not (self.is_op("\n", ";") or self.at_end(ends)):
+                raise _GiveUp
+
+    def and_or(self, state: _State) -> _Ran:
+        ran = self.pipeline(state)
+        while ran.missing is None and self.is_op("&&", "||"):
+            op = self.tokens[self.at].text
+            if op == "||" or not ran.succeeded:
+                raise _GiveUp  # what follows may not run
+            self.at += 1
+            while self.is_op("\n"):
+                self.at += 1
+            ran = self.pipeline(ran.state)
+        return ran
+
+    def pipeline(self, state: _State) -> _Ran:
+        negated = self.is_reserved("!")
+        if negated:
+            self.at += 1
+        ran = self.command(state)
+        members = 1
+        while ran.missing is None and self.is_op("|", "|&"):
+            self.at += 1
+            while self.is_op("\n"):
+                self.at += 1
+            ran = self.command(state)  # every member starts
+            members += 1
+        if members > 1:  # each member ran in a subshell of its own
+            ran = replace(ran, state=state, succeeded=False)
+        return replace(ran, succeeded=False) if negated else ran
+
+    def command(self, state: _State) -> _Ran:
+        if self.is_op("("):
+            self.at += 1
+            inner = self.list_(state, ends=(")",))
+            if inner.missing is None:
+                self.expect(")")
+                self.redirections()
+            return _Ran(state, missing=inner.missing)  # a subshell's changes stay in it
+        if self.is_reserved("{"):
+            self.at += 1
+            inner = self.list_(state, ends=("}",))
+            if inner.missing is None:
+                self.expect("}")
+                self.redirections()
+            return replace(inner, succeeded=False)
+        if self.is_reserved("if", "while", "until"):
+            self.at += 1
+            condition = self.list_(state, ends=("then", "do"))
+            if condition.missing is not None:
+                return condition
+            raise _GiveUp  # what runs next depends on the condition
+        if self.is_reserved(*_RESERVED):
+            raise _GiveUp  # for, case, a branch's body, …: not followed
+        return self.simple(state)
+
+    def expect(self, closing: str) -> None:
+        if not (self.is_op(closing) or self.is_reserved(closing)):
+            raise _GiveUp
+        self.at += 1
+
+    def redirections(self) -> None:
+        while True:
+            tok = self.peek()
+            if tok is not None and tok.kind == "io":
+                self.at += 1
+            elif tok is not None and tok.kind == "op" and tok.text in _REDIRECTIONS:
+                self.at += 1
+                target = self.peek()
+                if target is None or target.kind != "word":
+                    raise _GiveUp
+                self.at += 1
+            else:
+                return
+
+    def simple(self, state: _State) -> _Ran:
+        """A simple command: assignments, redirections, then its words."""
+        words: list[_Token] = []
+        path: _Token | None = None
+        while True:
+            self.redirections()
+            tok = self.peek()
+            if tok is None or tok.kind != "word":
+                break
+            if not words and tok.assigns:
+                path = tok if tok.text.startswith("PATH=") else path
+            else:
+                words.append(tok)
+            self.at += 1
+        if self.is_op("("):
+            raise _GiveUp  # a function definition
+        own = state
+        if path is not None:
+            if path.dynamic:
+                raise _GiveUp
+            own = replace(state, path=path.text.partition("=")[2])
+        if not words:  # assignments alone: they stay in the shell
+            return _Ran(own, succeeded=True)
+        ran = self.run(words[0], words[1:], own, builtins=True)
+        if path is not None:  # NAME=value before a command is for that command only
+            return replace(ran, state=replace(ran.state, path=state.path))
+        return ran
+
+    # what a command does
+
+    def run(self, word: _Token, args: list[_Token], state: _State, *, builtins: bool) -> _Ran:
+        """Run ``word args`` as the shell would (``builtins``: the shell's own come first)
+        or as a program runs another (execvp)."""
+        if word.dynamic:
+            raise _GiveUp
+        name = word.text
+        if self.shell and builtins and not word.quoted:
+            builtin = self.builtin(name, args, state)
+            if builtin is not None:
+                return builtin
+        missing = self.lookup(name, state)
+        if missing is not None:
+            return _Ran(state, missing=missing)
+        if name in _SHELLS:
+            return self.shell_c(args, state)
+        wrapped = _wrapped(name, args)
+        if wrapped:
+            ran = self.run(wrapped[0], wrapped[1:], state, builtins=False)
+            return _Ran(state, missing=ran.missing)
+        return _Ran(state)  # a program cannot change the shell's PATH or folder
+
+    def builtin(self, name: str, args: list[_Token], state: _State) -> _Ran | None:
+        """A builtin the shell runs itself and this follows, or None."""
+        if name in _SUCCEED:
+            return _Ran(state, succeeded=True)
+        if name in _NEUTRAL:
+            return _Ran(state)
+        if name == "cd":
+            return _cd(args, state, self.env)
+        if name in ("exec", "command", "time"):
+            return self.prefix(name, args, state)
+        if name in ("export", "readonly"):
+            for arg in args:
+                if arg.dynamic or arg.text.startswith("-"):
+                    raise _GiveUp
+                if arg.text.startswith("PATH="):
+                    state = replace(state, path=arg.text[5:])
+            return _Ran(state, succeeded=True)
+        if name == "unset":
+            if any(a.dynamic or a.text == "PATH" for a in args):
+                raise _GiveUp
+            return _Ran(state)
+        if name == "set":
+            flags = [a.text for a in args if not a.dynamic]
+            if not args or len(flags) < len(args) or not all(map(_set_flags, flags)):
+                raise _GiveUp
+            errexit = state.errexit or any(f[0] == "-" and "e" in f for f in flags)
+            return _Ran(replace(state, errexit=errexit), succeeded=True)
+        if name in ("exit", "return"):
+            raise _GiveUp  # nothing after it runs
+        return None
+
+    def prefix(self, name: str, args: list[_Token], state: _State) -> _Ran:
+        """``exec``, ``command``, ``time``: the command they run."""
+        rest = list(args)
+        if rest and rest[0].dynamic:
+            raise _GiveUp
+        if name == "command":
+            if rest and rest[0].text in ("-v", "-V"):
+                return _Ran(state)  # asks, runs nothing
+        elif name == "time":  # a keyword in bash, a program in dash
+            if _on_path("time", state) is False and not self.sh_finds("time", state):
+                return _Ran(state, missing=self.lookup("time", state))
+            while rest and not rest[0].dynamic and rest[0].text.startswith("-"):
+                takes = rest[0].text in ("-f", "-o", "--format", "--output")
+                rest = rest[2:] if takes else rest[1:]
+        if rest and rest[0].text.startswith("-"):
+            raise _GiveUp  # exec -a, command -p, …: not followed
+        if not rest:
+            return _Ran(state)  # exec with redirections alone, a bare time
+        ran = self.run(rest[0], rest[1:], state, builtins=name != "exec")
+        if name == "exec" and ran.missing is None:
+            raise _GiveUp  # the shell is gone: nothing after it runs
+        return ran
+
+    def shell_c(self, args: list[_Token], state: _State) -> _Ran:
+        """``sh -c 'STRING'`` (and bash, dash): the string's own commands."""
+        rest = list(args)
+        while rest and not rest[0].dynamic and rest[0].text in ("-e", "-u", "-x"):
+            rest = rest[1:]
+        if len(rest) < 2 or rest[0].dynamic or rest[1].dynamic or self.env.get("BASH_ENV"):
+            return _Ran(state)
+        flag = rest[0].text
+        if not flag.startswith("-") or "c" not in flag or set(flag[1:]) - set("ceux"):
+            return _Ran(state)  # a script, a login shell, …: not followed
+        inner = replace(state, errexit="e" in flag)
+        return _Ran(state, missing=_shell_string(rest[1].text, inner, self.env))
+
+    # looking a program up
+
+    def lookup(self, name: str, state: _State) -> Missing | None:
+        """``name`` looked up as the shell (or execvp) does: None when found or not known;
+        raises _GiveUp for a builtin or keyword this does not follow."""
+        if "/" in name:
+            return _path_missing(name, state.cwd)
+        if _on_path(name, state) is not False:
+            return None
+        if self.shell and self.sh_finds(name, state):
+            raise _GiveUp
+        fix = "install it, or fix the command"
+        if self.shell and name in _BASH_ONLY:
+            fix = f"{name!r} is bash, not sh: write the command for /bin/sh (or as bash -c '…')"
+        return Missing(name, "is not found on PATH", fix)
+
+    def sh_finds(self, name: str, state: _State) -> bool:
+        """Does /bin/sh find ``name`` (a builtin, a keyword, or on PATH)?"""
+        return _sh(["-c", 'command -v "$1" >/dev/null', "sh", name], state, self.env)
+
+
+def _on_path(name: str, state: _State) -> bool | None:
+    """Is ``name`` an executable file in a PATH entry? None when that is not known."""
+    if state.path is None or not name:
+        return None
+    entries = state.path.split(":")
+    if state.cwd is None and any(not os.path.isabs(e) for e in entries):
+        return None  # a relative entry, from a folder not known
+    for entry in entries:
+        folder = Path(entry or ".")
+        if not folder.is_absolute() and state.cwd is not None:
+            folder = state.cwd / folder
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return True
+    return False
+
+
+def _set_flags(arg: str) -> bool:
+    return len(arg) > 1 and arg[0] in "-+" and not set(arg[1:]) - set("euxv")
+
+
+def _cd(args: list[_Token], state: _State, env: Mapping[str, str]) -> _Ran:
+    """``cd DIR``: followed only for one literal folder (and no CDPATH to search)."""
+    if len(args) != 1 or args[0].dynamic or args[0].text.startswith("-") or state.cwd is None:
+        return _Ran(replace(state, cwd=None))
+    text = args[0].text
+    target = Path(text)
+    if not target.is_absolute():
+        if env.get("CDPATH") and not text.startswith(("./", "../")):
+            return _Ran(replace(state, cwd=None))
+        target = state.cwd / target
+    if target.is_dir() and os.access(target, os.X_OK):
+        return _Ran(replace(state, cwd=Path(os.path.normpath(target))), succeeded=True)
+    return _Ran(state)  # it fails: the folder stays
+
+
+def _path_missing(name: str, cwd: Path | None) -> Missing | None:
+    path = Path(name)
+    if not path.is_absolute():
+        if cwd is None:
+            return None
+        path = cwd / path
+    if not path.exists():
+        where = "" if Path(name).is_absolute() else f" in {cwd}"
+        return Missing(name, f"is not found (no such file{where})", "fix the path")
+    if path.is_dir() or not os.access(path, os.X_OK):
+        return Missing(name, "is not executable", f"chmod +x {name}, or fix the command")
+    return None
+
+
+# Programs that run the command after their options, and their options that take a value.
+_WRAPPERS: dict[str, frozenset[str]] = {
+    "nice": frozenset(("-n", "--adjustment")),
+    "nohup": frozenset(),
+    "env": frozenset(("-u", "--unset")),
+    "timeout": frozenset(("-s", "--signal", "-k", "--kill-after")),
+    "setsid": frozenset(),
+    "stdbuf": frozenset(("-i", "-o", "-e", "--input", "--output", "--error")),
+}
+_ENV_FLAGS = frozenset(("-i", "-0", "--ignore-environment", "--null", "-u", "--unset", "-"))
+
+
+def _wrapped(name: str, args: list[_Token]) -> list[_Token]:
+    """The command a wrapper program runs, with its arguments; [] when ``name`` is not a
+    wrapper, or what it runs is not known."""
+    takes = _WRAPPERS.get(name)
+    if takes is None:
+        return []
+    rest = list(args)
+    while rest and not rest[0].dynamic:
+        arg = rest[0].text
+        if arg == "--":
+            rest = rest[1:]
+            break
+        if name == "env" and "=" in arg and not arg.startswith("-"):
+            if arg.startswith("PATH="):
+                return []  # looked up on the new PATH: not followed
+            rest = rest[1:]
+            continue
+        if not arg.startswith("-"):
+            break
+        if name == "env" and arg not in _ENV_FLAGS and not arg.startswith("--unset="):
+            return []  # -C, -S, …: not followed
+        if name == "nice" and arg[1:].isdigit():
+            rest = rest[1:]
+            continue
+        rest = rest[2:] if arg in takes else rest[1:]
+    if name == "timeout":
+        rest = rest[1:]  # the duration
+    return rest
+
+
+def _sh(argv: list[str], state: _State, env: Mapping[str, str]) -> bool:
+    """``/bin/sh ARGV`` in the command's folder with its PATH: did it exit 0?"""
+    run_env = dict(env)
+    if state.path is not None:
+        run_env["PATH"] = state.path
+    try:
+        done = subprocess.run(
+            ["/bin/sh", *argv],
+            cwd=state.cwd,
+            env=run_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return True  # the shell cannot be asked: never claim a program is missing
+    return done.returncode == 0
