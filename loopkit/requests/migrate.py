@@ -4,8 +4,9 @@ A record carries ``schema_version``. One written by an older version is brought 
 current shape when it is read (from ``requests/<id>.json`` or another machine's fleet row),
 before it is typed, and is written in the current shape the next time loopkit saves it.
 Fields a migration does not know pass through unchanged. A migration is a pure function of
-the JSON object; its input's shape is checked first (:data:`loopkit.requests.shape.V1_LIFECYCLE`, which
-also names version 1's lifecycle fields: four booleans and a tri-state).
+the JSON object; its input's shape is checked first
+(:data:`loopkit.requests.shape.V1_LIFECYCLE`, which also names version 1's lifecycle fields:
+four booleans and a tri-state).
 """
 
 from __future__ import annotations
