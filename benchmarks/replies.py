@@ -129,7 +129,8 @@ def main() -> None:
     print(f"{len(cases)} replies over {len(corpus['shapes'])} questions and approvals\n")
     print(
         "| parser | wrong decisions (a choice the human did not make) "
-        "| free text where a choice was clear | words lost | of the issue's cases wrong | total |"
+        "| free text where a choice was clear | words lost "
+        "| the issue's cases read otherwise | total |"
     )
     print("|---|---|---|---|---|---|")
     shown = []
