@@ -324,7 +324,10 @@ def _by_head(reply: str, choices: list[_Option], *, loose: bool) -> _Read | None
     """A label, unique prefix, value or alias, then a separator and words (``loose``: a
     plain space will do after a label or value). The longest such head wins."""
     display = unicodedata.normalize("NFKC", reply).strip()
+    longest = max((len(t) for c in choices for t in c.texts), default=0)
     for head, words, plain in _splits(display, loose=loose):
+        if len(head) > 2 * longest + 10:
+            continue  # far longer than any label, value or alias: it names none
         found = _named_by(_normalise(head), choices)
         if found is None or len({c.value for c in found[0]}) != 1:
             continue
@@ -407,7 +410,7 @@ def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
     text = text.rstrip(" .!")
     if len(text) < _MIN_TYPO_TEXT or not choices:
         return []
-    longest = max(len(t) for c in choices for t in c.texts)
+    longest = max((len(t) for c in choices for t in c.texts), default=0)
     if len(text) > 2 * longest + 10:
         return []
     allowed = 1 if len(text) <= 10 else 2 if len(text) <= 20 else 3

@@ -199,3 +199,22 @@ def test_an_approval_with_a_question_negation_condition_or_second_thoughts_never
     decision, extra = parse_for(record, reply)
     assert extra["outcome"] != "approved", reply
     assert decision.chosen_option != "approved"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=80),
+    st.lists(
+        st.builds(Option, st.text(max_size=30), st.one_of(st.none(), st.text(max_size=20)),
+                  aliases=st.lists(st.text(max_size=10), max_size=3).map(tuple)),
+        max_size=4,
+    ),
+    st.sampled_from(["question", "approval", "review"]),
+)  # fmt: skip
+def test_any_reply_to_any_options_is_read_without_raising(
+    reply: str, options: list[Option], kind: str
+) -> None:
+    record = Request(request_id="r1", prompt="?", kind=kind, options=options)  # type: ignore[arg-type]
+    decision, _ = parse_for(record, reply)
+    if decision.chosen_option is None:
+        assert decision.free_text == reply
