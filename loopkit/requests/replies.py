@@ -356,29 +356,35 @@ def _with_words(
     """The option with the words as its note — or free text when the words name another
     option, or negate this one."""
     note = " ".join(words.split())
-    named = _names(note, choices)
+    named, negated = _names(note, choices)
     if named - {chosen.index}:
         return _FREE  # "A - stay on v1": the letter and the words disagree
-    if chosen.index in named and _negations(_tokens(_normalise(note))):
+    if chosen.index in negated:
         return _FREE  # "A - don't use the v2 API"
     return _Read((chosen,), matched_by, note)
 
 
-def _names(words: str, choices: list[_Option]) -> set[int]:
-    """The options ``words`` name: by label (anywhere in them), value or alias (the whole of
-    them, a phrase of several words, or one word after second thoughts), a unique prefix of
-    a label, or a letter."""
+def _names(words: str, choices: list[_Option]) -> tuple[set[int], set[int]]:
+    """The options ``words`` name, and those they name only to negate (``PostgreSQL, no
+    MySQL``). An option is named by its label anywhere in them; by its value or an alias when
+    that is the whole of them, a phrase of several words, or one word in words with a
+    negation or second thoughts (``no wait, retry``; never ``the tests pass``); by a unique
+    prefix of its label; by its letter."""
     key = _normalise(words)
     bare = key.rstrip(" .!")
-    tokens = _tokens(key)
-    turned = _TURN.search(key) is not None
-    named = set()
+    spans = list(_WORD.finditer(key))
+    tokens = [m.group() for m in spans]
+    wary = _TURN.search(key) is not None or bool(_negations(tokens))
+    named: set[int] = set()
+    negated: set[int] = set()
     for c in choices:
-        whole = bare in c.texts
-        phrases = [c.label]
-        phrases += [t for t in (c.value_key, *c.aliases) if turned or len(_tokens(t)) > 1]
-        if whole or any(_contains(tokens, _tokens(p)) for p in phrases):
+        if bare in c.texts:
             named.add(c.index)
+        phrases = [c.label]
+        phrases += [t for t in (c.value_key, *c.aliases) if wary or len(_tokens(t)) > 1]
+        for phrase in phrases:
+            for at in _occurrences(tokens, _tokens(phrase)):
+                (negated if _negated_at(key, spans, at) else named).add(c.index)
     prefixed = [c for c in choices if _is_prefix(bare, c.label)]
     if len(prefixed) == 1:
         named.add(prefixed[0].index)
@@ -387,14 +393,29 @@ def _names(words: str, choices: list[_Option]) -> set[int]:
         position = _index_of(leading["letter"], leading["number"])
         if 0 <= position < len(choices):
             named.add(position)
-    return named
+    return named, negated
 
 
-def _contains(tokens: Sequence[str], phrase: Sequence[str]) -> bool:
+def _negated_at(key: str, spans: Sequence[re.Match[str]], at: int) -> bool:
+    """Whether the word at ``at`` comes right after a negation, nothing but spaces between
+    (``no retry``, ``don't``, ``do not``, ``instead of``, ``rather than``; ``no, retry`` is
+    second thoughts, not a negation)."""
+
+    def joined(first: int) -> bool:
+        return all(not key[spans[i].end() : spans[i + 1].start()].strip() for i in range(first, at))
+
+    before = tuple(m.group() for m in spans[max(0, at - 2) : at])
+    if before[-1:] and _negations(before[-1:]) and joined(at - 1):
+        return True
+    return before in (("instead", "of"), ("rather", "than")) and joined(at - 2)
+
+
+def _occurrences(tokens: Sequence[str], phrase: Sequence[str]) -> Iterator[int]:
+    """Where ``phrase`` starts in ``tokens``."""
     size = len(phrase)
-    return size > 0 and any(
-        list(tokens[i : i + size]) == list(phrase) for i in range(len(tokens) - size + 1)
-    )
+    for at in range(len(tokens) - size + 1 if size else 0):
+        if list(tokens[at : at + size]) == list(phrase):
+            yield at
 
 
 def _by_recommendation(recommendation: str | None, choices: list[_Option]) -> list[_Option]:
@@ -537,7 +558,7 @@ def _yes_or_no(reply: str) -> tuple[str, str | None] | None:
         return None
     head = _normalise(display[: match.start()])
     words = " ".join(display[match.end() :].split())
-    if _names(words, [_option(i, o) for i, o in enumerate(_YES_NO)]):
+    if _names(words, [_option(i, o) for i, o in enumerate(_YES_NO)])[0]:
         return None  # "no, approve it": both
     if head in YES_WORDS and unconditional(words):
         return "approved", words
