@@ -61,6 +61,17 @@ from typing import Literal
 
 from loopkit.requests.models import Option
 from loopkit.requests.typos import slips
+from loopkit.requests.words import (
+    STOPWORDS,
+    TURN,
+    WORD,
+    negated_at,
+    negated_word,
+    negations,
+    normalise,
+    numbers_in,
+    words_of,
+)
 
 MatchedBy = Literal[
     "letter",
@@ -76,7 +87,6 @@ MatchedBy = Literal[
     "free_text",
 ]
 
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _INDEX = re.compile(r"(?:(?P<letter>[a-z])|(?P<number>[0-9]+))[).:]?")
 # "B, this task is obsolete" / "2: later" / "A - use the v2 API" / "b) fine": an index, words.
 _INDEXED = re.compile(
@@ -89,22 +99,7 @@ _SEPARATOR = re.compile(r"\s*(?:[,:;]|\s[-–—]+\s|\n)\s*|\s+(?=because\b)", r
 _LEADING_INDEX = re.compile(
     r"(?:(?P<letter>[a-z])|(?P<number>[0-9]{1,2}))(?:[).:,;/&]|\s+(?:or|and)\b|$)"
 )
-# Second thoughts: after one, a single word that is another option's value or alias names it
-# ("abort, no wait, retry"); without one it is just a word ("C, no retry please").
-_TURN = re.compile(
-    r"\b(?:wait|actually|or|i mean|sorry|scratch that|make (?:it|that)|rather|instead)\b"
-    r"|\bno\s*[,.;:!—–-]"
-)
 _DELEGATION = re.compile(r"(?:work on it|your call|you decide)[\s.!]*")
-_NEGATIONS = {
-    "no": "not", "not": "not", "nope": "not", "nah": "not", "neither": "not", "nor": "not",
-    "non": "not", "cannot": "not", "never": "never", "without": "without",
-}  # fmt: skip
-_NOT_CONTRACTED = frozenset({
-    "dont", "doesnt", "didnt", "isnt", "wont", "cant", "shouldnt", "wouldnt", "couldnt",
-    "arent", "wasnt", "werent", "havent", "hasnt", "aint", "mustnt",
-})  # fmt: skip
-_NEGATING_PREFIXES = ("un", "dis", "non")
 # Words that make an approval conditional or second-guessed: feedback, never an approval.
 _HEDGES = frozenset({
     "if", "unless", "when", "whenever", "once", "after", "before", "until", "till", "provided",
@@ -113,12 +108,6 @@ _HEDGES = frozenset({
     "rejected", "deny", "denied",
 })  # fmt: skip
 _HEDGE_PHRASES = ("as long as", "as soon as")
-# Too common to tell one option from another ("the" in "Skip the task" and "Abort the loop").
-_STOPWORDS = frozenset({
-    "a", "an", "the", "to", "of", "on", "in", "at", "for", "with", "and", "or", "it", "its",
-    "is", "be", "this", "that", "my", "your", "our", "i", "we", "you", "me", "us", "by", "as",
-    "from", "do",
-})  # fmt: skip
 YES_WORDS = frozenset({"yes", "y", "approve", "approved", "ok", "lgtm", "👍"})
 NO_WORDS = frozenset({"no", "n", "reject", "rejected", "deny"})
 _NEGATED_APPROVAL = re.compile(
@@ -154,7 +143,7 @@ class _Option:
 
     @property
     def words(self) -> frozenset[str]:
-        return frozenset(w for t in self.texts for w in _tokens(t))
+        return frozenset(w for t in self.texts for w in words_of(t))
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,11 +192,11 @@ def unconditional(words: str | None) -> bool:
     rejection, no question."""
     if not words:
         return True
-    key = _normalise(words)
-    tokens = _tokens(key)
+    key = normalise(words)
+    tokens = words_of(key)
     return not (
         "?" in key
-        or _negations(tokens)
+        or negations(tokens)
         or any(t in _HEDGES for t in tokens)
         or any(phrase in key for phrase in _HEDGE_PHRASES)
     )
@@ -215,7 +204,7 @@ def unconditional(words: str | None) -> bool:
 
 def asks_back(text: str) -> bool:
     """A reply ending with a question mark is a question back, not an answer."""
-    return _normalise(text).rstrip(" .!\"')»”’").endswith("?")
+    return normalise(text).rstrip(" .!\"')»”’").endswith("?")
 
 
 # --- the steps ----------------------------------------------------------------------------
@@ -224,7 +213,7 @@ def asks_back(text: str) -> bool:
 def _read(
     reply: str, options: Sequence[Option], recommendation: str | None, *, loose: bool
 ) -> _Read:
-    text = _normalise(reply)
+    text = normalise(reply)
     if not text:
         return _FREE
     choices = [_option(i, o) for i, o in enumerate(options)]
@@ -269,10 +258,10 @@ def _indexed(letter: str | None, number: str | None, choices: list[_Option]) -> 
     position = _index_of(letter, number)
     if not 0 <= position < len(choices):
         return None
-    if number is not None and any(_numbers(c.label) for c in choices):
+    if number is not None and any(numbers_in(c.label) for c in choices):
         # Where labels hold numbers, a number is an index only when it is that option's
         # number too ("5" on "Option 1 … Option 5"): "2" on "2 nodes / 4 nodes" is not.
-        holding = [c for c in choices if str(position + 1) in _numbers(c.label)]
+        holding = [c for c in choices if str(position + 1) in numbers_in(c.label)]
         if [c.index for c in holding] != [position]:
             return None
     if letter is not None and any(letter in c.letters for c in choices if c.index != position):
@@ -315,9 +304,9 @@ def _is_prefix(key: str, label: str) -> bool:
         return False
     if key[-1].isdigit() and label[len(key)].isdigit():
         return False
-    last = _tokens(key)[-1:] or [""]
-    whole = _tokens(label)[len(_tokens(key)) - 1 : len(_tokens(key))]
-    return not (_negations(last) and last != whole)
+    last = words_of(key)[-1:] or [""]
+    whole = words_of(label)[len(words_of(key)) - 1 : len(words_of(key))]
+    return not (negations(last) and last != whole)
 
 
 def _by_head(reply: str, choices: list[_Option], *, loose: bool) -> _Read | None:
@@ -328,7 +317,7 @@ def _by_head(reply: str, choices: list[_Option], *, loose: bool) -> _Read | None
     for head, words, plain in _splits(display, loose=loose):
         if len(head) > 2 * longest + 10:
             continue  # far longer than any label, value or alias: it names none
-        found = _named_by(_normalise(head), choices)
+        found = _named_by(normalise(head), choices)
         if found is None or len({c.value for c in found[0]}) != 1:
             continue
         options, matched_by = found
@@ -370,21 +359,21 @@ def _names(words: str, choices: list[_Option]) -> tuple[set[int], set[int]]:
     that is the whole of them, a phrase of several words, or one word in words with a
     negation or second thoughts (``no wait, retry``; never ``the tests pass``); by a unique
     prefix of its label; by its letter."""
-    key = _normalise(words)
+    key = normalise(words)
     bare = key.rstrip(" .!")
-    spans = list(_WORD.finditer(key))
+    spans = list(WORD.finditer(key))
     tokens = [m.group() for m in spans]
-    wary = _TURN.search(key) is not None or bool(_negations(tokens))
+    wary = TURN.search(key) is not None or bool(negations(tokens))
     named: set[int] = set()
     negated: set[int] = set()
     for c in choices:
         if bare in c.texts:
             named.add(c.index)
         phrases = [c.label]
-        phrases += [t for t in (c.value_key, *c.aliases) if wary or len(_tokens(t)) > 1]
+        phrases += [t for t in (c.value_key, *c.aliases) if wary or len(words_of(t)) > 1]
         for phrase in phrases:
-            for at in _occurrences(tokens, _tokens(phrase)):
-                (negated if _negated_at(key, spans, at) else named).add(c.index)
+            for at in _occurrences(tokens, words_of(phrase)):
+                (negated if negated_at(key, spans, at) else named).add(c.index)
     prefixed = [c for c in choices if _is_prefix(bare, c.label)]
     if len(prefixed) == 1:
         named.add(prefixed[0].index)
@@ -394,20 +383,6 @@ def _names(words: str, choices: list[_Option]) -> tuple[set[int], set[int]]:
         if 0 <= position < len(choices):
             named.add(position)
     return named, negated
-
-
-def _negated_at(key: str, spans: Sequence[re.Match[str]], at: int) -> bool:
-    """Whether the word at ``at`` comes right after a negation, nothing but spaces between
-    (``no retry``, ``don't``, ``do not``, ``instead of``, ``rather than``; ``no, retry`` is
-    second thoughts, not a negation)."""
-
-    def joined(first: int) -> bool:
-        return all(not key[spans[i].end() : spans[i + 1].start()].strip() for i in range(first, at))
-
-    before = tuple(m.group() for m in spans[max(0, at - 2) : at])
-    if before[-1:] and _negations(before[-1:]) and joined(at - 1):
-        return True
-    return before in (("instead", "of"), ("rather", "than")) and joined(at - 2)
 
 
 def _occurrences(tokens: Sequence[str], phrase: Sequence[str]) -> Iterator[int]:
@@ -421,7 +396,7 @@ def _occurrences(tokens: Sequence[str], phrase: Sequence[str]) -> Iterator[int]:
 def _by_recommendation(recommendation: str | None, choices: list[_Option]) -> list[_Option]:
     if recommendation is None:
         return []
-    wanted = _normalise(recommendation)
+    wanted = normalise(recommendation)
     return [c for c in choices if c.value_key == wanted]
 
 
@@ -435,7 +410,7 @@ def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
     if len(text) > 2 * longest + 10:
         return []
     allowed = 1 if len(text) <= 10 else 2 if len(text) <= 20 else 3
-    tokens = _tokens(text)
+    tokens = words_of(text)
     within = []
     for c in choices:
         if _foreign(tokens, c, choices):
@@ -469,16 +444,16 @@ def _typo_costs(text: str, tokens: Sequence[str], c: _Option, allowed: int) -> I
 
 def _same_sense(text: str, tokens: Sequence[str], target: str) -> bool:
     """A typo keeps the numbers and the negations of what it is a typo of."""
-    theirs = _tokens(target)
-    if _numbers(text) != _numbers(target) or _negations(tokens) != _negations(theirs):
+    theirs = words_of(target)
+    if numbers_in(text) != numbers_in(target) or negations(tokens) != negations(theirs):
         return False
-    return not _negated_word(tokens, theirs)
+    return not negated_word(tokens, theirs)
 
 
 def _foreign(tokens: Sequence[str], c: _Option, choices: list[_Option]) -> bool:
     """Whether the reply holds a word that tells another option from ``c``."""
     own = c.words
-    others = {w for o in choices if o.value != c.value for w in o.words} - own - _STOPWORDS
+    others = {w for o in choices if o.value != c.value for w in o.words} - own - STOPWORDS
     for token in tokens:
         if token in others:
             return True
@@ -489,63 +464,10 @@ def _foreign(tokens: Sequence[str], c: _Option, choices: list[_Option]) -> bool:
     return False
 
 
-# --- words --------------------------------------------------------------------------------
-
-
-def _normalise(text: str) -> str:
-    """NFKC + casefold (and NFKC again: casefold can un-normalise), whitespace runs
-    collapsed, a typographic apostrophe made plain."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return " ".join(folded.replace("’", "'").split())
-
-
-def _tokens(text: str) -> list[str]:
-    return _WORD.findall(text)
-
-
-def _numbers(text: str) -> list[str]:
-    return sorted(re.findall(r"[0-9]+", text))
-
-
-def _negations(tokens: Sequence[str]) -> frozenset[str]:
-    """The kinds of negation in ``tokens``: not (no, not, don't, …), never, without,
-    instead (of), rather (than)."""
-    found = set()
-    for i, token in enumerate(tokens):
-        following = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if token in _NEGATIONS:
-            found.add(_NEGATIONS[token])
-        elif token.endswith("n't") or token in _NOT_CONTRACTED:
-            found.add("not")
-        elif (token, following) in (("instead", "of"), ("rather", "than")):
-            found.add(token)
-    return frozenset(found)
-
-
-def _negated_word(tokens: Sequence[str], theirs: Sequence[str]) -> bool:
-    """``un-``/``dis-``/``non-`` before one of ``theirs`` (``unapproved``, ``disapprove``)."""
-    for token in tokens:
-        if token in theirs:
-            continue
-        for prefix in _NEGATING_PREFIXES:
-            stem = token[len(prefix) :]
-            if not token.startswith(prefix) or not stem:
-                continue
-            for word in theirs:
-                if stem == word or (
-                    min(len(stem), len(word)) >= 3
-                    and (
-                        stem.startswith(word) or word.startswith(stem) or slips(stem, word)[-1] <= 1
-                    )
-                ):
-                    return True
-    return False
-
-
 def _yes_or_no(reply: str) -> tuple[str, str | None] | None:
     """An approval's yes or no word, alone or before a separator and words; a negated
     approval rejects. Words after a yes must leave it unconditional."""
-    key = _normalise(reply).rstrip(" .!")
+    key = normalise(reply).rstrip(" .!")
     if _NEGATED_APPROVAL.fullmatch(key):
         return "rejected", None
     if key in YES_WORDS:
@@ -556,7 +478,7 @@ def _yes_or_no(reply: str) -> tuple[str, str | None] | None:
     match = _SEPARATOR.search(display)
     if match is None or not display[match.end() :].strip():
         return None
-    head = _normalise(display[: match.start()])
+    head = normalise(display[: match.start()])
     words = " ".join(display[match.end() :].split())
     if _names(words, [_option(i, o) for i, o in enumerate(_YES_NO)])[0]:
         return None  # "no, approve it": both
@@ -573,16 +495,16 @@ _YES_NO = (Option("Approve", "approved"), Option("Reject", "rejected"))
 def _option(index: int, option: Option) -> _Option:
     value = str(option.value)
     label = unicodedata.normalize("NFKC", option.label)
-    words = _WORD.findall(label)
+    words = WORD.findall(label)
     letters = frozenset(
         w.casefold() for w in words[1:] if len(w) == 1 and w.isascii() and w.isupper()
     )
     return _Option(
         index=index,
         value=value,
-        label=_normalise(option.label),
-        value_key=_normalise(value),
-        aliases=tuple(a for a in (_normalise(a) for a in option.aliases) if a),
+        label=normalise(option.label),
+        value_key=normalise(value),
+        aliases=tuple(a for a in (normalise(a) for a in option.aliases) if a),
         letters=letters,
     )
 
