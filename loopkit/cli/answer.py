@@ -40,12 +40,16 @@ def reply(
 ) -> int:
     """Record a human's answer to a request and print the decision as JSON.
 
-    Matching: an option's letter or number, a unique label prefix, a value, a clear fuzzy
-    match; "work on it" / "your call" takes the recommendation; anything else is free text.
+    Matching: an option's letter or number (with words after it: a note), its label, a
+    unique label prefix, its value or an alias, "work on it" / "your call" for the
+    recommendation, a typo; anything else — a question back, two options at once, a
+    negation — is kept as free text (an approval on a condition: changes requested), never
+    a guess. How the reply was read is told on stderr ("→ B) Skip the task (letter B)").
     Exit 4 if the request was already answered (the first answer stands), 66 if there is no
     such request, 65 if its record is corrupt, 77 from inside a supervised agent's session.
     """
     from loopkit.fleet.route import answer_anywhere
+    from loopkit.requests.reading import told_back
 
     refuse_agents()
     app.config(anywhere=True)
@@ -54,6 +58,7 @@ def reply(
         hubs=app.hubs, expected_updated_at=expected_updated_at,
     )  # fmt: skip
     click.echo(json.dumps(result.decision, ensure_ascii=False))
+    click.echo(told_back(result.record), err=True)
     if result.deferred:
         click.echo(f"deferred: request {request_id} stays open", err=True)
     return EXIT_OK
@@ -66,8 +71,9 @@ def reply(
 def unblock(app: App, reply: str | None, by: str | None) -> int:
     """Resolve the open block's request and remove BLOCKED.md.
 
-    With --reply the answer is parsed and recorded like `loopkit reply` (a running
-    supervisor hands it to the next agent run as LOOPKIT_DECISION); without, the request
+    With --reply the answer is parsed and recorded like `loopkit reply`, and how it was
+    read is told on stderr (a running supervisor hands it to the next agent run as
+    LOOPKIT_DECISION); without, the request
     is resolved as "unblocked by hand". Not blocked: exit 0, nothing to do (with --reply:
     66). Exit 4 if the request was already answered, 77 from inside a supervised agent's
     session.
@@ -79,6 +85,8 @@ def unblock(app: App, reply: str | None, by: str | None) -> int:
     outcome = do_unblock(app.config(), reply=reply, by=by or human(), store=app.store())
     if outcome.decision is not None:
         click.echo(json.dumps(outcome.decision, ensure_ascii=False))
+    if outcome.reading is not None:
+        click.echo(outcome.reading, err=True)
     click.echo(outcome.message, err=True)
     return EXIT_OK
 

@@ -33,6 +33,7 @@ class Choice:
     label: str
     consequence: str = ""
     value: str = ""
+    aliases: tuple[str, ...] = ()  # other words for it ("stop" for Abort), kept on the record
 
 
 def packaged_template() -> str:

@@ -87,7 +87,13 @@ class Escalation:
             context=clean(self.context),
             attempted=[clean(a) for a in self.attempted],
             choices=[
-                Choice(clean(c.label), clean(c.consequence), clean(c.value)) for c in self.choices
+                Choice(
+                    clean(c.label),
+                    clean(c.consequence),
+                    clean(c.value),
+                    tuple(clean(a) for a in c.aliases),
+                )
+                for c in self.choices
             ],
             trigger=clean(self.trigger),
         )
@@ -310,7 +316,8 @@ class Escalator:
             prompt=fold(escalation.question, 1000),
             situation=escalation.context.strip(),
             options=[
-                Option(c.label, c.value or slug(c.label), c.consequence) for c in escalation.choices
+                Option(c.label, c.value or slug(c.label), c.consequence, c.aliases)
+                for c in escalation.choices
             ],
             timeout_default=timeout,
             trigger=escalation.trigger,
@@ -332,7 +339,9 @@ class Escalator:
         ]
         if record.context_refs:
             meta.append("See: " + ", ".join(record.context_refs))
-        choices = [Choice(o.label, o.consequence or "", str(o.value)) for o in record.options]
+        choices = [
+            Choice(o.label, o.consequence or "", str(o.value), o.aliases) for o in record.options
+        ]
         variables = blockfile.template_vars(
             request_id=record.request_id,
             question=record.prompt,

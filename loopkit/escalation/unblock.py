@@ -14,6 +14,7 @@ from loopkit.config import Config
 from loopkit.errors import RequestConflict, RequestNotFound
 from loopkit.escalation import adoption, blockfile
 from loopkit.requests.answer import answer, unblocked_by_hand
+from loopkit.requests.reading import told_back
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
@@ -22,6 +23,7 @@ from loopkit.workspace import Workspace
 class Unblocked:
     message: str
     decision: dict[str, Any] | None = None
+    reading: str | None = None  # how the reply was read (requests.reading.told_back)
 
 
 def unblock(
@@ -42,7 +44,7 @@ def unblock(
     store = store or RequestStore(workspace)
     marked = blockfile.request_id_of(path)
     request_id = adoption.block_request(path, store)
-    decision = None
+    decision = reading = None
     if reply is not None:
         if request_id is None:
             raise RequestNotFound(
@@ -56,6 +58,7 @@ def unblock(
             hint = "`loopkit unblock` without --reply lifts the block"
             raise RequestConflict(f"{conflict}; {hint}") from None
         decision = result.decision
+        reading = told_back(result.record)
         what = "deferred (it stays open)" if result.deferred else "answered"
         message = f"request {request_id} {what}; {path.name} removed"
     elif request_id is not None:
@@ -75,4 +78,4 @@ def unblock(
     if blockfile.request_id_of(path) == marked:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-    return Unblocked(message, decision)
+    return Unblocked(message, decision, reading)

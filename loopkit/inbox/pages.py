@@ -26,6 +26,7 @@ from loopkit.inbox.entries import Entry, open_requests
 from loopkit.message import LETTERS, age, clean
 from loopkit.requests.locate import Place, Stores
 from loopkit.requests.models import Resolution
+from loopkit.requests.reading import reading as reading_of
 from loopkit.requests.record import ID_RE, Request
 from loopkit.requests.store import RequestStore
 
@@ -82,6 +83,11 @@ class Card:
     @property
     def resolution(self) -> Resolution:
         return self.record.resolution or Resolution()
+
+    @property
+    def reading(self) -> str:
+        """How the answer was read (SPEC section 16), as every surface tells it."""
+        return reading_of(self.record)
 
 
 def remote_key(machine: str, workspace: str) -> str:

@@ -3,8 +3,9 @@
 - ``question``: :func:`~loopkit.requests.replies.parse_reply` decides; anything unmatched is
   free text.
 - ``approval`` (Approve / Reject / Request changes) and ``review`` (Approve / Request changes
-  / Defer): the reply may carry a reason after the choice (``"reject: the migration is not
-  reversible"``), which is kept. A reply that picks no option is feedback, recorded as
+  / Defer): :func:`~loopkit.requests.replies.parse_verdict` decides; the reply may carry a
+  reason after the choice (``"reject: the migration is not reversible"``), which is kept. A
+  reply that picks no option, or approves on a condition, is feedback, recorded as
   ``changes_requested`` with the text as its reason — never as an approval.
 - A review's *Defer* is not an answer: the request stays open, ``status: deferred``.
 
@@ -15,7 +16,6 @@ first answer is never touched.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from loopkit.message import clean, fold
 from loopkit.requests.answered import Answer as Answer
 from loopkit.requests.models import Option, Resolution
 from loopkit.requests.record import Request
-from loopkit.requests.replies import Decision, parse_reply
+from loopkit.requests.replies import Decision, parse_reply, parse_verdict
 from loopkit.requests.store import RequestStore
 
 APPROVAL_OPTIONS = (
@@ -43,83 +43,28 @@ QUESTION_OPTIONS = (
     Option("Skip", "skip"),
     Option("Abort", "abort"),
 )
-# "B, this task is obsolete" / "2: later" / "A - use the v2 API": an option, then words.
-_INDEXED = re.compile(
-    r"^\s*([A-Za-z]|\d{1,2})\s*(?:[,:;)]|\.(?=\s)|\s[-–—]|[-–—]\s)\s*(\S.*)$", re.S
-)
-_YES = frozenset({"yes", "y", "approve", "approved", "ok", "lgtm", "👍"})
-_NO = frozenset({"no", "n", "reject", "rejected", "deny"})
-_REASON_SPLIT = re.compile(r"\s*(?::|—|–|\s-\s|,|;|\n)\s*|\s+(?=because\b)", re.IGNORECASE)
 
 
 def options_for(kind: str) -> tuple[Option, ...]:
     return {"approval": APPROVAL_OPTIONS, "review": REVIEW_OPTIONS}.get(kind, QUESTION_OPTIONS)
 
 
-def _with_reason(reply: str, record: Request) -> tuple[Decision, str | None]:
-    """For approvals and reviews: the choice, and the human's reason after it."""
-    whole = parse_reply(reply, record.options, record.recommendation)
-    if whole.chosen_option is not None:
-        return whole, None
-    parts = _REASON_SPLIT.split(reply.strip(), maxsplit=1)
-    if len(parts) == 2 and parts[1].strip():
-        head = parse_reply(parts[0], record.options, record.recommendation)
-        if head.chosen_option is not None and head.matched_by != "fuzzy":
-            return head, parts[1].strip()
-    first, _, rest = reply.strip().partition(" ")
-    head = parse_reply(first, record.options, record.recommendation)
-    if rest.strip() and head.chosen_option is not None and head.matched_by in ("prefix", "value"):
-        return head, rest.strip()
-    return whole, None
-
-
-def _indexed(reply: str, record: Request) -> tuple[Decision, str] | None:
-    """An option's letter or number followed by a separator and words: the option, the words."""
-    match = _INDEXED.match(reply)
-    if match is None:
-        return None
-    head = parse_reply(match.group(1), record.options, record.recommendation)
-    if head.chosen_option is None or head.matched_by not in ("letter", "number"):
-        return None
-    return head, " ".join(match.group(2).split())
-
-
-def _yes_or_no(reply: str) -> str | None:
-    """For approvals: exactly a yes word approves, a no word rejects (punctuation aside)."""
-    word = reply.strip().rstrip(".!?,;:").strip().casefold()
-    if word in _YES:
-        return "approved"
-    return "rejected" if word in _NO else None
-
-
 def parse_for(record: Request, reply: str) -> tuple[Decision, dict[str, Any]]:
-    """The parsed decision and the extra resolution fields for ``record``'s kind.
-
-    Before the kind's own rules: a letter or number, a separator and words (``B, this task
-    is obsolete``) picks that option and keeps the words as ``note``; for approvals, a lone
-    yes word approves and a no word rejects."""
-    whole = parse_reply(reply, record.options, record.recommendation)
-    indexed = _indexed(reply, record) if whole.chosen_option is None else None
-    if record.kind == "approval" and whole.chosen_option is None and indexed is None:
-        verdict = _yes_or_no(reply)
-        if verdict is not None:
-            return Decision(verdict, None, verdict, "value"), {"outcome": verdict}
+    """The parsed decision and the extra resolution fields for ``record``'s kind: a
+    question's ``note`` (the words after its option); an approval's or review's outcome and
+    the words kept as its ``reason`` (and ``note``; feedback: the reason only)."""
     if record.kind not in ("approval", "review"):
-        if indexed is not None:
-            return indexed[0], {"outcome": "answered", "note": indexed[1]}
-        return whole, {"outcome": "answered"}
-    if indexed is not None:
-        decision, note = indexed
-        return decision, {"outcome": decision.chosen_option, "reason": note, "note": note}
-    decision, reason = _with_reason(reply, record)
-    if decision.chosen_option is None:
-        # Words that pick no option are feedback: changes requested, never an approval.
-        text = " ".join(reply.split())
-        decision = Decision("changes_requested", None, "changes_requested", "free_text")
-        return decision, {"outcome": "changes_requested", "reason": text or None}
-    extra: dict[str, Any] = {"outcome": decision.chosen_option}
-    if reason:
-        extra["reason"] = reason
+        decision = parse_reply(reply, record.options, record.recommendation)
+        extra: dict[str, Any] = {"outcome": "answered"}
+        if decision.note:
+            extra["note"] = decision.note
+        return decision, extra
+    decision = parse_verdict(reply, record.options, record.kind, record.recommendation)
+    extra = {"outcome": decision.chosen_option}
+    if decision.note:
+        extra["reason"] = decision.note
+        if decision.matched_by != "free_text":
+            extra["note"] = decision.note
     return decision, extra
 
 
@@ -187,6 +132,7 @@ def apply_reply(
         outcome=extra.get("outcome"),
         reason=extra.get("reason"),
         note=extra.get("note"),
+        matched_by=decision.matched_by,
         by=by,
         via=via,
     )

@@ -44,17 +44,22 @@ def _split(cls: type, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
 
 @dataclass(frozen=True, slots=True)
 class Option:
-    """One answer offered: what the human sees (``label``) and what a decision carries."""
+    """One answer offered: what the human sees (``label``), what a decision carries
+    (``value``, stable whatever letter the option gets) and other words for it (``aliases``:
+    ``stop`` for *Abort the loop*; SPEC section 16), written only when there are some."""
 
     label: str
     value: str | None = None
     consequence: str | None = None  # escalate's choices: what picking it means
+    aliases: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"label": self.label, "value": self.value}
         if self.consequence is not None:
             data["consequence"] = self.consequence
+        if self.aliases:
+            data["aliases"] = list(self.aliases)
         data.update(self.extra)
         return data
 
@@ -62,6 +67,7 @@ class Option:
     def from_dict(cls, data: dict[str, Any]) -> Option:
         values, extra = _split(cls, data)
         values.setdefault("label", "")
+        values["aliases"] = tuple(values.get("aliases") or ())
         return cls(**values, extra=extra)
 
 
@@ -126,6 +132,7 @@ class Resolution:
     outcome: str | None = None
     reason: str | None = None  # an approval's or review's reason after the choice
     note: str | None = None  # the words after an option's letter ("B, this is obsolete")
+    matched_by: str | None = None  # how the reply was read (replies.MatchedBy): told back
     action: str | None = None  # a timeout's action (status: expired)
     by: str | None = None  # who: a user name, "human", "timeout"
     via: str | None = None  # cli, telegram, inbox, blocked-file-removed, timeout

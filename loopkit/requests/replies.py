@@ -1,27 +1,53 @@
-"""Turn a human's free-text reply into a decision (SPEC section 4, "Reply parsing").
+"""Turn a human's reply into a decision (SPEC sections 4, 9 and 16: replies never guess).
 
-Contract: ``parse_reply`` is pure (no I/O, no clock), never raises for any reply string and never
-guesses. Replies and option texts are compared after NFKC + casefold and collapsing whitespace
-runs, so ``"Ａ"`` is ``"a"`` and ``"Cafe\\u0301"`` is ``"café"``. The first step with an opinion
-decides; a step that finds two or more options (with different values) is ambiguous, and an
-ambiguous reply is free text — the later steps are not consulted:
+Contract: :func:`parse_reply` (any request's options) and :func:`parse_verdict` (an
+approval's or a review's) are pure (no I/O, no clock), never raise for any reply string and
+never guess: the result is the option the human named, or free text. Replies and option
+texts are compared after NFKC + casefold and collapsing whitespace runs (``"Ａ"`` is ``"a"``).
 
-1. ``"number"`` / ``"letter"``: the whole reply is one option's number or letter, optionally
-   followed by ``)``, ``.`` or ``:`` (``"2."``, ``"b)"``, ``" c: "``). An index beyond the options
-   is not an index match (the later steps still run). ``"A but also fix it"`` is not one.
-2. ``"prefix"``: an exact label wins outright; otherwise the reply is a prefix of exactly one label.
-3. ``"value"``: the reply equals an option's value.
-4. ``"recommendation"``: the reply is "work on it", "your call" or "you decide" (trailing
-   punctuation allowed) and ``recommendation`` is one option's value; without one — or with one no
-   option carries — the reply is free text. Checked before fuzzy matching so that a delegation is
-   never mistaken for a label it happens to resemble.
-5. ``"fuzzy"``: the best option scores at least ``FUZZY_THRESHOLD`` and leads the runner-up by at
-   least ``FUZZY_MARGIN``. A reply much longer than every label and value is not compared at all.
-6. ``"free_text"``: anything else, including an empty reply.
+An empty reply is free text, and so is one that ends with a question mark (``yes?``,
+``Postgres?``: a question back, not an answer) unless it is an option's label. Otherwise the
+first step with an opinion decides; a step that finds options with different values is
+ambiguous, and an ambiguous reply is free text:
 
-A chosen option yields ``chosen_option == parsed_decision == value`` and ``free_text is None``;
-free text yields ``chosen_option is None``, ``free_text`` the reply verbatim and
-``parsed_decision`` the reply with whitespace runs collapsed and ends stripped (``""`` when empty).
+1. ``"letter"`` / ``"number"``: the reply is an option's letter or number (``B``, ``b)``,
+   ``2.``), alone or followed by a separator and words (``B, this task is obsolete``: the
+   words are the ``note``). A single character is only ever an index: ``D`` on a two-option
+   question is free text, never the first letter of a label. The words make the reply free
+   text when they name a *different* option (its label, a unique prefix of it, its value,
+   an alias, its letter) or negate the one picked (``A - don't use the v2 API``). A number
+   is no index when an option's label holds a number (``2`` on "2 nodes / 4 nodes"), nor a
+   letter that another option's label has as a word (``A`` on "Plan B / Plan A").
+2. ``"label"``: the reply is an option's label.
+3. ``"prefix"``: the reply is the start of exactly one label — two characters or more, not
+   ending inside a number, and a negation only where the label has it (``no`` is not "Now").
+4. ``"value"`` / ``"alias"``: the reply is an option's value or one of its aliases (``stop``
+   for "Abort the loop"). Steps 2–4 also take a label, unique prefix, value or alias
+   followed by a separator and words (``stop, I'll fix it by hand``), on step 1's terms.
+5. ``"recommendation"``: "work on it", "your call" or "you decide" picks ``recommendation``
+   when an option carries it (else free text). Before fuzzy matching, so that a delegation
+   is never mistaken for a label it resembles.
+6. ``"fuzzy"``: a typo — within a slip or two (:mod:`~loopkit.requests.typos`) of exactly one
+   option's label, value or alias, or of the start of its label (``Postgress``). Never when
+   the numbers differ (``use the v1 API`` is not "Use the v2 API"), when the reply carries a
+   negation the option's text does not (``not``, ``no``, ``don't``, ``never``, ``without``,
+   ``instead of``, ``rather than``, ``un-``/``dis-`` before the option's word), nor when it
+   holds another option's distinguishing word (``postgres or mysql``).
+7. ``"free_text"``: anything else.
+
+A chosen option yields ``chosen_option == parsed_decision == value`` and ``free_text is
+None``; free text yields ``chosen_option is None``, ``free_text`` the reply verbatim and
+``parsed_decision`` the reply with whitespace runs collapsed and ends stripped.
+
+:func:`parse_verdict` reads an approval (Approve / Reject / Request changes) or a review
+(Approve / Request changes / Defer) by the same steps — a label or value may also be
+followed by words after a plain space (``reject not on a Friday``) — and then: an approval
+must be unconditional (words after it with a condition or second thoughts, ``if``,
+``unless``, ``once``, ``but``, ``wait``, a negation, …, make it feedback); for an approval,
+section 9's yes words (``yes y approve approved ok lgtm 👍``) approve and its no words
+(``no n reject rejected deny``) reject, alone or before a separator and words, and a negated
+approval (``not approved``, ``disapprove``, ``don't approve``) rejects. Everything else is
+``changes_requested`` (``matched_by == "free_text"``) with the whole reply as its ``note``.
 """
 
 from __future__ import annotations
@@ -29,27 +55,68 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rapidfuzz import fuzz
-
 from loopkit.requests.models import Option
+from loopkit.requests.typos import slips
+from loopkit.requests.words import (
+    STOPWORDS,
+    TURN,
+    WORD,
+    negated_at,
+    negated_word,
+    negations,
+    normalise,
+    numbers_in,
+    words_of,
+)
 
-MatchedBy = Literal["letter", "number", "prefix", "value", "fuzzy", "recommendation", "free_text"]
+MatchedBy = Literal[
+    "letter",
+    "number",
+    "label",
+    "prefix",
+    "value",
+    "alias",
+    "recommendation",
+    "fuzzy",
+    "yes",
+    "no",
+    "free_text",
+]
 
-# fuzz.ratio is the normalised Indel similarity: one typo in a 5-letter word ("abrot") scores 80,
-# one in a phrase scores 90+, while unrelated words stay under 50. WRatio is not used: its
-# partial/token scorers give 90 to a reply that merely shares one word with a label ("loop").
-FUZZY_THRESHOLD = 80.0
-FUZZY_MARGIN = 10.0
-# Beyond this many times the longest option text (+ slack) a reply is prose, not a typo of a label.
-FUZZY_MAX_LENGTH_FACTOR = 3
-FUZZY_MAX_LENGTH_SLACK = 10
-
-_INDEX = re.compile(r"(?P<letter>[a-z])[).:]?|(?P<number>[0-9]+)[).:]?")
-_DELEGATION = re.compile(r"(?:work on it|your call|you decide)[\s.!?]*")
+_INDEX = re.compile(r"(?:(?P<letter>[a-z])|(?P<number>[0-9]+))[).:]?")
+# "B, this task is obsolete" / "2: later" / "A - use the v2 API" / "b) fine": an index, words.
+_INDEXED = re.compile(
+    r"\s*(?P<index>[A-Za-z]|[0-9]{1,2})\s*(?:[,:;)]|\.(?=\s)|\s[-–—]+|[-–—]+\s|\n)\s*(?P<words>\S.*)",
+    re.S,
+)
+# Where a label, value or alias may end and words begin ("stop, I'll fix it by hand").
+_SEPARATOR = re.compile(r"\s*(?:[,:;]|\s[-–—]+\s|\n)\s*|\s+(?=because\b)", re.IGNORECASE)
+# Words that start by naming another option by its letter: "B", "B, …", "B or C".
+_LEADING_INDEX = re.compile(
+    r"(?:(?P<letter>[a-z])|(?P<number>[0-9]{1,2}))(?:[).:,;/&]|\s+(?:or|and)\b|$)"
+)
+_DELEGATION = re.compile(r"(?:work on it|your call|you decide)[\s.!]*")
+# Words that make an approval conditional or second-guessed: feedback, never an approval.
+_HEDGES = frozenset({
+    "if", "unless", "when", "whenever", "once", "after", "before", "until", "till", "provided",
+    "providing", "assuming", "only", "but", "except", "however", "though", "although", "wait",
+    "hold", "later", "maybe", "perhaps", "probably", "tomorrow", "tonight", "yet", "reject",
+    "rejected", "deny", "denied",
+})  # fmt: skip
+_HEDGE_PHRASES = ("as long as", "as soon as")
+YES_WORDS = frozenset({"yes", "y", "approve", "approved", "ok", "lgtm", "👍"})
+NO_WORDS = frozenset({"no", "n", "reject", "rejected", "deny"})
+_NEGATED_APPROVAL = re.compile(
+    r"(?:not|never|do not|don't|dont) (?:approve|approved|ok|okay|lgtm|yes)"
+    r"|(?:dis|un)approved?|disapproval"
+)
+_MIN_PREFIX = 2  # characters: a single one is only ever an index
+_MIN_TYPO_PREFIX = 4  # the start of a label a typo may be of ("postgres" of "PostgreSQL")
+_MIN_TYPO_TEXT = 3  # a shorter reply or option text is never fuzzy-matched
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,122 +125,393 @@ class Decision:
     free_text: str | None  # the verbatim reply when no option was chosen, else None
     parsed_decision: str  # the option's value, or the whitespace-normalised reply
     matched_by: MatchedBy
+    note: str | None = None  # the words after the option ("B, this task is obsolete")
 
 
 @dataclass(frozen=True, slots=True)
 class _Option:
+    index: int
     value: str  # as given: this is what a decision carries
-    label_key: str  # normalised for comparison
+    label: str  # normalised for comparison, as the other texts
     value_key: str
+    aliases: tuple[str, ...]
+    letters: frozenset[str]  # single letters standing as words in its label ("Plan A")
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return tuple(t for t in (self.label, self.value_key, *self.aliases) if t)
+
+    @property
+    def words(self) -> frozenset[str]:
+        return frozenset(w for t in self.texts for w in words_of(t))
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A step's opinion: the options it found (none: free text) and how."""
+
+    found: tuple[_Option, ...]
+    matched_by: MatchedBy
+    note: str | None = None
+
+
+_FREE = _Read((), "free_text")
 
 
 def parse_reply(
     reply: str, options: Sequence[Option], recommendation: str | None = None
 ) -> Decision:
-    """Match ``reply`` against ``options`` (their label and value) as the module states."""
-    text = _normalise(reply)
+    """Match ``reply`` against ``options`` as the module states (steps 1–7)."""
+    return _decide(reply, _read(reply, options, recommendation, loose=False))
+
+
+def parse_verdict(
+    reply: str, options: Sequence[Option], kind: str, recommendation: str | None = None
+) -> Decision:
+    """An approval's or a review's decision: ``chosen_option`` is the outcome (approved,
+    rejected, changes_requested, deferred); feedback is ``changes_requested`` with
+    ``matched_by == "free_text"`` and the reply as ``note``."""
+    read = _read(reply, options, recommendation, loose=True)
+    if read.found and read.found[0].value == "approved" and not unconditional(read.note):
+        read = _FREE
+    if read.found:
+        return _decide(reply, read)
+    words = " ".join(reply.split())
+    if kind == "approval":
+        verdict = _yes_or_no(reply)
+        if verdict is not None:
+            outcome, note = verdict
+            matched_by: MatchedBy = "yes" if outcome == "approved" else "no"
+            return Decision(outcome, None, outcome, matched_by, note)
+    return Decision("changes_requested", None, "changes_requested", "free_text", words or None)
+
+
+def unconditional(words: str | None) -> bool:
+    """Whether the words after an approval leave it standing: no condition (``if``,
+    ``once``, ``as long as``), no second thoughts (``but``, ``wait``), no negation, no
+    rejection, no question."""
+    if not words:
+        return True
+    key = normalise(words)
+    tokens = words_of(key)
+    return not (
+        "?" in key
+        or negations(tokens)
+        or any(t in _HEDGES for t in tokens)
+        or any(phrase in key for phrase in _HEDGE_PHRASES)
+    )
+
+
+def asks_back(text: str) -> bool:
+    """A reply ending with a question mark is a question back, not an answer."""
+    return normalise(text).rstrip(" .!\"')»”’").endswith("?")
+
+
+# --- the steps ----------------------------------------------------------------------------
+
+
+def _read(
+    reply: str, options: Sequence[Option], recommendation: str | None, *, loose: bool
+) -> _Read:
+    text = normalise(reply)
     if not text:
-        return _free(reply)
-    choices = [_option(o) for o in options]
-    index = _by_index(text, choices)
-    if index is not None:
-        return _chosen(*index)
-    by_label = _by_label(text, choices)
-    if by_label:
-        return _decide(reply, by_label, "prefix")
-    by_value = _by_value(text, choices)
-    if by_value:
-        return _decide(reply, by_value, "value")
+        return _FREE
+    choices = [_option(i, o) for i, o in enumerate(options)]
+    exact = [c for c in choices if c.label == text]
+    if exact:
+        return _Read(tuple(exact), "label")
+    if asks_back(text):
+        return _FREE
+    read = _by_index(reply, text, choices) or _by_name(text, choices)
+    read = read or _by_head(reply, choices, loose=loose)
+    if read is not None:
+        return read
     if _DELEGATION.fullmatch(text):
-        return _decide(reply, _by_recommendation(recommendation, choices), "recommendation")
-    return _decide(reply, _by_fuzzy(text, choices), "fuzzy")
+        return _Read(tuple(_by_recommendation(recommendation, choices)), "recommendation")
+    return _Read(tuple(_by_typo(text, choices)), "fuzzy")
 
 
-def _normalise(text: str) -> str:
-    """NFKC + casefold (and NFKC again: casefold can un-normalise), whitespace runs collapsed."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return " ".join(folded.split())
-
-
-def _option(option: Option) -> _Option:
-    value = str(option.value)
-    return _Option(value=value, label_key=_normalise(option.label), value_key=_normalise(value))
-
-
-def _by_index(text: str, choices: list[_Option]) -> tuple[_Option, MatchedBy] | None:
-    """A bare letter or number naming an existing option."""
-    match = _INDEX.fullmatch(text)
+def _by_index(reply: str, text: str, choices: list[_Option]) -> _Read | None:
+    """Step 1: an index alone, or an index, a separator and words."""
+    alone = _INDEX.fullmatch(text)
+    if alone is not None:
+        core = text.rstrip(").:")
+        chosen = _indexed(alone["letter"], alone["number"], choices)
+        if chosen is not None:
+            return _Read((chosen,), "letter" if alone["letter"] else "number")
+        return _FREE if len(core) == 1 else None  # a single character is only an index
+    if len(text) == 1 and text.isalnum():
+        return _FREE
+    match = _INDEXED.fullmatch(unicodedata.normalize("NFKC", reply).strip())
     if match is None:
         return None
-    if match["letter"] is not None:
-        position = string.ascii_lowercase.index(match["letter"])
-        kind: MatchedBy = "letter"
-    else:
-        position = int(match["number"]) - 1
-        kind = "number"
-    if 0 <= position < len(choices):
-        return choices[position], kind
+    head = match["index"].casefold()
+    letter, number = (head, None) if head.isalpha() else (None, head)
+    chosen = _indexed(letter, number, choices)
+    if chosen is None:
+        return _FREE if _index_of(letter, number) < len(choices) else None
+    return _with_words(chosen, "letter" if letter else "number", match["words"], choices)
+
+
+def _indexed(letter: str | None, number: str | None, choices: list[_Option]) -> _Option | None:
+    """The option an index names, unless it could as well name another by its label."""
+    position = _index_of(letter, number)
+    if not 0 <= position < len(choices):
+        return None
+    if number is not None and any(numbers_in(c.label) for c in choices):
+        # Where labels hold numbers, a number is an index only when it is that option's
+        # number too ("5" on "Option 1 … Option 5"): "2" on "2 nodes / 4 nodes" is not.
+        holding = [c for c in choices if str(position + 1) in numbers_in(c.label)]
+        if [c.index for c in holding] != [position]:
+            return None
+    if letter is not None and any(letter in c.letters for c in choices if c.index != position):
+        return None  # "A" on "Plan B / Plan A"
+    return choices[position]
+
+
+def _index_of(letter: str | None, number: str | None) -> int:
+    if letter is not None:
+        return string.ascii_lowercase.index(letter)
+    return int(number or 0) - 1
+
+
+def _by_name(text: str, choices: list[_Option]) -> _Read | None:
+    """Steps 3 and 4 for the whole reply (step 2, the exact label, comes first)."""
+    found = _named_by(text, choices)
+    return _Read(tuple(found[0]), found[1]) if found else None
+
+
+def _named_by(key: str, choices: list[_Option]) -> tuple[list[_Option], MatchedBy] | None:
+    exact = [c for c in choices if c.label == key]
+    if exact:
+        return exact, "label"
+    prefixed = [c for c in choices if _is_prefix(key, c.label)]
+    if prefixed:
+        return prefixed, "prefix"
+    by_value = [c for c in choices if c.value_key == key]
+    if by_value:
+        return by_value, "value"
+    by_alias = [c for c in choices if key in c.aliases]
+    if by_alias:
+        return by_alias, "alias"
     return None
 
 
-def _by_label(text: str, choices: list[_Option]) -> list[_Option]:
-    """Options whose label is ``text`` exactly; failing that, those it is a prefix of."""
-    exact = [c for c in choices if c.label_key == text]
-    return exact or [c for c in choices if c.label_key.startswith(text)]
+def _is_prefix(key: str, label: str) -> bool:
+    """``key`` starts ``label``: 2+ characters, not cut inside a number, and a negation word
+    only where the label has that word (``no`` does not start "Now")."""
+    if len(key) < _MIN_PREFIX or key == label or not label.startswith(key):
+        return False
+    if key[-1].isdigit() and label[len(key)].isdigit():
+        return False
+    last = words_of(key)[-1:] or [""]
+    whole = words_of(label)[len(words_of(key)) - 1 : len(words_of(key))]
+    return not (negations(last) and last != whole)
 
 
-def _by_value(text: str, choices: list[_Option]) -> list[_Option]:
-    return [c for c in choices if c.value_key == text]
+def _by_head(reply: str, choices: list[_Option], *, loose: bool) -> _Read | None:
+    """A label, unique prefix, value or alias, then a separator and words (``loose``: a
+    plain space will do after a label or value). The longest such head wins."""
+    display = unicodedata.normalize("NFKC", reply).strip()
+    longest = max((len(t) for c in choices for t in c.texts), default=0)
+    for head, words, plain in _splits(display, loose=loose):
+        if len(head) > 2 * longest + 10:
+            continue  # far longer than any label, value or alias: it names none
+        found = _named_by(normalise(head), choices)
+        if found is None or len({c.value for c in found[0]}) != 1:
+            continue
+        options, matched_by = found
+        if plain and matched_by not in ("label", "value"):
+            continue
+        return _with_words(options[0], matched_by, words, choices)
+    return None
+
+
+def _splits(display: str, *, loose: bool) -> Iterator[tuple[str, str, bool]]:
+    """(head, words, cut at a plain space) at every separator, the longest head first."""
+    cuts = {(m.start(), m.end()): False for m in _SEPARATOR.finditer(display)}
+    if loose:
+        for m in re.finditer(r"\s+", display):
+            cuts.setdefault((m.start(), m.end()), True)
+    for (start, end), plain in sorted(cuts.items(), reverse=True):
+        head, words = display[:start].strip(), display[end:].strip()
+        if len(head) >= _MIN_PREFIX and words:
+            yield head, words, plain
+
+
+def _with_words(
+    chosen: _Option, matched_by: MatchedBy, words: str, choices: list[_Option]
+) -> _Read:
+    """The option with the words as its note — or free text when the words name another
+    option, or negate this one."""
+    note = " ".join(words.split())
+    named, negated = _names(note, choices)
+    if named - {chosen.index}:
+        return _FREE  # "A - stay on v1": the letter and the words disagree
+    if chosen.index in negated:
+        return _FREE  # "A - don't use the v2 API"
+    return _Read((chosen,), matched_by, note)
+
+
+def _names(words: str, choices: list[_Option]) -> tuple[set[int], set[int]]:
+    """The options ``words`` name, and those they name only to negate (``PostgreSQL, no
+    MySQL``). An option is named by its label anywhere in them; by its value or an alias when
+    that is the whole of them, a phrase of several words, or one word in words with a
+    negation or second thoughts (``no wait, retry``; never ``the tests pass``); by a unique
+    prefix of its label; by its letter."""
+    key = normalise(words)
+    bare = key.rstrip(" .!")
+    spans = list(WORD.finditer(key))
+    tokens = [m.group() for m in spans]
+    wary = TURN.search(key) is not None or bool(negations(tokens))
+    named: set[int] = set()
+    negated: set[int] = set()
+    for c in choices:
+        if bare in c.texts:
+            named.add(c.index)
+        phrases = [c.label]
+        phrases += [t for t in (c.value_key, *c.aliases) if wary or len(words_of(t)) > 1]
+        for phrase in phrases:
+            for at in _occurrences(tokens, words_of(phrase)):
+                (negated if negated_at(key, spans, at) else named).add(c.index)
+    prefixed = [c for c in choices if _is_prefix(bare, c.label)]
+    if len(prefixed) == 1:
+        named.add(prefixed[0].index)
+    leading = _LEADING_INDEX.match(key)
+    if leading is not None:
+        position = _index_of(leading["letter"], leading["number"])
+        if 0 <= position < len(choices):
+            named.add(position)
+    return named, negated
+
+
+def _occurrences(tokens: Sequence[str], phrase: Sequence[str]) -> Iterator[int]:
+    """Where ``phrase`` starts in ``tokens``."""
+    size = len(phrase)
+    for at in range(len(tokens) - size + 1 if size else 0):
+        if list(tokens[at : at + size]) == list(phrase):
+            yield at
 
 
 def _by_recommendation(recommendation: str | None, choices: list[_Option]) -> list[_Option]:
     if recommendation is None:
         return []
-    wanted = _normalise(recommendation)
+    wanted = normalise(recommendation)
     return [c for c in choices if c.value_key == wanted]
 
 
-def _by_fuzzy(text: str, choices: list[_Option]) -> list[_Option]:
-    """The one option clearly closest to ``text``, or nothing: a near tie is not a match."""
-    if not choices or len(text) > _fuzzy_length_limit(choices):
+def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
+    """Step 6: the one option within a few slips of ``text`` (an ending ``!`` or ``.``
+    aside), or nothing."""
+    text = text.rstrip(" .!")
+    if len(text) < _MIN_TYPO_TEXT or not choices:
         return []
-    scored = sorted(
-        ((max(fuzz.ratio(text, c.label_key), fuzz.ratio(text, c.value_key)), c) for c in choices),
-        key=lambda pair: pair[0],
-        reverse=True,
+    longest = max((len(t) for c in choices for t in c.texts), default=0)
+    if len(text) > 2 * longest + 10:
+        return []
+    allowed = 1 if len(text) <= 10 else 2 if len(text) <= 20 else 3
+    tokens = words_of(text)
+    within = []
+    for c in choices:
+        if _foreign(tokens, c, choices):
+            continue
+        if any(cost <= allowed for cost in _typo_costs(text, tokens, c, allowed)):
+            within.append(c)
+    return within
+
+
+def _typo_costs(text: str, tokens: Sequence[str], c: _Option, allowed: int) -> Iterator[int]:
+    """The slips from ``text`` to each of ``c``'s texts, and to the starts of its label that
+    end on the reply's last letter (``postgress`` of "PostgreSQL", never ``skip tesk`` of
+    "Skip tests"), that it may be a typo of: the same numbers, the same negations, a start
+    never cut inside a number."""
+    for target in c.texts:
+        if len(target) < _MIN_TYPO_TEXT:
+            continue
+        row = slips(text, target)
+        ends = [len(target)]
+        if target == c.label:
+            ends += [
+                end
+                for end in range(_MIN_TYPO_PREFIX, len(target))
+                if target[end - 1] == text[-1]
+                and not (target[end - 1].isdigit() and target[end].isdigit())
+            ]
+        for end in ends:
+            if row[end] <= allowed and _same_sense(text, tokens, target[:end]):
+                yield row[end]
+
+
+def _same_sense(text: str, tokens: Sequence[str], target: str) -> bool:
+    """A typo keeps the numbers and the negations of what it is a typo of."""
+    theirs = words_of(target)
+    if numbers_in(text) != numbers_in(target) or negations(tokens) != negations(theirs):
+        return False
+    return not negated_word(tokens, theirs)
+
+
+def _foreign(tokens: Sequence[str], c: _Option, choices: list[_Option]) -> bool:
+    """Whether the reply holds a word that tells another option from ``c``."""
+    own = c.words
+    others = {w for o in choices if o.value != c.value for w in o.words} - own - STOPWORDS
+    for token in tokens:
+        if token in others:
+            return True
+        if len(token) >= 4 and any(
+            len(w) >= 4 and (w.startswith(token) or token.startswith(w)) for w in others
+        ):
+            return True
+    return False
+
+
+def _yes_or_no(reply: str) -> tuple[str, str | None] | None:
+    """An approval's yes or no word, alone or before a separator and words; a negated
+    approval rejects. Words after a yes must leave it unconditional."""
+    key = normalise(reply).rstrip(" .!")
+    if _NEGATED_APPROVAL.fullmatch(key):
+        return "rejected", None
+    if key in YES_WORDS:
+        return "approved", None
+    if key in NO_WORDS:
+        return "rejected", None
+    display = unicodedata.normalize("NFKC", reply).strip()
+    match = _SEPARATOR.search(display)
+    if match is None or not display[match.end() :].strip():
+        return None
+    head = normalise(display[: match.start()])
+    words = " ".join(display[match.end() :].split())
+    if _names(words, [_option(i, o) for i, o in enumerate(_YES_NO)])[0]:
+        return None  # "no, approve it": both
+    if head in YES_WORDS and unconditional(words):
+        return "approved", words
+    if head in NO_WORDS:
+        return "rejected", words
+    return None
+
+
+_YES_NO = (Option("Approve", "approved"), Option("Reject", "rejected"))
+
+
+def _option(index: int, option: Option) -> _Option:
+    value = str(option.value)
+    label = unicodedata.normalize("NFKC", option.label)
+    words = WORD.findall(label)
+    letters = frozenset(
+        w.casefold() for w in words[1:] if len(w) == 1 and w.isascii() and w.isupper()
     )
-    best_score, best = scored[0]
-    runner_up = scored[1][0] if len(scored) > 1 else 0.0
-    if best_score >= FUZZY_THRESHOLD and best_score - runner_up >= FUZZY_MARGIN:
-        return [best]
-    return []
+    return _Option(
+        index=index,
+        value=value,
+        label=normalise(option.label),
+        value_key=normalise(value),
+        aliases=tuple(a for a in (normalise(a) for a in option.aliases) if a),
+        letters=letters,
+    )
 
 
-def _fuzzy_length_limit(choices: list[_Option]) -> int:
-    longest = max(max(len(c.label_key), len(c.value_key)) for c in choices)
-    return FUZZY_MAX_LENGTH_FACTOR * longest + FUZZY_MAX_LENGTH_SLACK
-
-
-def _decide(reply: str, found: list[_Option], matched_by: MatchedBy) -> Decision:
+def _decide(reply: str, read: _Read) -> Decision:
     """One option (or several sharing one value) is a choice; none or a real tie is free text."""
-    if found and len({c.value for c in found}) == 1:
-        return _chosen(found[0], matched_by)
-    return _free(reply)
-
-
-def _chosen(option: _Option, matched_by: MatchedBy) -> Decision:
-    return Decision(
-        chosen_option=option.value,
-        free_text=None,
-        parsed_decision=option.value,
-        matched_by=matched_by,
-    )
-
-
-def _free(reply: str) -> Decision:
-    return Decision(
-        chosen_option=None,
-        free_text=reply,
-        parsed_decision=" ".join(reply.split()),
-        matched_by="free_text",
-    )
+    if read.found and len({c.value for c in read.found}) == 1:
+        value = read.found[0].value
+        return Decision(value, None, value, read.matched_by, read.note)
+    return Decision(None, reply, " ".join(reply.split()), "free_text")

@@ -123,7 +123,12 @@ def _either(*checks: Check) -> Check:
 
 _OPT_ID = _maybe(_either(_whole, _text))
 
-OPTION: dict[str, Check] = {"label": _text, "value": _OPT_TEXT, "consequence": _OPT_TEXT}
+OPTION: dict[str, Check] = {
+    "label": _text,
+    "value": _OPT_TEXT,
+    "consequence": _OPT_TEXT,
+    "aliases": _maybe(_list(_text)),
+}
 DELIVERY_ATTEMPT: dict[str, Check] = {
     "channel": _OPT_TEXT,
     "at": _OPT_TEXT,
@@ -145,6 +150,7 @@ _RESOLUTION_TEXTS = (
     "outcome",
     "reason",
     "note",
+    "matched_by",
     "action",
     "by",
     "via",

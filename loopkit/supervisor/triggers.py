@@ -1,9 +1,10 @@
 """The questions the supervisor asks itself (SPEC section 3, triggers 1–3).
 
 Each block the supervisor raises offers, in this order: A) Retry with a hint, B) Skip the
-task (only when there is a task), C) Abort the loop. Context is an error signature — the
-few lines of output that say what failed — never a wall of log; the full output is in
-``.loopkit/logs/``.
+task (only when there is a task), C) Abort the loop — whatever letters they get, their values
+are ``retry``, ``skip`` and ``abort``, and their aliases (``stop``, ``next``, ``again``, …) are
+read as them (SPEC section 16). Context is an error signature — the few lines of output that
+say what failed — never a wall of log; the full output is in ``.loopkit/logs/``.
 """
 
 from __future__ import annotations
@@ -19,9 +20,19 @@ from loopkit.escalation.rubric import MAX_STEM as MAX_PROMPT
 from loopkit.message import fold
 
 CHOICES = (
-    Choice("Retry with a hint", "the next agent run gets your reply as LOOPKIT_DECISION", "retry"),
-    Choice("Skip the task", "loopkit moves on to the next task", "skip"),
-    Choice("Abort the loop", "loopkit run stops (exit 3)", "abort"),
+    Choice(
+        "Retry with a hint",
+        "the next agent run gets your reply as LOOPKIT_DECISION",
+        "retry",
+        ("again", "try again"),
+    ),
+    Choice("Skip the task", "loopkit moves on to the next task", "skip", ("next", "pass")),
+    Choice(
+        "Abort the loop",
+        "loopkit run stops (exit 3)",
+        "abort",
+        ("stop", "quit", "cancel", "halt"),
+    ),
 )
 
 

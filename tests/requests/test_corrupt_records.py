@@ -61,6 +61,9 @@ SHAPES: list[tuple[str, Any]] = [
     ("resolution", {"reason": 3}),
     ("resolution", {"by_id": [1]}),
     ("resolution", {"reply": {"text": "A"}}),
+    ("options", [{"label": "Abort", "aliases": "stop"}]),
+    ("options", [{"label": "Abort", "aliases": ["stop", 3]}]),
+    ("resolution", {"matched_by": ["letter"]}),
 ]
 
 

@@ -42,17 +42,16 @@ CHOSEN = [
     ("1", APPROVAL, "approved", "number"),
     ("\t3)\n", APPROVAL, "changes_requested", "number"),
     ("a", LOOP, "retry", "letter"),  # the letter A, not the prefix of "Abort the loop"
-    # prefixes and exact labels, case- and whitespace-insensitive
+    # exact labels and prefixes, case- and whitespace-insensitive
     ("ret", LOOP, "retry", "prefix"),
     ("SKIP", LOOP, "skip", "prefix"),
-    ("abort   the\tloop", LOOP, "abort", "prefix"),
-    ("Retry with a hint", LOOP, "retry", "prefix"),
+    ("abort   the\tloop", LOOP, "abort", "label"),
+    ("Retry with a hint", LOOP, "retry", "label"),
     ("app", APPROVAL, "approved", "prefix"),
     ("rej", APPROVAL, "rejected", "prefix"),
     ("req", APPROVAL, "changes_requested", "prefix"),
-    ("skip", NESTED, "skip", "prefix"),  # an exact label beats being a prefix of another
+    ("skip", NESTED, "skip", "label"),  # an exact label beats being a prefix of another
     ("skip t", NESTED, "skip_task", "prefix"),
-    ("d", [*LOOP[:2], Option("Defer", "defer")], "defer", "prefix"),
     # values
     ("approved", APPROVAL, "approved", "value"),
     ("CHANGES_REQUESTED", APPROVAL, "changes_requested", "value"),
@@ -71,7 +70,7 @@ CHOSEN = [
     ("２", LOOP, "skip", "number"),
     ("ＲＥＴ", LOOP, "retry", "prefix"),
     ("café", ACCENTS, "cafe_open", "prefix"),
-    ("CAFÉ — OPEN", ACCENTS, "cafe_open", "prefix"),
+    ("CAFÉ — OPEN", ACCENTS, "cafe_open", "label"),
     ("Cafe\u0301", ACCENTS, "cafe_open", "prefix"),  # decomposed é
     ("crème", ACCENTS, "dessert", "prefix"),
     ("creme brûlée", ACCENTS, "dessert", "fuzzy"),  # one accent missing: a typo
@@ -92,6 +91,7 @@ FREE = [
     ("2 please", LOOP),
     ("AB", APPROVAL),
     ("D", LOOP),  # out of range, and no label starts with D
+    ("d", [*LOOP[:2], Option("Defer", "defer")]),  # a single character is only an index
     ("4.", LOOP),
     ("0", LOOP),
     ("skip", SKIPS),  # prefix of both labels
@@ -137,7 +137,7 @@ def test_reply_is_free_text(reply: str, options: list[Option]) -> None:
     assert_free(parse_reply(reply, options), reply)
 
 
-@pytest.mark.parametrize("reply", ["work on it", "Your call.", "YOU DECIDE!", " work  on it ?"])
+@pytest.mark.parametrize("reply", ["work on it", "Your call.", "YOU DECIDE!", " work  on it !"])
 def test_delegation_picks_the_recommendation(reply: str) -> None:
     assert_chosen(parse_reply(reply, LOOP, recommendation="skip"), "skip", "recommendation")
 
@@ -147,6 +147,10 @@ def test_delegation_without_a_usable_recommendation_is_free_text(
     recommendation: str | None,
 ) -> None:
     assert_free(parse_reply("Work on it.", LOOP, recommendation=recommendation), "Work on it.")
+
+
+def test_a_delegation_asked_back_is_free_text() -> None:
+    assert_free(parse_reply(" work  on it ?", LOOP, recommendation="skip"), " work  on it ?")
 
 
 def test_recommendation_does_not_override_an_explicit_choice() -> None:

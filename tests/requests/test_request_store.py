@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import json
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from loopkit import config
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound
+from loopkit.requests.models import Option, Resolution
 from loopkit.requests.record import Request, new_id, validate_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -46,6 +48,22 @@ def test_round_trip_keeps_unknown_fields(ws: Path) -> None:
     assert again["status"] == "resolved"
     assert again["schema_version"] == 2
     assert again["updated_at"] > data["updated_at"]
+
+
+def test_aliases_and_how_a_reply_was_read_are_written_only_when_set(ws: Path) -> None:
+    store = store_for(ws)
+    options = [Option("Retry", "retry"), Option("Abort the loop", "abort", aliases=("stop",))]
+    store.create(Request(request_id="r1", prompt="Q?", options=options))
+    path = ws / "requests" / "r1.json"
+    assert json.loads(path.read_text())["options"] == [
+        {"label": "Retry", "value": "retry"},
+        {"label": "Abort the loop", "value": "abort", "aliases": ["stop"]},
+    ]
+    assert store.load("r1").options == options
+    store.resolve("r1", Resolution(request_id="r1", chosen_option="retry"))
+    assert "matched_by" not in json.loads(path.read_text())["resolution"]
+    store.save(replace(store.load("r1"), resolution=Resolution(matched_by="alias")))
+    assert json.loads(path.read_text())["resolution"]["matched_by"] == "alias"
 
 
 def test_spec_field_order(ws: Path) -> None:

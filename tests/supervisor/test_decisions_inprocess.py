@@ -168,12 +168,14 @@ def test_every_decision_pending_for_a_run_reaches_it(ws: Path) -> None:
     assert sup.run() == EXIT_OK
     agents = [c for c in runner.calls if c.name == "agent"]
     assert [c.at for c in agents] == [0, 120]
-    assert agents[1].env["LOOPKIT_DECISION"] == "Cents, as the ledger does"
+    # A label, then words: that option, the words kept as its note (SPEC sections 9 and 16).
+    assert agents[1].env["LOOPKIT_DECISION"] == "cents"
+    assert agents[1].env["LOOPKIT_DECISION_NOTE"] == "as the ledger does"
     assert agents[1].env["LOOPKIT_DECISION_REQUEST"] == asked[1]
     last = last_decision(ws)
     assert last["request_id"] == asked[1]  # the latest, as before
     assert [(d["request_id"], d["parsed_decision"]) for d in last["decisions"]] == [
-        (asked[0], "flow-b"), (asked[1], "Cents, as the ledger does")]  # fmt: skip
+        (asked[0], "flow-b"), (asked[1], "cents")]  # fmt: skip
 
 
 def test_a_decision_consumed_by_one_run_is_not_listed_for_the_next(ws: Path) -> None:

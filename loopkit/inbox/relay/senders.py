@@ -1,6 +1,7 @@
 """Who may answer, and what the relay knows of one bot's messages: who sent an update,
 whether that chat and user may decide (:class:`Allowed`), which message a request went out
-as, and the line a message is edited to end with once its request is answered.
+as, and the lines a message is edited to end with once its request is answered (the
+outcome, and how the reply was read).
 
 Who may answer: only updates from ``LOOPKIT_HITL_TELEGRAM_CHAT`` and, when set, from a user
 in ``LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS`` (numeric ids: usernames change). Anything else
@@ -16,6 +17,7 @@ from loopkit.config import ChannelSettings
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.models import Resolution
+from loopkit.requests.reading import told_back
 from loopkit.requests.record import Request
 
 log = get_logger("loopkit.phone")
@@ -74,7 +76,8 @@ def _hhmm(at: str | None) -> str:
 
 
 def outcome_line(record: Request) -> str:
-    """The line the message is edited to end with, once the request is no longer open."""
+    """The line the message is edited to end with, once the request is no longer open —
+    for an answer, with how it was read on a line of its own (:func:`told_back`)."""
     res = record.resolution or Resolution()
     at = _hhmm(res.resolved_at)
     if record.status == "expired":
@@ -95,7 +98,7 @@ def outcome_line(record: Request) -> str:
     label = next((o.label for o in record.options if o.value == chosen), None)
     what = label or fold(str(res.parsed_decision or ""), 80)
     name = str(res.by_name or res.by or "someone")
-    return f"Resolved: {what} — by {name}, {at}"
+    return f"Resolved: {what} — by {name}, {at}\n{told_back(record)}"
 
 
 def telegram_message_id(record: Request) -> int | None:

@@ -103,7 +103,9 @@ def test_a_tap_answers_acknowledges_and_edits(
     assert ack.body["text"].startswith("Resolved: Skip the task — by Ana, ")
     [edit] = server.calls("/editMessageText")
     assert edit.body["message_id"] == message_id and edit.body["chat_id"] == str(CHAT)
-    assert edit.body["text"].endswith(ack.body["text"])
+    # The message ends with the outcome and how the tap was read; the tap's answer says both.
+    assert edit.body["text"].endswith("\n→ B) Skip the task (letter B)")
+    assert " ".join(edit.body["text"].split("\n\n")[-1].split()) == ack.body["text"]
     assert edit.body["reply_markup"] == {"inline_keyboard": []}
     # The offset moved past the handled update, and is asked for next time.
     poller.poll_once()

@@ -1,0 +1,220 @@
+"""SPEC §16's property: the decision is the option the human named, or free text — never
+another option. Hypothesis builds questions (labels of words, some with numbers) and replies
+made from their labels the way a reply goes wrong: a digit changed, a negation added,
+another option's letter prepended, two labels joined, a ``?`` appended, a typo."""
+
+from __future__ import annotations
+
+import re
+import string
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopkit.requests.answer import APPROVAL_OPTIONS, REVIEW_OPTIONS, parse_for
+from loopkit.requests.models import Option
+from loopkit.requests.record import Request
+from loopkit.requests.replies import parse_reply
+
+WORDS = [
+    "deploy", "rollback", "migrate", "postgres", "mysql", "staging", "canary", "release",
+    "branch", "rebase", "squash", "cache", "worker", "replicas", "nodes", "schema", "ignore",
+    "publish", "archive", "restart", "upgrade", "freeze", "feature", "legacy", "client",
+    "server", "backup", "mirror", "tests", "build", "keep", "remove", "merge", "wait",
+    "retry", "skip", "abort", "use", "stay", "run", "now", "tonight", "api", "endpoint",
+]  # fmt: skip
+NEGATIONS = [
+    "not {}", "no {}", "don't {}", "do not {}", "never {}", "without {}", "dont {}",
+    "{} not", "un{}", "dis{}", "{} instead of {other}", "{} rather than {other}",
+]  # fmt: skip
+JOINS = ["{} and {}", "{} or {}", "{}, {}", "{} / {}", "{} or {}?", "{}, no wait, {}"]
+SEPARATORS = [" - ", ", ", ": ", ") ", " — ", "; "]
+# One neighbour for each key of a QWERTY keyboard (q → w, a → s, …).
+NEIGHBOURS = dict(zip("qwertyuiopasdfghjklzxcvbnm", "wertyuioposdfghjklkxcvbnmn", strict=True))
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def slug(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or label
+
+
+@st.composite
+def labels(draw: st.DrawFn) -> str:
+    words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True))
+    if draw(st.booleans()):
+        number = str(draw(st.integers(1, 99)))
+        token = draw(st.sampled_from([number, f"v{number}"]))
+        words.insert(draw(st.integers(0, len(words))), token)
+    first, *rest = words
+    return " ".join([first.capitalize(), *rest])
+
+
+@st.composite
+def questions(draw: st.DrawFn) -> list[Option]:
+    texts = draw(st.lists(labels(), min_size=2, max_size=3, unique_by=normalise))
+    return [Option(text, slug(text)) for text in texts]
+
+
+def named(reply: str, options: list[Option]) -> set[str | None]:
+    """What a reply may be read as besides free text: an option it is the label, value or
+    start of a label of (a mutation can land on another option's own text)."""
+    key = normalise(reply)
+    found: set[str | None] = {None}
+    for option in options:
+        label = normalise(option.label)
+        if key in (label, option.value) or (len(key) > 1 and label.startswith(key)):
+            found.add(option.value)
+    return found
+
+
+def read(reply: str, options: list[Option]) -> str | None:
+    return parse_reply(reply, options).chosen_option
+
+
+@settings(max_examples=400, deadline=None)
+@given(questions(), st.data())
+def test_a_label_with_a_digit_changed_is_free_text(
+    options: list[Option], data: st.DataObject
+) -> None:
+    numbered = [o for o in options if re.search(r"\d", o.label)]
+    if not numbered:
+        return
+    option = data.draw(st.sampled_from(numbered))
+    digits = [i for i, ch in enumerate(option.label) if ch.isdigit()]
+    at = data.draw(st.sampled_from(digits))
+    other = data.draw(st.sampled_from([d for d in string.digits if d != option.label[at]]))
+    reply = option.label[:at] + other + option.label[at + 1 :]
+    assert read(reply, options) in named(reply, options)
+
+
+@settings(max_examples=400, deadline=None)
+@given(questions(), st.data())
+def test_a_negated_label_is_never_that_option(options: list[Option], data: st.DataObject) -> None:
+    option = data.draw(st.sampled_from(options))
+    other = data.draw(st.sampled_from([o for o in options if o is not option]))
+    form = data.draw(st.sampled_from(NEGATIONS))
+    text = data.draw(st.sampled_from([option.label, option.label.lower(), option.value or ""]))
+    reply = form.format(text, other=other.label)
+    assert read(reply, options) in named(reply, options)
+
+
+@settings(max_examples=400, deadline=None)
+@given(questions(), st.data())
+def test_another_options_letter_before_a_label_is_free_text(
+    options: list[Option], data: st.DataObject
+) -> None:
+    option = data.draw(st.sampled_from(options))
+    letter = string.ascii_uppercase[
+        data.draw(st.sampled_from([i for i, o in enumerate(options) if o is not option]))
+    ]
+    separator = data.draw(st.sampled_from(SEPARATORS))
+    case = data.draw(st.sampled_from([str.upper, str.lower]))
+    reply = f"{case(letter)}{separator}{option.label}"
+    assert read(reply, options) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(questions(), st.data())
+def test_two_labels_joined_are_free_text(options: list[Option], data: st.DataObject) -> None:
+    first, second = data.draw(st.permutations(options))[:2]
+    form = data.draw(st.sampled_from(JOINS))
+    reply = form.format(first.label, second.label)
+    assert read(reply, options) in named(reply, options)
+
+
+@settings(max_examples=400, deadline=None)
+@given(questions(), st.data())
+def test_a_question_mark_makes_any_answer_free_text(
+    options: list[Option], data: st.DataObject
+) -> None:
+    index = data.draw(st.integers(0, len(options) - 1))
+    option = options[index]
+    answer = data.draw(
+        st.sampled_from([option.label, option.value or "", string.ascii_uppercase[index]])
+    )
+    reply = answer + data.draw(st.sampled_from(["?", " ?", "?!", "??"]))
+    assert read(reply, options) is None
+
+
+@st.composite
+def typo(draw: st.DrawFn, text: str) -> str:
+    """One slip at a letter: a key missed, doubled, two swapped, or a neighbour hit."""
+    letters = [i for i, ch in enumerate(text) if ch.isalpha()]
+    at = draw(st.sampled_from(letters))
+    kind = draw(st.sampled_from(["miss", "double", "swap", "neighbour"]))
+    if kind == "miss":
+        return text[:at] + text[at + 1 :]
+    if kind == "double":
+        return text[:at] + text[at] + text[at:]
+    if kind == "swap" and at + 1 < len(text):
+        return text[:at] + text[at + 1] + text[at] + text[at + 2 :]
+    near = NEIGHBOURS.get(text[at].lower(), text[at])
+    return text[:at] + near + text[at + 1 :]
+
+
+@settings(max_examples=400, deadline=None)
+@given(questions(), st.data())
+def test_a_typo_in_a_label_is_that_option_or_free_text(
+    options: list[Option], data: st.DataObject
+) -> None:
+    option = data.draw(st.sampled_from(options))
+    reply = data.draw(typo(option.label))
+    assert read(reply, options) in named(reply, options) | {option.value}
+
+
+@settings(max_examples=200, deadline=None)
+@given(questions(), st.data())
+def test_the_label_or_the_letter_itself_is_that_option(
+    options: list[Option], data: st.DataObject
+) -> None:
+    index = data.draw(st.integers(0, len(options) - 1))
+    reply = data.draw(st.sampled_from([options[index].label, string.ascii_uppercase[index]]))
+    assert read(reply, options) == options[index].value
+
+
+YES = ["yes", "approve", "approved", "ok", "lgtm", "A", "Approve", "👍", "y"]
+NOT_YES = [
+    "{}?", "not {}", "don't {}", "un{}", "dis{}", "{} if tests pass", "{}, once CI is green",
+    "{} but not today", "{}, no wait, reject", "{} or reject", "{} and reject", "B - {}",
+    "{} unless it touches prod", "{} after the backup", "never {}", "{}, wait", "{} later",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(["approval", "review"]),
+    st.sampled_from(YES),
+    st.sampled_from(NOT_YES),
+    st.sampled_from([str, str.upper, str.capitalize]),
+)
+def test_an_approval_with_a_question_negation_condition_or_second_thoughts_never_approves(
+    kind: str, yes: str, form: str, case: object
+) -> None:
+    options = list(APPROVAL_OPTIONS if kind == "approval" else REVIEW_OPTIONS)
+    record = Request(request_id="r1", prompt="Run it?", kind=kind, options=options)  # type: ignore[arg-type]
+    reply = case(form.format(yes))  # type: ignore[operator]
+    decision, extra = parse_for(record, reply)
+    assert extra["outcome"] != "approved", reply
+    assert decision.chosen_option != "approved"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=80),
+    st.lists(
+        st.builds(Option, st.text(max_size=30), st.one_of(st.none(), st.text(max_size=20)),
+                  aliases=st.lists(st.text(max_size=10), max_size=3).map(tuple)),
+        max_size=4,
+    ),
+    st.sampled_from(["question", "approval", "review"]),
+)  # fmt: skip
+def test_any_reply_to_any_options_is_read_without_raising(
+    reply: str, options: list[Option], kind: str
+) -> None:
+    record = Request(request_id="r1", prompt="?", kind=kind, options=options)  # type: ignore[arg-type]
+    decision, _ = parse_for(record, reply)
+    if decision.chosen_option is None:
+        assert decision.free_text == reply
