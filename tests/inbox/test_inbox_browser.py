@@ -204,7 +204,7 @@ def test_a_gate_approved_in_the_browser_runs(phone: Page, serve: Serve, ws: Path
     assert phone.get_by_text("Approve running").is_visible()
     phone.get_by_role("button", name="A) Approve").click()
     # An irreversible approval takes two taps: the first asks again and records nothing.
-    phone.get_by_text("This cannot be undone.").wait_for(timeout=10_000)  # the next page, once it is there
+    phone.get_by_text("This cannot be undone.").wait_for(timeout=10_000)
     [path] = (ws / "requests").glob("*.json")
     assert record(ws, path.stem)["status"] == "open"
     phone.get_by_role("button", name="Yes, approve").click()
@@ -221,12 +221,12 @@ def test_dismiss_takes_two_taps_and_resumes_nothing(phone: Page, serve: Serve, w
     assert phone.get_by_text("nobody will answer it").is_visible()
     phone.get_by_role("link", name="Which flow?").click()
     phone.get_by_role("button", name="Dismiss", exact=True).click()
-    phone.get_by_text("Dismiss this request?").wait_for(timeout=10_000)  # the next page, once it is there
+    phone.get_by_text("Dismiss this request?").wait_for(timeout=10_000)
     assert record(ws, rid)["status"] == "open"
     assert phone.evaluate("document.documentElement.scrollWidth") <= 360
     phone.get_by_label("Why (optional)").fill("asked by an old run")
     phone.get_by_role("button", name="Dismiss it").click()
-    phone.get_by_text("Dismissed (nobody was to answer it)").wait_for(timeout=10_000)  # the next page, once it is there
+    phone.get_by_text("Dismissed (nobody was to answer it)").wait_for(timeout=10_000)
     resolution = record(ws, rid)["resolution"]
     assert record(ws, rid)["status"] == "dismissed"
     assert (resolution["by"], resolution["reason"]) == ("ana", "asked by an old run")
