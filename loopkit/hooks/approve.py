@@ -91,6 +91,9 @@ def _output(decision: str, reason: str) -> dict[str, Any]:
 
 def decide(workspace: str, event: dict[str, Any], hit: str) -> dict[str, Any]:
     """The hook's answer for a gated call: allow (approved, once) or deny (with why)."""
+    if not Path(workspace).is_dir():
+        # A session folder deleted meanwhile: nowhere to ask, and nothing is made there.
+        return _output("deny", f"the call's folder {workspace} does not exist; nothing asked")
     config = config_mod.load(Path(workspace))
     # stdout is the hook's answer to Claude Code: events go to the file and to stderr only.
     log.setup(Workspace.of(config).events_file, Redactor(config.channels.secrets()),

@@ -129,3 +129,18 @@ def test_whatever_breaks_in_the_hook_exits_2_never_1(ws: Path, tmp_path: Path) -
     assert done.returncode == 2 and done.stdout == b"", done.stderr
     [line] = done.stderr.decode().splitlines()
     assert "RuntimeError: a bug" in line and "the call is denied" in line
+
+
+def test_a_call_in_a_folder_that_is_gone_is_denied_and_writes_nothing(tmp_path: Path) -> None:
+    """Claude Code sends the session's folder; one deleted meanwhile is no workspace to ask
+    in: the call is denied, and no folder is made to hold a request there."""
+    gone = tmp_path / "gone" / "repo"
+    done = subprocess.run(
+        HOOK, input=json.dumps(event(gone)), capture_output=True, text=True, cwd=tmp_path,
+        env=clean_env(), timeout=60,
+    )  # fmt: skip
+    assert done.returncode in (0, 2), done.stderr
+    if done.returncode == 0:
+        decision = json.loads(done.stdout)["hookSpecificOutput"]
+        assert decision["permissionDecision"] == "deny"
+    assert not (tmp_path / "gone").exists()
