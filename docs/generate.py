@@ -170,9 +170,9 @@ def _walk(
 ) -> Iterator[tuple[tuple[str, ...], click.Command, click.Context]]:
     yield path, command, ctx
     if isinstance(command, click.Group):
-        for name in sorted(command.commands):
-            sub = command.commands[name]
-            if sub.hidden:
+        for name in sorted(command.list_commands(ctx)):
+            sub = command.get_command(ctx, name)
+            if sub is None or sub.hidden:
                 continue
             yield from _walk(sub, click.Context(sub, info_name=name, parent=ctx), (*path, name))
 
@@ -247,8 +247,8 @@ def cli_page() -> str:
         if isinstance(command, click.Group):
             subs = [
                 f"[{code(' '.join((*path, name)))}](#{_anchor((*path, name))})"
-                for name in sorted(command.commands)
-                if not command.commands[name].hidden
+                for name in sorted(command.list_commands(ctx))
+                if not getattr(command.get_command(ctx, name), "hidden", True)
             ]
             out.append("Commands: " + ", ".join(subs) + ".\n\n")
     return "".join(out).rstrip("\n") + "\n"

@@ -12,18 +12,21 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopkit import agentsession
 from loopkit import config as config_mod
 from loopkit.config import CONFIG_NAME, Config
 from loopkit.errors import ConfigError
-from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
 from loopkit.home import Registry
 from loopkit.redact import Redactor
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
+
+if TYPE_CHECKING:
+    from loopkit.escalation.escalator import Escalator
 
 
 @dataclass
@@ -87,6 +90,8 @@ class App:
         """The escalator for this workspace's store (``config``: the one to raise blocks with,
         e.g. :meth:`config_for_a_block`'s). Inside a supervised agent's session its blocks are
         marked as the agent's and their send is left to the supervisor (SPEC §16)."""
+        from loopkit.escalation.escalator import Escalator  # the sender, jinja2: on use only
+
         return Escalator(
             config or self.config(), store=self.store(), agent_session=self.agent_session
         )

@@ -5,7 +5,13 @@ URL and so the bot token, at INFO) is bridged through the same processors, and e
 passes the redaction processor before it is rendered anywhere.
 
 Call :func:`setup` once per process, from the command line layer. Library code only does
-``structlog.get_logger(__name__)``.
+``get_logger(name)``.
+
+structlog is imported only by a process that logs (SPEC §20): its stdlib bridge imports
+asyncio, ~15–90 ms of a command's start-up. :func:`get_logger` hands out a logger that
+becomes structlog's on its first call, :func:`setup` installs handlers whose formatters are
+built on their first record, and structlog is configured when it is first imported here (at
+once, if something already imported it).
 """
 
 from __future__ import annotations
@@ -15,13 +21,16 @@ import fcntl
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
-
-import structlog
-from structlog.typing import EventDict, Processor, WrappedLogger
+from typing import TYPE_CHECKING, Any, TextIO
 
 from loopkit.redact import Redactor
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from structlog.typing import EventDict, Processor, WrappedLogger
 
 _HANDLER_MARK = "_loopkit_handler"
 
@@ -135,6 +144,72 @@ def _drop_console_only(logger: WrappedLogger, name: str, event_dict: EventDict) 
     return event_dict
 
 
+class _Deferred(logging.Formatter):
+    """A formatter built on the first record it formats (so structlog is imported then)."""
+
+    def __init__(self, make: Callable[[], logging.Formatter]) -> None:
+        super().__init__()
+        self._make = make
+        self._made: logging.Formatter | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self._made is None:
+            self._made = self._make()
+        return self._made.format(record)
+
+
+def _shared(redact: _RedactProcessor) -> list[Processor]:
+    import structlog
+
+    return [
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,
+        redact,
+    ]
+
+
+def _file_formatter(redact: _RedactProcessor) -> logging.Formatter:
+    import structlog
+
+    return structlog.stdlib.ProcessorFormatter(
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.JSONRenderer(sort_keys=False, default=str),
+        ],
+        foreign_pre_chain=_shared(redact),
+    )
+
+
+def _console_formatter(redact: _RedactProcessor) -> logging.Formatter:
+    import structlog
+
+    return structlog.stdlib.ProcessorFormatter(
+        processors=[_drop_console_only, _console_renderer], foreign_pre_chain=_shared(redact)
+    )
+
+
+def _configure(redact: _RedactProcessor) -> None:
+    import structlog
+
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *_shared(redact),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+
+
+# The structlog configuration the last setup() left for the first logger used (structlog
+# was not imported yet). Logging is process-wide state; this is its one piece here.
+_pending: list[Callable[[], None]] = []
+
+
 def setup(
     events_file: Path | None,
     redactor: Redactor,
@@ -150,13 +225,6 @@ def setup(
     """
     level = logging.getLevelNamesMapping()[console_level.upper()]
     redact = _RedactProcessor(redactor)
-    shared: list[Processor] = [
-        structlog.stdlib.add_logger_name,
-        structlog.stdlib.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.format_exc_info,
-        redact,
-    ]
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, _HANDLER_MARK, False):
@@ -168,41 +236,45 @@ def setup(
 
     if events_file is not None:
         file_handler = _JsonlHandler(events_file)
-        file_handler.setFormatter(
-            structlog.stdlib.ProcessorFormatter(
-                processors=[
-                    structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    structlog.processors.JSONRenderer(sort_keys=False, default=str),
-                ],
-                foreign_pre_chain=shared,
-            )
-        )
+        file_handler.setFormatter(_Deferred(lambda: _file_formatter(redact)))
         setattr(file_handler, _HANDLER_MARK, True)
         root.addHandler(file_handler)
     if console:
         console_handler = logging.StreamHandler(stream or sys.stderr)
         console_handler.addFilter(_ConsoleFilter(level))
-        console_handler.setFormatter(
-            structlog.stdlib.ProcessorFormatter(
-                processors=[_drop_console_only, _console_renderer],
-                foreign_pre_chain=shared,
-            )
-        )
+        console_handler.setFormatter(_Deferred(lambda: _console_formatter(redact)))
         setattr(console_handler, _HANDLER_MARK, True)
         root.addHandler(console_handler)
 
-    structlog.configure(
-        processors=[
-            structlog.stdlib.filter_by_level,
-            *shared,
-            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
-        ],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=False,
-    )
+    _pending[:] = [lambda: _configure(redact)]
+    if "structlog" in sys.modules:
+        _structlog()
+
+
+def _structlog() -> ModuleType:
+    """structlog, configured by the last :func:`setup` (imported now if it was not yet)."""
+    import structlog
+
+    while _pending:
+        _pending.pop()()
+    return structlog
+
+
+class _Logger:
+    """A structlog logger, made on its first call: a module may hold one at import time."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):
+            raise AttributeError(attribute)
+        if self._logger is None:
+            self._logger = _structlog().get_logger(self._name)
+        return getattr(self._logger, attribute)
 
 
 def get_logger(name: str) -> Any:
     """A structlog logger; events carry ``msg`` for the console line when one is wanted."""
-    return structlog.get_logger(name)
+    return _Logger(name)

@@ -117,6 +117,3 @@ def dismiss(app: App, request_id: str, reason: str | None, by: str | None) -> in
     where = f" on {machine} (it lifts its block)" if machine else ""
     click.echo(f"request {record.request_id} dismissed{where}{lifted}", err=True)
     return EXIT_OK
-
-
-COMMANDS = (reply, unblock, dismiss)

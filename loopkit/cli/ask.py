@@ -172,6 +172,3 @@ def gate(
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
     return result.exit_code
-
-
-COMMANDS = (ask, gate)

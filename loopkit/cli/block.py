@@ -154,6 +154,3 @@ def resend(app: App) -> int:
         return EXIT_OK
     click.echo(f"loopkit: error: {channel}: not sent: {outcome.error}", err=True)
     return EXIT_FAILURE
-
-
-COMMANDS = (escalate, check, resend)

@@ -26,9 +26,9 @@ def report_bug(exc: BaseException, app: App, *, traceback: bool = False) -> None
     line = redactor.text(f"{type(exc).__name__}: {exc}").splitlines() or [type(exc).__name__]
     where = ""
     if app._config:
-        import structlog
+        from loopkit.log import get_logger
 
-        structlog.get_logger("loopkit").error("unexpected_error", exc_info=exc, _console=False)
+        get_logger("loopkit").error("unexpected_error", exc_info=exc, _console=False)
         where = f"; details in {Workspace.of(app._config).events_file}"
     if traceback:
         sys.stderr.write(redactor.text("".join(tb.format_exception(exc))))

@@ -84,6 +84,3 @@ def status(app: App, as_json: bool) -> int:
         f" (oldest {info['oldest_unapplied_seconds']:.0f} s)"
     )
     return EXIT_OK
-
-
-COMMANDS = (fleet,)

@@ -90,6 +90,3 @@ def install(app: App, agent: str, user: bool) -> int:
     for line in changed:
         click.echo(f"{path}: {line}")
     return EXIT_OK
-
-
-COMMANDS = (hook,)

@@ -105,6 +105,3 @@ def serve(
         rotate=rotate_token,
         hubs=app.hubs,
     )
-
-
-COMMANDS = (inbox, serve)

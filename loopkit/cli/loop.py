@@ -94,6 +94,3 @@ def unskip(app: App, task: str) -> int:
     click.echo(f"task {taken.task!r} is no longer skipped: the loop works on it again when "
                f"it is the first open task{where}")  # fmt: skip
     return EXIT_OK
-
-
-COMMANDS = (run, status, unskip)

@@ -30,6 +30,3 @@ def mcp(app: App, print_config: bool) -> int:
     from loopkit.mcp_server.workspace import ServedWorkspace
 
     return serve(ServedWorkspace.start(app))
-
-
-COMMANDS = (mcp,)

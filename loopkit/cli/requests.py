@@ -75,6 +75,3 @@ def requests_wait(app: App, request_id: str, timeout: float | None, as_json: boo
         )
     )
     return exit_code(record)
-
-
-COMMANDS = (requests,)

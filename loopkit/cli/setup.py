@@ -80,6 +80,3 @@ def send_test(app: App) -> int:
         return EXIT_OK
     click.echo(f"loopkit: error: {name}: not sent: {outcome.error}", err=True)
     return EXIT_FAILURE
-
-
-COMMANDS = (init, doctor, send_test)
