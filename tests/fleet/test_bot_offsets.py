@@ -11,7 +11,6 @@ under, and each machine keeps its own offset file.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,7 +29,7 @@ from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 from fakeserver import FakeServer
-from helpers import LOOPKIT, Calendar, clean_env
+from helpers import Calendar
 
 TOKEN = "484848:AAFleetOffsetTestTokenNotARealOne_x"
 BOT = TOKEN.split(":")[0]
@@ -41,17 +40,6 @@ DAY = timedelta(days=1)
 
 class Crash(BaseException):
     """The process dies here: nothing after it runs, nothing catches it."""
-
-
-@pytest.fixture
-def dsn(pg_server: Any) -> str:
-    url = str(pg_server.new_database())
-    done = subprocess.run(
-        [str(LOOPKIT), "fleet", "init"],
-        capture_output=True, text=True, env=clean_env(LOOPKIT_FLEET_DSN=url), timeout=60,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return url
 
 
 @pytest.fixture

@@ -57,20 +57,6 @@ class Machine:
         return data
 
 
-@pytest.fixture
-def dsn(pg_server: Any) -> str:
-    url = str(pg_server.new_database())
-    done = subprocess.run(
-        [str(LOOPKIT), "fleet", "init"],
-        capture_output=True,
-        text=True,
-        env=clean_env(LOOPKIT_FLEET_DSN=url),
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return url
-
-
 def test_init_makes_the_schema_from_nothing_and_is_idempotent(pg_server: Any) -> None:
     url = str(pg_server.new_database())
     env = clean_env(LOOPKIT_FLEET_DSN=url)

@@ -9,12 +9,10 @@ compare-and-set and two machines could both answer one request.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -32,18 +30,7 @@ from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
-from helpers import LOOPKIT, Browser, clean_env
-
-
-@pytest.fixture
-def dsn(pg_server: Any) -> str:
-    url = str(pg_server.new_database())
-    done = subprocess.run(
-        [str(LOOPKIT), "fleet", "init"],
-        capture_output=True, text=True, env=clean_env(LOOPKIT_FLEET_DSN=url), timeout=60,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return url
+from helpers import Browser
 
 
 @pytest.fixture
