@@ -317,3 +317,22 @@ class Browser:
 
     def post(self, path: str, **kwargs: Any) -> httpx.Response:
         return self.request("POST", path, **kwargs)
+
+
+class Crash(BaseException):
+    """The process dies here: nothing after it runs, nothing catches it."""
+
+
+class CrashAtSave:
+    """A bot's offsets as the poller has them, but the process dies saving the offset:
+    after the update was applied, before Telegram (and the fleet) are told to move past it."""
+
+    def __init__(self, offsets: Any) -> None:
+        self.offsets = offsets
+        self.bot = offsets.bot
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.offsets, name)
+
+    def save(self, position: Any) -> None:
+        raise Crash

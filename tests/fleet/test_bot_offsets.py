@@ -22,24 +22,19 @@ import pytest
 from loopkit import config
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.fleet import Hubs, schema
-from loopkit.home.bot import Position
 from loopkit.inbox.relay.poller import UpdatePoller
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 from fakeserver import FakeServer
-from helpers import Calendar
+from helpers import Calendar, Crash, CrashAtSave
 
 TOKEN = "484848:AAFleetOffsetTestTokenNotARealOne_x"
 BOT = TOKEN.split(":")[0]
 CHAT = 4848
 ANA = {"id": 111, "first_name": "Ana"}
 DAY = timedelta(days=1)
-
-
-class Crash(BaseException):
-    """The process dies here: nothing after it runs, nothing catches it."""
 
 
 @pytest.fixture
@@ -165,21 +160,6 @@ def test_a_tap_after_the_ids_restart_lower_lands_with_the_fleets_offset(
     tap(server, third, 2, message_id, "cb-next")
     assert relay.poll_once() == 1 and server.offsets()[-1] == new + 1
     assert b.record(third)["resolution"]["chosen_option"] == "abort"
-
-
-class CrashAtSave:
-    """The poller's offsets, but the process dies saving the offset: after the update was
-    applied, before Telegram (and the fleet) are told to move past it."""
-
-    def __init__(self, offsets: Any) -> None:
-        self.offsets = offsets
-        self.bot = offsets.bot
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.offsets, name)
-
-    def save(self, position: Position) -> None:
-        raise Crash
 
 
 def test_an_update_handled_on_one_machine_is_never_applied_again_on_the_next(

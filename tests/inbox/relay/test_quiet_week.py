@@ -21,16 +21,12 @@ from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.home.bot import KEEP_HANDLED, MAX_HANDLED, OffsetFile, Position
 
 from fakeserver import FakeServer
-from helpers import Calendar, offset_file, relay_for
+from helpers import Calendar, Crash, CrashAtSave, offset_file, relay_for
 
 TOKEN = "464646:AAQuietWeekTestTokenNotARealOne_xy"
 CHAT = 4646
 ANA = {"id": 111, "first_name": "Ana"}
 DAY = timedelta(days=1)
-
-
-class Crash(BaseException):
-    """The process dies here: nothing after it runs, nothing catches it."""
 
 
 @pytest.fixture
@@ -173,21 +169,6 @@ def test_an_offset_quiet_for_six_days_is_dropped_once(
     OffsetFile(TOKEN).save(Position(update + 1, calendar.now() + 7 * DAY))
     poller.poll_once()
     assert server.offsets()[-1] is None
-
-
-class CrashAtSave:
-    """The bot's offsets as the poller has them, but the process dies saving the offset:
-    after the update was applied, before Telegram is told to move past it."""
-
-    def __init__(self, offsets: Any) -> None:
-        self.offsets = offsets
-        self.bot = offsets.bot
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.offsets, name)
-
-    def save(self, position: Position) -> None:
-        raise Crash
 
 
 def test_an_update_redelivered_after_a_crash_is_acknowledged_never_applied_twice(
