@@ -246,26 +246,11 @@ class PgHub:
         self, remote: Remote, reply: str, *, by: str, via: str, about: dict[str, Any] | None
     ) -> Answer:
         """Answer another machine's request: compare-and-set on its row, then NOTIFY."""
-        unreachable = RequestConflict(
-            f"request {remote.record.request_id} is on {remote.machine} and the fleet "
-            "database is unreachable: answer it there, or when the database is back"
+        result = self._on_row(
+            remote,
+            lambda r: apply_reply(r, reply, by=by, via=via, about=about),
+            fix="answer it there, or when the database is back",
         )
-        key = {
-            "machine": remote.machine,
-            "workspace": remote.workspace,
-            "request_id": remote.record.request_id,
-        }
-        with self._use:
-            conn = self._session()
-            if conn is None:
-                raise unreachable
-            try:
-                result = self._answer_row(
-                    conn, key, lambda r: apply_reply(r, reply, by=by, via=via, about=about)
-                )
-            except psycopg.Error as exc:
-                self._failed(exc)
-                raise unreachable from None
         log.info(
             "fleet_answer",
             request_id=remote.record.request_id,
@@ -276,36 +261,42 @@ class PgHub:
     def dismiss_remote(self, remote: Remote, *, by: str, via: str, reason: str | None) -> Request:
         """Dismiss another machine's request as :meth:`answer_remote` answers one; its owner
         applies it and lifts the request's own block (SPEC §16)."""
-        unreachable = RequestConflict(
-            f"request {remote.record.request_id} is on {remote.machine} and the fleet "
-            f"database is unreachable: dismiss it on {remote.machine}, or when the database "
-            "is back"
-        )
-        key = {
-            "machine": remote.machine,
-            "workspace": remote.workspace,
-            "request_id": remote.record.request_id,
-        }
 
         def close(record: Request) -> Request:
             dismiss_record(record, by=by, via=via, reason=reason)
             return record
 
-        with self._use:
-            conn = self._session()
-            if conn is None:
-                raise unreachable
-            try:
-                record = self._answer_row(conn, key, close)
-            except psycopg.Error as exc:
-                self._failed(exc)
-                raise unreachable from None
+        record = self._on_row(
+            remote, close, fix=f"dismiss it on {remote.machine}, or when the database is back"
+        )
         log.info(
             "fleet_dismiss",
             request_id=remote.record.request_id,
             msg=f"dismissed request {remote.record.request_id} of {remote.machine}",
         )
         return record
+
+    def _on_row(self, remote: Remote, change: Callable[[Request], T], *, fix: str) -> T:
+        """``change`` another machine's request on its row (:meth:`_answer_row`); a database
+        that cannot be reached is a conflict saying ``fix``."""
+        unreachable = RequestConflict(
+            f"request {remote.record.request_id} is on {remote.machine} and the fleet "
+            f"database is unreachable: {fix}"
+        )
+        key = {
+            "machine": remote.machine,
+            "workspace": remote.workspace,
+            "request_id": remote.record.request_id,
+        }
+        with self._use:
+            conn = self._session()
+            if conn is None:
+                raise unreachable
+            try:
+                return self._answer_row(conn, key, change)
+            except psycopg.Error as exc:
+                self._failed(exc)
+                raise unreachable from None
 
     def _answer_row(
         self, conn: psycopg.Connection[Any], key: dict[str, str], change: Callable[[Request], T]
