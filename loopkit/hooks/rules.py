@@ -98,7 +98,10 @@ DEFAULTS: tuple[tuple[str, str, str], ...] = (
     ("helm uninstall", "helm", _first(r"\bhelm\s") + _has(r"(?:uninstall|delete|del|un)\b")),
     # running remote code
     ("curl | sh", "curl wget", _first(rf"\b{_FETCH}", seg="[^;&]")
-     + r"(?=[^;&]*\|\s*(?:sudo\s+(?:-[^\s;&|]+\s+)*)?(?:env\s+)?"
+     # the shell after the pipe: behind sudo (options, with or without a value), env
+     # (with assignments), a path (/bin/sh, /usr/bin/env bash)
+     + r"(?=[^;&]*\|\s*(?:sudo(?:\s+-[^\s;&|]+(?:\s+(?!-)[^\s;&|]+(?=\s))?)*\s+)?"
+     r"(?:(?:[^\s;&|]*/)?env(?:\s+\w+=[^\s;&|]*)*\s+)?(?:[^\s;&|]*/)?"
      r"(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node)\b)"),
     ("sh -c \"$(curl …)\" / sh <(curl …)", "curl wget",
      _first(_SHELL + r"\s") + rf"(?={_SEG}*?(?:\$\(|<\(|`)\s*{_FETCH})"),
