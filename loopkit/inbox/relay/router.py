@@ -95,15 +95,22 @@ class Router:
         head, _, tail = data.rpartition(":")
         confirmed = tail == CONFIRM  # <request_id>:<index>:confirm, the second tap
         request_id, _, index_text = (head if confirmed else data).rpartition(":")
-        # Exactly <request_id>:<index>, an ASCII index ("²" is a digit to isdigit()).
-        if not (request_id and index_text.isascii() and index_text.isdigit()):
+        # Exactly <request_id>:<index> as loopkit writes it: ASCII digits ("²" is a digit to
+        # isdigit()), no leading zero ("01" is no button of ours), at most two of them.
+        if not (
+            request_id
+            and index_text.isascii()
+            and index_text.isdigit()
+            and len(index_text) <= 2
+            and index_text == str(int(index_text))
+        ):
             self._ack(query_id, "unknown button")
             return
         target = self._find(request_id)
         if target is None:
             self._ack(query_id, "unknown request")
             return
-        index = int(index_text[:3])
+        index = int(index_text)
         sent_as = telegram_message_id(target)
         if index >= min(len(target.options), len(LETTERS)) or (
             sent_as is not None and sent_as != message.get("message_id")

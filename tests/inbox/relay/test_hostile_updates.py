@@ -46,7 +46,9 @@ def status(ws: Path, request_id: str) -> str:
     return str(json.loads((ws / "requests" / f"{request_id}.json").read_text())["status"])
 
 
-@pytest.mark.parametrize("index", ["2", "²", "9999999999999999999", "-1", "0x1", ""])
+@pytest.mark.parametrize(
+    "index", ["2", "²", "9999999999999999999", "-1", "0x1", "", "01", "0001", "0010"]
+)
 def test_a_forged_index_is_an_unknown_button(ws: Path, server: FakeServer, index: str) -> None:
     config = make_config(ws, server)
     request_id, message_id = block(config, "Yes — go", "No — wait")  # two choices: 0 and 1
