@@ -99,6 +99,13 @@ _SEPARATOR = re.compile(r"\s*(?:[,:;]|\s[-–—]+\s|\n)\s*|\s+(?=because\b)", r
 _LEADING_INDEX = re.compile(
     r"(?:(?P<letter>[a-z])|(?P<number>[0-9]{1,2}))(?:[).:,;/&]|\s+(?:or|and)\b|$)"
 )
+# Further on in the words, an option written by its index: a capital letter standing alone
+# ("A, no wait, C"; never the article "a") or a number standing alone that ends a clause or
+# follows second thoughts ("2, or 3"; never the count in "keep 3 replicas").
+_LONE_INDEX = re.compile(
+    r"(?<![\w'’-])(?:(?P<letter>[A-Z])|(?P<number>[0-9]{1,2}))(?![\w'’-])"
+    r"(?P<end>\s*(?:[).,;:!?]|$))?"
+)
 _DELEGATION = re.compile(r"(?:work on it|your call|you decide)[\s.!]*")
 # Words that make an approval conditional or second-guessed: feedback, never an approval.
 _HEDGES = frozenset({
@@ -380,6 +387,13 @@ def _names(words: str, choices: list[_Option]) -> tuple[set[int], set[int]]:
     leading = _LEADING_INDEX.match(key)
     if leading is not None:
         position = _index_of(leading["letter"], leading["number"])
+        if 0 <= position < len(choices):
+            named.add(position)
+    for lone in _LONE_INDEX.finditer(words):
+        if lone["number"] is not None and not (wary or lone["end"] is not None):
+            continue
+        letter = lone["letter"].lower() if lone["letter"] else None
+        position = _index_of(letter, lone["number"])
         if 0 <= position < len(choices):
             named.add(position)
     return named, negated

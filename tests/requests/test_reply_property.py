@@ -218,3 +218,22 @@ def test_any_reply_to_any_options_is_read_without_raising(
     decision, _ = parse_for(record, reply)
     if decision.chosen_option is None:
         assert decision.free_text == reply
+
+
+@settings(max_examples=400, deadline=None)
+@given(questions(), st.data())
+def test_two_indexes_joined_are_free_text(options: list[Option], data: st.DataObject) -> None:
+    """Two options named by their letters or numbers ("A, no wait, C", "2, or 3") are
+    several options: free text, never the first one with the rest as its note."""
+    first, second = data.draw(st.permutations(range(len(options))))[:2]
+    by_number = data.draw(st.booleans())
+    one, two = (
+        (str(first + 1), str(second + 1))
+        if by_number
+        else (string.ascii_uppercase[first], string.ascii_uppercase[second])
+    )
+    # A letter names its option wherever it stands; a number only at the end of a clause or
+    # after second thoughts ("keep 3 replicas" is a count, not option 3).
+    forms = [*JOINS, "{}, actually {}"] + ([] if by_number else ["{} - {} is better"])
+    form = data.draw(st.sampled_from(forms))
+    assert read(form.format(one, two), options) is None
