@@ -45,6 +45,7 @@ class Iteration:
         self._iteration_saved = -PROGRESS_EVERY
         self._decisions: list[dict[str, Any]] = []  # this iteration's, consumed at its start
         self._asked: str | None = None  # the block seen while the agent ran, if one was
+        self._skipped: list[str] = []  # the skipped tasks as last read
         # The environment children inherit, read once (decoding os.environ is not free).
         self._base_env = {
             k: v
@@ -56,7 +57,7 @@ class Iteration:
         loop = self.parts.config.loop
         state = self.parts.state
         state.iteration += 1
-        skipped = self.parts.skipped.tasks() if loop.task_file else []  # `unskip` may change it
+        skipped = self._skipped_tasks() if loop.task_file else []  # `unskip` may change it
         task = current_task(self.parts.workspace.root, loop.task_file, loop.task_pattern, skipped)
         changed = task != state.task or state.status != "running"
         if task != state.task:
@@ -288,6 +289,16 @@ class Iteration:
             # Gone or broken meanwhile (an agent may delete requests/ as it goes): the
             # blocked phase raises it again from BLOCKED.md when the agent's turn ends.
             log.warning("send_left_failed", msg=f"cannot send the agent's question yet: {exc}")
+
+    def _skipped_tasks(self) -> list[str]:
+        """The skipped tasks, read anew each iteration; a file that cannot be read (an agent
+        can write anything in the workspace) keeps those read last and is reported, never a
+        stop."""
+        try:
+            self._skipped = self.parts.skipped.tasks()
+        except LoopkitError as exc:
+            log.warning("skipped_unreadable", msg=f"{exc}; the tasks skipped before stay so")
+        return self._skipped
 
     def _passed(self) -> None:
         if self.parts.state.failures:

@@ -89,3 +89,21 @@ def test_tasks_an_older_supervisor_skipped_stay_skipped(ws: Path) -> None:
     assert [c.env.get("LOOPKIT_TASK") for c in runner.calls] == ["show totals"] * 2
     assert sup.parts.skipped.tasks() == ["round prices to cents"]
     assert "skipped_tasks" not in json.loads((ws / ".loopkit" / "state.json").read_text())
+
+
+def test_a_broken_skipped_file_never_stops_the_loop(ws: Path) -> None:
+    """An agent can write anything in the workspace (SPEC §17): a broken
+    ``.loopkit/skipped.json`` is reported, and the loop goes on with the tasks skipped
+    before."""
+    (ws / "PLAN.md").write_text(PLAN)
+    config = loop_config(ws, task_file="PLAN.md")
+    clock = FakeClock()
+
+    def break_it(call: Call) -> None:  # the hostile agent
+        (ws / ".loopkit" / "skipped.json").write_text("{ not json")
+
+    runner = FakeRunner(clock, {"agent": [Run(does=break_it), Run(), Run()], "verify": Run(0)})
+    sup = supervisor(config, clock, runner, max_iterations=3)
+    assert sup.run() == EXIT_OK
+    tasks = [c.env.get("LOOPKIT_TASK") for c in runner.calls if c.name == "agent"]
+    assert len(tasks) == 3
