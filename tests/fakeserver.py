@@ -92,7 +92,7 @@ class FakeServer:
         self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
         self.lower_after_quiet = False  # the random id after a quiet week: below the last
         self._restart = False
-        self._random = random.Random()
+        self._random = random.Random(0)  # seeded: a failure replays as it was
         self._poll_generation = 0  # a new getUpdates ends (409) the one held before it
         self.conflicts = 0  # how many getUpdates it ended with 409
         self.held = 0  # getUpdates being held right now
@@ -164,7 +164,8 @@ class FakeServer:
             quiet = self._last_push is not None and now - self._last_push >= QUIET
             if quiet or self._restart:
                 top = self._next_update if self.lower_after_quiet or self._restart else MAX_ID
-                self._next_update = self._random.randint(1, max(1, top - 1)) - 1
+                # well below the ids of before (the last few may still be held or recalled)
+                self._next_update = self._random.randint(1, max(1, top // 2)) - 1
                 self._restart = False
             self._next_update += 1
             update_id = self._next_update
