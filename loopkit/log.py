@@ -205,9 +205,10 @@ def _configure(redact: _RedactProcessor) -> None:
     )
 
 
-# The structlog configuration the last setup() left for the first logger used (structlog
-# was not imported yet). Logging is process-wide state; this is its one piece here.
-_pending: list[Callable[[], None]] = []
+# The redaction the last setup() chose, and the one structlog was last configured with, are
+# kept on the root logger: logging is process-wide state already, and stdlib's own.
+_REDACT = "_loopkit_redact"
+_CONFIGURED = "_loopkit_configured"
 
 
 def setup(
@@ -246,17 +247,22 @@ def setup(
         setattr(console_handler, _HANDLER_MARK, True)
         root.addHandler(console_handler)
 
-    _pending[:] = [lambda: _configure(redact)]
+    setattr(root, _REDACT, redact)
     if "structlog" in sys.modules:
         _structlog()
 
 
 def _structlog() -> ModuleType:
-    """structlog, configured by the last :func:`setup` (imported now if it was not yet)."""
+    """structlog, configured by the last :func:`setup` (imported now if it was not yet).
+    Two threads logging first at once may both configure it: the same configuration, twice.
+    """
     import structlog
 
-    while _pending:
-        _pending.pop()()
+    root = logging.getLogger()
+    redact = getattr(root, _REDACT, None)
+    if redact is not None and getattr(root, _CONFIGURED, None) is not redact:
+        _configure(redact)
+        setattr(root, _CONFIGURED, redact)
     return structlog
 
 
