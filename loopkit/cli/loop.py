@@ -48,7 +48,7 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
     check_loop(config)  # a typo in a command is named now, not after three failed iterations
     app.register()
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
-    return Supervisor(config, options=options, hubs=app.hubs, hub=app.store().hub).run()
+    return Supervisor(config, options=options, hubs=app.hubs).run()  # its hub: its Config's
 
 
 @click.command()

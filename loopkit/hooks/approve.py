@@ -100,22 +100,26 @@ def decide(workspace: str, event: dict[str, Any], hit: str) -> dict[str, Any]:
               stream=sys.stderr, console_level="warning")  # fmt: skip
     event = {**event, "cwd": event.get("cwd") or workspace}
     digest = call_hash(event["tool_name"], event.get("tool_input", {}), event["cwd"])
-    store = RequestStore(Workspace.of(config), hub=Hubs().for_config(config))
-    supervised = agentsession.inside()
-    escalator = Escalator(config, store=store, agent_session=supervised)
-    record = gate.approval(
-        f"hook:{digest}",
-        lambda: _request(config, event, hit, digest),
-        escalator=escalator,
-        wait=not supervised,
-        timeout=config.hooks.wait,
-    )
-    verdict = gate.consume(escalator.store, record, digest)
-    if verdict.state == "approved":
-        return _output("allow", verdict.reason)
-    if verdict.state == "open":
-        if supervised:
-            return _output("deny", WAITING)
-        waited = f"no human approved it within {config.hooks.wait:g} s"
-        return _output("deny", f"{waited} (requests/{record.request_id}.json stays open)")
-    return _output("deny", verdict.reason)
+    hubs = Hubs()  # this hook is its own process: what it builds, it closes
+    try:
+        store = RequestStore(Workspace.of(config), hub=hubs.for_config(config))
+        supervised = agentsession.inside()
+        escalator = Escalator(config, store=store, agent_session=supervised)
+        record = gate.approval(
+            f"hook:{digest}",
+            lambda: _request(config, event, hit, digest),
+            escalator=escalator,
+            wait=not supervised,
+            timeout=config.hooks.wait,
+        )
+        verdict = gate.consume(escalator.store, record, digest)
+        if verdict.state == "approved":
+            return _output("allow", verdict.reason)
+        if verdict.state == "open":
+            if supervised:
+                return _output("deny", WAITING)
+            waited = f"no human approved it within {config.hooks.wait:g} s"
+            return _output("deny", f"{waited} (requests/{record.request_id}.json stays open)")
+        return _output("deny", verdict.reason)
+    finally:
+        hubs.close()
