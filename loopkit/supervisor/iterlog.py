@@ -76,6 +76,9 @@ class IterationLog:
         self._pending = [line.encode() + b"\n"]
 
     def write(self, chunk: bytes) -> None:
+        if self._cap.passed >= self._cap.limit:
+            self._cap.cut += len(chunk)  # past the cap: counted, never redacted for nothing
+            return
         if self._lines is not None:
             self._lines.write(chunk)  # secrets masked, line by line
         else:
