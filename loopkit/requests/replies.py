@@ -507,7 +507,8 @@ _YES_NO = (Option("Approve", "approved"), Option("Reject", "rejected"))
 
 
 def _option(index: int, option: Option) -> _Option:
-    value = str(option.value)
+    # An option without a value (a hand-written record) decides by its label, never "None".
+    value = option.value if option.value is not None else option.label
     label = unicodedata.normalize("NFKC", option.label)
     words = WORD.findall(label)
     letters = frozenset(

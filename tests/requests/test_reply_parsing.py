@@ -196,3 +196,10 @@ def test_decision_is_frozen() -> None:
     decision = parse_reply("A", LOOP)
     with pytest.raises(dataclasses.FrozenInstanceError):
         decision.chosen_option = "abort"  # type: ignore[misc]
+
+
+def test_an_option_without_a_value_decides_by_its_label_never_none() -> None:
+    options = [Option("Yes", "yes"), Option("None of these", None)]
+    decision = parse_reply("none of these", options)
+    assert decision.chosen_option == "None of these"
+    assert parse_reply("None", options).chosen_option != "None"
