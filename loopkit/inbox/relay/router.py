@@ -182,6 +182,8 @@ class Router:
         applied = self._apply(record.request_id, text, sender)
         if applied is not None and not applied[1]:
             self.show_outcome(applied[0], replied.get("text"))
+        elif applied is not None and applied[1]:
+            self._tell(applied[1], answer_to=message.get("message_id"))  # "already resolved …"
 
     def _open_blocks(self) -> list[tuple[Request, RequestStore]]:
         """Every open block sent to this chat, across the machine's workspaces."""
@@ -313,9 +315,13 @@ class Router:
         if query_id is not None:
             self._ack(query_id, f"{question} {how}")
             return
+        self._tell(f"{question} {how}", answer_to=answer_to)
+
+    def _tell(self, text: str, *, answer_to: Any = None) -> None:
+        """A message in the chat, as a reply to the human's own message when there is one."""
         if not self.chat:
             return
-        told: dict[str, Any] = {"chat_id": self.chat, "text": f"{question} {how}"}
+        told: dict[str, Any] = {"chat_id": self.chat, "text": text}
         if isinstance(answer_to, int):
             told["reply_parameters"] = {
                 "message_id": answer_to,

@@ -153,6 +153,19 @@ def test_a_text_reply_to_the_block_message(ws: Path, server: FakeServer, ws_conf
     assert "Resolved: Use banker's rounding — by Ana" in edit.body["text"]
 
 
+def test_a_text_reply_to_an_answered_block_is_told_so(
+    ws: Path, server: FakeServer, ws_config: Config
+) -> None:
+    request_id, message_id = block(ws_config)
+    tap(server, request_id, 1, message_id)
+    text_reply(server, "Abort it", reply_to=message_id, user=BOB)
+    relay_for(ws_config, poll_timeout=0).poll_once()
+    assert load(ws, request_id)["resolution"]["chosen_option"] == "skip-the-task"
+    [told] = server.calls("/sendMessage")[1:]  # after the block's own message
+    assert "already resolved" in told.body["text"]
+    assert told.body["reply_parameters"]["message_id"] == 900  # the late reply's own
+
+
 def test_two_taps_one_decision(ws: Path, server: FakeServer, ws_config: Config) -> None:
     request_id, message_id = block(ws_config)
     tap(server, request_id, 1, message_id)
