@@ -29,6 +29,10 @@ https://core.telegram.org/bots/api#update), read strictly:
   not either.
 - A second ``getUpdates`` while one is held makes the first return 409 Conflict
   ("terminated by other getUpdates request"), as Telegram does: one consumer per bot.
+- A callback query is answered once: a second ``answerCallbackQuery`` for the same id is
+  400 ("query is too old … or query ID is invalid", the reference's answerCallbackQuery). An
+  ``editMessageText`` that leaves a message's text and keyboard as they are is 400 ("message
+  is not modified"), as Telegram answers.
 """
 
 from __future__ import annotations
@@ -85,6 +89,8 @@ class FakeServer:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._message_id = 100
+        self._answered_queries: set[Any] = set()  # callback queries answered: once each
+        self._shown: dict[tuple[Any, Any], tuple[Any, str]] = {}  # message → text, keyboard
         self.updates: list[dict[str, Any]] = []  # not yet confirmed, in the order they came
         self._arrived: dict[int, datetime] = {}  # update_id → when it was pushed
         self._next_update = 1000
@@ -230,13 +236,32 @@ class FakeServer:
         with self.seen:
             self.requests.append(seen)
             self.seen.notify_all()
-            refused = _bad_buttons(seen.body)
+            refused = _bad_buttons(seen.body) or self._refused(seen)
             if refused is not None:
                 return refused
             for suffix, replies in self._replies.items():
                 if seen.path.endswith(suffix) and replies:
                     return replies.popleft()
             return Reply()
+
+    def _refused(self, seen: Seen) -> Reply | None:
+        """What the Bot API refuses of a call loopkit may repeat (called under the lock)."""
+        body = seen.body if isinstance(seen.body, dict) else {}
+        if seen.path.endswith("/answerCallbackQuery"):
+            query = body.get("callback_query_id")
+            if query in self._answered_queries:
+                return _bad_request("query is too old and response timeout expired or query ID "
+                                    "is invalid")  # fmt: skip
+            self._answered_queries.add(query)
+        if seen.path.endswith("/editMessageText"):
+            key = (body.get("chat_id"), body.get("message_id"))
+            shown = (body.get("text"), json.dumps(body.get("reply_markup"), sort_keys=True))
+            if self._shown.get(key) == shown:
+                return _bad_request("message is not modified: specified new message content "
+                                    "and reply markup are exactly the same as a current content "
+                                    "and reply markup of the message")  # fmt: skip
+            self._shown[key] = shown
+        return None
 
     def _default_body(self, path: str, body: Any) -> Any:
         if path.endswith("/sendMessage"):
@@ -264,6 +289,12 @@ class FakeServer:
             )
         assert ok, f"expected {count} call(s) to {suffix}, got {len(self.calls(suffix))}"
         return self.calls(suffix)
+
+
+def _bad_request(description: str) -> Reply:
+    return Reply(
+        400, {"ok": False, "error_code": 400, "description": f"Bad Request: {description}"}
+    )
 
 
 def _bad_buttons(body: Any) -> Reply | None:
