@@ -154,6 +154,10 @@ class FakeRunner:
         call = Call(name, dict(env), cwd, timeout, self.clock.elapsed)
         self.calls.append(call)
         play = self._play(call)
+        if play.missing and isinstance(command, str):
+            # As the real Runner has it: /bin/sh starts, and says it found no such program.
+            tail = f"/bin/sh: 1: {command.split()[0]}: not found\n"
+            return Finished("exited", 127, 0.0, tail, None)
         if play.missing:
             reason = f"No such file or directory: {argv_of(command)[0]!r}"
             return Finished("not-started", None, 0.0, "", reason)
