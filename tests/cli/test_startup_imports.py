@@ -29,11 +29,12 @@ from loopkit.main import main
 code = main(sys.argv[2:])
 heavy = sorted({{name.split(".")[0] for name in sys.modules}} & set({HEAVY!r}))
 heavy += sorted(set(sys.modules) & set({SENDING!r}))
-open(sys.argv[1], "w").write(json.dumps({{"code": code, "heavy": heavy}}))
+mine = sorted(name for name in sys.modules if name.startswith("loopkit."))
+open(sys.argv[1], "w").write(json.dumps({{"code": code, "heavy": heavy, "loopkit": mine}}))
 """
 
 
-def _imports(ws: Path, *args: str, expect: int = 0) -> list[str]:
+def _imports(ws: Path, *args: str, expect: int = 0, own: bool = False) -> list[str]:
     out = ws.parent / "imports.json"
     done = subprocess.run(
         [sys.executable, "-c", PROBE, str(out), "-C", str(ws), *args],
@@ -41,8 +42,8 @@ def _imports(ws: Path, *args: str, expect: int = 0) -> list[str]:
     )  # fmt: skip
     result = json.loads(out.read_text())
     assert result["code"] == expect, done.stderr
-    heavy: list[str] = result["heavy"]
-    return heavy
+    listed: list[str] = result["loopkit" if own else "heavy"]
+    return listed
 
 
 @pytest.fixture
@@ -70,3 +71,8 @@ def test_ask_writes_a_question_without_heavy_libraries(workspace: Path) -> None:
     asked = ["ask", "-s", "The helper's name is unclear.", "-p", POLICY, "-q", "Rename it?"]
     assert _imports(workspace, *asked) == SENDS
     assert len(list((workspace / "requests").glob("*.json"))) == 1
+
+
+def test_help_reads_no_config_and_builds_no_store(workspace: Path) -> None:
+    loaded = _imports(workspace, "--help", own=True)
+    assert not {"loopkit.config", "loopkit.requests.store", "loopkit.fleet"} & set(loaded), loaded
