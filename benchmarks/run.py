@@ -537,6 +537,7 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=200, help="iterations for the overhead")
     ap.add_argument("--blocked-seconds", type=float, default=10.0, help="idle CPU window")
     ap.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
+    ap.add_argument("--only-unblock", action="store_true", help="run only row (a), loopkit's side")
     args = ap.parse_args()
     if args.rounds < 1 or args.iterations < 1 or args.blocked_seconds <= 0:
         ap.error("--rounds and --iterations must be ≥ 1, --blocked-seconds > 0")
@@ -558,6 +559,11 @@ def main() -> int:
             latency_loopkit(loopkit, root, "mv", args.rounds),
         )
         print("  (a) loopkit done", file=sys.stderr)
+        if args.only_unblock:
+            for label, lk in (("rm BLOCKED.md", lat_lk.rm), ("mv out of the folder", lat_lk.mv)):
+                p50, p95 = pct(lk, 50), pct(lk, 95)
+                print(f"(a) unblock → agent restarted, {label}: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+            return 0
         lat_sh = Latency(
             latency_bash(root, "rm", args.rounds, rng),
             latency_bash(root, "mv", args.rounds, rng),
