@@ -212,3 +212,62 @@ def test_codex_notify_is_run_as_codex_runs_it(ws: Path) -> None:
     assert told.returncode == 0 and "no channel configured" in told.stderr
     odd = loopkit("-C", str(ws), "hook", "codex", "notify", "not json")
     assert odd.returncode == 0 and "ignored" in odd.stderr
+
+
+@pytest.mark.parametrize(
+    ("words", "module", "tool", "given"),
+    [
+        (("hook", "codex", "pretooluse"), "loopkit.hooks.codex", "Bash", {"command": "pytest -q"}),
+        (("hook", "gemini", "beforetool"), "loopkit.hooks.gemini", "run_shell_command",
+         {"command": "pytest -q"}),
+    ],
+)  # fmt: skip
+def test_the_no_match_path_imports_almost_nothing(
+    ws: Path, words: tuple[str, ...], module: str, tool: str, given: dict[str, object]
+) -> None:
+    """Like Claude Code's hook (benchmark row (f)): it runs before every tool call."""
+    import subprocess
+    import sys
+
+    write_config(ws, '[escalation]\nchannel = "none"\n')
+    call = {"session_id": "s", "cwd": str(ws), "tool_name": tool, "tool_input": given}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(LOOPKIT), *words],
+        input=json.dumps(call, separators=(",", ":")).encode(),
+        cwd=ws, capture_output=True, timeout=30, env=clean_env(),
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout == b"", done.stderr
+    imported = {
+        line.split("|")[-1].strip()
+        for line in done.stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+    assert not imported & {"click", "pathlib", "tomllib", "json", "loopkit.config"}
+    assert {name for name in imported if name.startswith("loopkit")} == {
+        "loopkit", "loopkit.main", "loopkit.hooks", "loopkit.discover", "loopkit.hooks.rules",
+        "loopkit.hooks.pretooluse", module,
+    }  # fmt: skip
+
+
+def test_the_fast_path_never_waves_through_a_gated_call_of_either_dialect(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loopkit.hooks.codex import CODEX
+    from loopkit.hooks.gemini import GEMINI
+    from loopkit.hooks.pretooluse import _surely_ungated
+
+    monkeypatch.chdir(ws)
+    monkeypatch.delenv("LOOPKIT_WORKSPACE", raising=False)
+    for dialect, tool, given in (
+        (CODEX, "Bash", {"command": "git push -f"}),
+        (CODEX, "apply_patch", {"command": "*** Add File: db/migrations/1.sql"}),
+        (GEMINI, "run_shell_command", {"command": "terraform destroy"}),
+        (GEMINI, "write_file", {"file_path": "prod.key", "content": ""}),
+        (GEMINI, "replace", {"file_path": ".env.local", "old_string": "a", "new_string": "b"}),
+    ):
+        call = {"session_id": "s", "cwd": str(ws), "tool_name": tool, "tool_input": given}
+        raw = json.dumps(call, separators=(",", ":")).encode()
+        assert not _surely_ungated(raw, None, dialect), (tool, given)
+    quiet = {"session_id": "s", "cwd": str(ws), "tool_name": "run_shell_command",
+             "tool_input": {"command": "ls"}}  # fmt: skip
+    assert _surely_ungated(json.dumps(quiet, separators=(",", ":")).encode(), None, GEMINI)
