@@ -103,7 +103,7 @@ def test_gemini_a_gated_call_is_denied_with_the_reason_until_approved(ws: Path, 
     secret = {"file_path": str(ws / "id_rsa.pem"), "content": "x"}
     assert gemini(ws, home, "write_file", secret, **SUPERVISED)[0] == "deny"
     prompts = {str(request["prompt"]) for request in requests_of(ws)}
-    assert f"Approve Gemini CLI's `write_file {ws / 'id_rsa.pem'}`?" in prompts
+    assert any(p.startswith(f"Approve Gemini CLI's `write_file {ws}") for p in prompts), prompts
 
 
 def test_calls_no_rule_names_pass_with_no_output(ws: Path, home: Path) -> None:
