@@ -58,7 +58,7 @@ def notification(app: App) -> int:
     return _notify(app, event)
 
 
-def _notify(app: App, event: dict[str, object]) -> int:
+def _notify(app: App, event: dict[str, object], agent: str = "Claude Code") -> int:
     from loopkit import config as config_mod
     from loopkit import log
     from loopkit.hooks.notify import notify
@@ -68,7 +68,7 @@ def _notify(app: App, event: dict[str, object]) -> int:
     log.setup(app.root / ".loopkit" / "events.jsonl", Redactor(config.channels.secrets()),
               stream=sys.stderr, console_level="warning")  # fmt: skip
     try:
-        outcome = notify(str(app.root), event)
+        outcome = notify(str(app.root), event, agent=agent)
     except Exception as exc:  # a notification must never fail the agent's turn
         outcome = f"failed: {exc}"
     click.echo(f"loopkit: notification {outcome}", err=True)
@@ -112,7 +112,7 @@ def codex_notify(app: App, payload: str) -> int:
     if agentsession.inside():
         click.echo("loopkit: codex notify: under loopkit run the loop tells the human", err=True)
         return EXIT_OK
-    return _notify(app, event)
+    return _notify(app, event, agent="Codex")
 
 
 @hook.group()

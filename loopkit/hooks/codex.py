@@ -91,5 +91,5 @@ def notice(payload: dict[str, Any]) -> dict[str, Any] | None:
     return {
         "notification_type": "idle_prompt",
         "session_id": str(payload.get("thread-id") or "codex"),
-        "message": "Codex finished its turn" + (f": {last[0][:200]}" if last else ""),
+        "message": "finished its turn" + (f": {last[0][:200]}" if last else ""),
     }

@@ -12,7 +12,8 @@ import pytest
 
 from loopkit.hooks import agentconfig
 
-from helpers import LOOPKIT, clean_env, loopkit, write_config
+from fakeserver import FakeServer
+from helpers import LOOPKIT, clean_env, loopkit, phone_env, write_config
 
 WAITING = "waiting for a human's approval"
 SUPERVISED = {"LOOPKIT_AGENT_SESSION": "test-session"}
@@ -202,16 +203,25 @@ def test_another_notify_program_is_kept(ws: Path) -> None:
     assert (ws / ".codex" / "config.toml").read_text() == 'notify = ["terminal-notifier"]\n'
 
 
-def test_codex_notify_is_run_as_codex_runs_it(ws: Path) -> None:
-    write_config(ws, '[escalation]\nchannel = "none"\n')
+def test_codex_notify_tells_the_phone_of_a_finished_turn_as_codex_runs_it(
+    ws: Path, server: FakeServer
+) -> None:
     install(ws, "codex")
+    env = phone_env(server, LOOPKIT_HITL_CHANNEL="telegram")
     payload = {"type": "agent-turn-complete", "thread-id": "t1", "turn-id": "1", "cwd": str(ws),
-               "input-messages": ["fix it"], "last-assistant-message": "Done."}  # fmt: skip
-    assert codexcli.notify(ws, payload, clean_env()).wait(30) == 0
-    told = loopkit("-C", str(ws), "hook", "codex", "notify", json.dumps(payload))
-    assert told.returncode == 0 and "no channel configured" in told.stderr
-    odd = loopkit("-C", str(ws), "hook", "codex", "notify", "not json")
+               "input-messages": ["fix it"],
+               "last-assistant-message": "Done.\nAll green."}  # fmt: skip
+    assert codexcli.notify(ws, payload, env).wait(30) == 0
+    (sent,) = server.calls("/sendMessage")
+    text = sent.body["text"]
+    assert text.startswith("[loopkit] Codex in ") and text.endswith(": finished its turn: Done.")
+    # Once per session per 10 minutes; not under `loopkit run`; never a failure.
+    assert codexcli.notify(ws, {**payload, "turn-id": "2"}, env).wait(30) == 0
+    inside = {**env, "LOOPKIT_AGENT_SESSION": "x"}
+    assert codexcli.notify(ws, {**payload, "thread-id": "t2"}, inside).wait(30) == 0
+    odd = loopkit("-C", str(ws), "hook", "codex", "notify", "not json", env=env)
     assert odd.returncode == 0 and "ignored" in odd.stderr
+    assert len(server.calls("/sendMessage")) == 1
 
 
 @pytest.mark.parametrize(
