@@ -6,8 +6,10 @@ Follows openai/codex's source (``codex-rs/hooks/src/engine/discovery.rs``,
 
 - ``hooks.json`` beside a config layer — ``<project>/.codex/hooks.json`` and
   ``~/.codex/hooks.json`` — holds ``{"hooks": {"PreToolUse": [group, …]}}``; a group's
-  ``matcher`` is a regular expression found in the tool's name or one of its aliases
-  (``apply_patch`` answers to ``Write`` and ``Edit`` too); none, ``""`` or ``"*"``: all.
+  ``matcher`` (``events/common.rs``: ``matches_matcher``) is checked against the tool's name
+  and its aliases (``apply_patch`` answers to ``Write`` and ``Edit`` too): none, ``""`` or
+  ``"*"`` match all; one made only of letters, digits, ``_`` and ``|`` is a list of exact
+  names; any other is a regular expression found in the name (an invalid one: nothing).
 - each ``"type": "command"`` hook runs as ``$SHELL -lc <command>`` in the session's folder,
   the event's JSON on stdin, for at most ``timeout`` (or ``timeoutSec``) *seconds*, default
   600; a timeout is a failed hook, and the call runs.
@@ -49,6 +51,17 @@ class Outcome:
     stdouts: list[str] = field(default_factory=list)
 
 
+def matches(matcher: str | None, name: str) -> bool:
+    if matcher is None or matcher in ("", "*"):
+        return True
+    if re.fullmatch(r"[A-Za-z0-9_|]+", matcher):
+        return name in matcher.split("|")
+    try:
+        return re.search(matcher, name) is not None
+    except re.error:
+        return False
+
+
 def handlers(root: Path, home: Path, tool_name: str) -> list[dict[str, Any]]:
     found = []
     for path in (home / ".codex" / "hooks.json", root / ".codex" / "hooks.json"):
@@ -57,7 +70,7 @@ def handlers(root: Path, home: Path, tool_name: str) -> list[dict[str, Any]]:
         for group in json.loads(path.read_text()).get("hooks", {}).get("PreToolUse", []):
             matcher = group.get("matcher")
             names = (tool_name, *ALIASES.get(tool_name, ()))
-            if matcher not in (None, "", "*") and not any(re.search(matcher, n) for n in names):
+            if not any(matches(matcher, name) for name in names):
                 continue
             found += [h for h in group.get("hooks", []) if h.get("type") == "command"]
     return found
