@@ -16,7 +16,7 @@ from loopkit.errors import EXIT_FAILURE, EXIT_OK
 @click.option(
     "--agent",
     help="claude, codex or gemini: set that agent up (agent line, hooks, escalation notes, "
-    '\b.gitignore); anything else: the agent command itself, e.g. "./agent.sh".',
+    '.gitignore); anything else: the agent command itself, e.g. "./agent.sh".',
 )
 @click.option("--verify", help='The verify command, e.g. "pytest -q".')
 @click.option(
