@@ -281,3 +281,44 @@ def test_the_fast_path_never_waves_through_a_gated_call_of_either_dialect(
     quiet = {"session_id": "s", "cwd": str(ws), "tool_name": "run_shell_command",
              "tool_input": {"command": "ls"}}  # fmt: skip
     assert _surely_ungated(json.dumps(quiet, separators=(",", ":")).encode(), None, GEMINI)
+
+
+CODEX_AGENT = """\
+import json, os, subprocess, sys
+sys.path.insert(0, {fakes!r})
+import codexcli
+root = __import__("pathlib").Path.cwd()
+call = codexcli.event(root, "Bash", {{"command": "git push --force origin main"}})
+seen = codexcli.pretooluse(root, root / "home", call, codexcli.shell_env(dict(os.environ)))
+assert not seen.errors, seen.errors  # an output Codex would reject runs the call: never that
+if not seen.blocked:
+    with open("ran.txt", "a") as ran:
+        ran.write("git push --force origin main\\n")
+with open("answers.txt", "a") as log:
+    log.write(json.dumps([seen.blocked, seen.reason]) + "\\n")
+"""
+
+
+def test_under_run_a_codex_call_waits_for_the_approval_then_runs_once(ws: Path) -> None:
+    """A fake Codex agent under `loopkit run`: the gated call never runs before the human
+    approves, then runs exactly once."""
+    import sys
+
+    (ws / "agent.py").write_text(CODEX_AGENT.format(fakes=str(Path(__file__).parent)))
+    write_config(
+        ws,
+        f'[loop]\nagent = ["{sys.executable}", "agent.py"]\npause = "0s"\n'
+        '[escalation]\nchannel = "none"\n',
+    )
+    install(ws, "codex")
+    first = loopkit("-C", str(ws), "run", "--exit-on-block", "--max-iterations", "3")
+    assert first.returncode == 2, first.stderr
+    assert not (ws / "ran.txt").exists()
+    [(blocked, reason)] = [
+        json.loads(line) for line in (ws / "answers.txt").read_text().splitlines()
+    ]
+    assert blocked and reason.startswith(WAITING)
+    assert loopkit("-C", str(ws), "unblock", "--reply", "approve").returncode == 0
+    again = loopkit("-C", str(ws), "run", "--exit-on-block", "--max-iterations", "2")
+    assert again.returncode == 2, again.stderr  # the iteration after asks again, and blocks
+    assert (ws / "ran.txt").read_text().splitlines() == ["git push --force origin main"]
