@@ -145,7 +145,7 @@ def install(app: App, agent: str, user: bool) -> int:
 
     The commands name this loopkit by its absolute path (a hook the agent cannot find
     exits 127, and the agent lets the call through); loopkit's entries written before
-    are updated to it. `loopkit doctor` runs Claude Code's.
+    are updated to it. `loopkit doctor` runs each one.
     """
     if agent != "claude":
         from loopkit.hooks.agentconfig import install as install_agent
