@@ -268,6 +268,8 @@ MEANINGS: dict[tuple[str, str], str] = {
     "the programs of agent, verify, done and preflight are there: exit 78 before the first "
     "iteration, naming a missing one (shell syntax such as `!`, `if`, `( … )`, `VAR=x cmd` "
     "is read as `/bin/sh` reads it; `loopkit doctor` runs the same check).",
+    ("loop", "resume"): "The command that continues the agent's own session after an answer "
+    "(`{session_id}` filled in); `loopkit init --agent claude` writes it.",
     ("loop", "verify"): "Exit 0 = the iteration passed. Absent: every iteration passes.",
     ("loop", "done"): "Exit 0 = the loop is finished (`loopkit run` exits 0).",
     ("loop", "pause"): "The wait between iterations.",

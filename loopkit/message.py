@@ -149,13 +149,14 @@ class Reminder:
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """``[loopkit] Claude Code in <repo>: <what it says>`` — one line, no block, no buttons."""
+    """``[loopkit] <agent> in <repo>: <what it says>`` — one line, no block, no buttons."""
 
     repo: str
-    question: str  # what Claude Code says (a permission prompt, "waiting for your input")
+    question: str  # what the agent says (a permission prompt, "waiting for your input")
     request_id: str = ""
     reply_to: int | str | None = None
     choices: tuple[str, ...] = ()
+    agent: str = "Claude Code"
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -163,7 +164,7 @@ class Notice:
 
     @property
     def text(self) -> str:
-        return f"[loopkit] Claude Code in {fold(self.repo, 100)}: {for_phone(self.question, 200)}"
+        return f"[loopkit] {self.agent} in {fold(self.repo, 100)}: {for_phone(self.question, 200)}"
 
 
 Note = Message | Reminder | Notice  # what a channel sends

@@ -46,6 +46,7 @@ AGENT_HIDDEN_ENV = (
 @dataclass(frozen=True, slots=True)
 class LoopConfig:
     agent: Command | None = None
+    resume: str | None = None  # the command that continues the agent's session ({session_id})
     verify: Command | None = None
     done: Command | None = None
     pause: float = 5.0
@@ -147,6 +148,7 @@ Validator = Callable[[object], Any]
 _SCHEMA: dict[str, dict[str, Validator]] = {
     "loop": {
         "agent": config_values.optional_command,
+        "resume": config_values.a_string,
         "verify": config_values.optional_command,
         "done": config_values.optional_command,
         "pause": config_values.parse_duration,

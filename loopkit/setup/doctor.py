@@ -177,12 +177,13 @@ def _workspace_findings(config: Config) -> list[Finding]:
 
 
 def _hook_findings(root: Path) -> list[Finding]:
-    """loopkit's Claude Code hooks, each run once as Claude Code runs it: one that cannot
-    start exits 127, and Claude Code lets the call through."""
+    """loopkit's hooks (Claude Code's, Codex's, Gemini CLI's), each run once as the agent runs
+    it: one that cannot start exits 127, and the agent lets the call through."""
     from loopkit.hooks import health
 
     found = []
-    for hook in health.installed(health.settings_files(root, Path.home())):
+    hooks = health.installed(health.settings_files(root, Path.home()))
+    for hook in hooks + health.installed_agents(root, Path.home()):
         result = health.check(hook, root)
         found.append(Finding("ok" if result.ok else "problem", "hook", result.text))
     return found
