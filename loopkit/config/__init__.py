@@ -411,6 +411,13 @@ def load(
         except ValueError as exc:
             if not lenient:
                 raise ConfigError(f"LOOPKIT_HITL_CHANNEL={channel!r}: {exc}") from None
+    mode = environ.get("LOOPKIT_HITL_SLACK_MODE", "").strip()
+    if mode:
+        try:
+            values["escalation"]["slack_mode"] = config_values.slack_mode(mode)
+        except ValueError as exc:
+            if not lenient:
+                raise ConfigError(f"LOOPKIT_HITL_SLACK_MODE={mode!r}: {exc}") from None
     escalation = dict(values["escalation"])
     if "channel" in escalation:
         escalation["ladder"] = escalation.pop("channel")

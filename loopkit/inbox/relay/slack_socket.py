@@ -25,8 +25,10 @@ says ``hello``, then sends envelopes — ``interactive`` (a button click) and ``
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
+import socket
 import threading
 from collections import deque
 from typing import Any
@@ -172,8 +174,9 @@ class SlackRelay:
             while not self.stopped.is_set():
                 if client.is_connected():
                     self.connected.set()
-                    self._wake.wait(CHECK_EVERY)
-                    self._wake.clear()
+                    if self._wake.wait(CHECK_EVERY):
+                        self._wake.clear()
+                        self._settle(client)
                     continue
                 self.connected.clear()
                 try:
@@ -194,11 +197,18 @@ class SlackRelay:
             self.connected.clear()
             self._queue.put(None)
             self._worker.join(5.0)
+            _unblock(client)
             client.close()
 
+    def _settle(self, client: Any) -> None:
+        """A close was heard: the client lets its socket go just after telling (or, after a
+        ``disconnect``, has opened a new one already); wait up to a second to see which."""
+        for _ in range(20):
+            if not client.is_connected() or self.stopped.wait(0.05):
+                return
+
     def _closed(self) -> None:
-        self.connected.clear()
-        self._wake.set()
+        self._wake.set()  # the loop looks: an old connection after a refresh, or ours
 
     def _failed(self, exc: Exception, backoff: float) -> None:
         from slack_sdk.errors import SlackApiError
@@ -262,3 +272,12 @@ class SlackRelay:
             return key in self.handled_keys.handled([key])
         except OSError:
             return False
+
+
+def _unblock(client: Any) -> None:
+    """Wake the client's reader, blocked up to its 3 s receive timeout in ``recv`` (its
+    ``close`` waits for it): a stopping supervisor must not linger."""
+    sock = getattr(getattr(client, "current_session", None), "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)

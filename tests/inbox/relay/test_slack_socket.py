@@ -14,6 +14,7 @@ from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.fleet import Hubs
+from loopkit.home import Registry
 from loopkit.inbox.relay.slack_socket import SlackRelay
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
@@ -97,8 +98,181 @@ def test_a_click_resolves_the_block_and_updates_the_message(
     resolution = load(ws, request_id)["resolution"]
     assert resolution["chosen_option"] == "skip-the-task" and resolution["via"] == "slack"
     assert resolution["by"] == f"{ANA} (ana)" and resolution["by_id"] == ANA
-    assert not (ws / "BLOCKED.md").exists()
+    wait_until(lambda: not (ws / "BLOCKED.md").exists(), 5, "BLOCKED.md removed")
     wait_until(lambda: slack.called("chat.update"), 5, "the message updated")
     message = slack.messages[(CHANNEL_ID, ts)]
     assert all(b["type"] == "section" for b in message["blocks"])  # no buttons left
     assert "Resolved: Skip the task — by ana" in message["blocks"][-1]["text"]["text"]
+
+
+def ephemerals(slack: FakeSlack, user: str) -> list[str]:
+    return [c.body["text"] for c in slack.called("chat.postEphemeral") if c.body["user"] == user]
+
+
+def test_a_strangers_click_decides_nothing_and_is_told_not_allowed(
+    ws: Path, slack: FakeSlack, relay_of: Any
+) -> None:
+    config = make_config(ws, slack, LOOPKIT_HITL_SLACK_ALLOWED_USERS=f"{ANA}, U0CARL")
+    request_id, ts = block(config)
+    relay = relay_of(config)
+    slack.click(BOB, ts, 2, name="bob")
+    wait_until(lambda: ephemerals(slack, BOB), 5, "the stranger is told")
+    assert ephemerals(slack, BOB)[0].startswith("not allowed")
+    assert load(ws, request_id)["status"] == "open" and (ws / "BLOCKED.md").exists()
+    assert not slack.called("chat.update")
+    # ... and a thread reply of theirs neither.
+    slack.reply(BOB, ts, "C")
+    wait_until(lambda: len(ephemerals(slack, BOB)) == 2, 5, "told again")
+    assert load(ws, request_id)["status"] == "open"
+    slack.click(ANA, ts, 0)
+    wait_until(lambda: load(ws, request_id)["status"] == "resolved", 5, "Ana decides")
+    assert load(ws, request_id)["resolution"]["chosen_option"] == "retry-with-a-hint"
+    assert relay.connections == 1
+
+
+def test_two_clicks_make_one_decision(ws: Path, slack: FakeSlack, relay_of: Any) -> None:
+    config = make_config(ws, slack)
+    request_id, ts = block(config)
+    relay_of(config)
+    slack.click(ANA, ts, 0)
+    slack.click(BOB, ts, 2, name="bob")
+    wait_until(lambda: ephemerals(slack, BOB), 5, "the second click is told")
+    assert (
+        ephemerals(slack, BOB)[0].startswith("request ") or "already" in ephemerals(slack, BOB)[0]
+    )
+    resolution = load(ws, request_id)["resolution"]
+    assert resolution["chosen_option"] == "retry-with-a-hint" and resolution["by_id"] == ANA
+    assert len(slack.called("chat.update")) == 1
+
+
+def test_a_redelivered_envelope_is_applied_once(ws: Path, slack: FakeSlack, relay_of: Any) -> None:
+    config = make_config(ws, slack)
+    request_id, ts = block(config)
+    relay = relay_of(config)
+    # (the block's own message event, sent before the relay listened, is delivered first)
+    wait_until(lambda: all(e.acked or not e.sent_at for e in slack.envelopes), 5, "settled")
+    slack.lose_acks = 1  # the click's acknowledgement is lost: Slack sends it again
+    first = slack.click(ANA, ts, 1)
+    again = wait_until(
+        lambda: [
+            e
+            for e in slack.envelopes
+            if e.kind == "interactive" and e.retry_attempt == 1 and e.acked
+        ],
+        5,
+        "retried",
+    )
+    assert isinstance(again, list) and again[0].payload == first.payload
+    assert again[0].envelope_id != first.envelope_id
+    # Slack may send it once more, acknowledged or not (a reconnect): dropped as well.
+    last = slack.redeliver(again[0])
+    wait_until(lambda: last.acked, 5, "acknowledged")
+    wait_until(lambda: relay.applied >= 1, 5, "applied")
+    assert load(ws, request_id)["resolution"]["chosen_option"] == "skip-the-task"
+    assert len(slack.called("chat.update")) == 1
+    assert not slack.called("chat.postEphemeral")  # not even told "already answered"
+    # Every envelope was acknowledged, each at once (well within Slack's 3 s).
+    clicks = [e for e in slack.envelopes if e.kind == "interactive"]
+    assert all(e.acked for e in clicks if e.envelope_id != first.envelope_id)
+
+
+@pytest.mark.parametrize("reason", ["refresh_requested", "warning"])
+def test_a_disconnect_mid_block_reconnects_and_the_next_click_lands(
+    ws: Path, slack: FakeSlack, relay_of: Any, reason: str
+) -> None:
+    config = make_config(ws, slack)
+    request_id, ts = block(config)
+    relay = relay_of(config)
+    slack.disconnect(reason)
+    wait_until(lambda: slack.connects == 2 and slack.open_links() == 1, 10, "a new connection")
+    slack.click(ANA, ts, 1)
+    wait_until(lambda: load(ws, request_id)["status"] == "resolved", 5, "the click lands")
+    assert relay.connected.is_set()
+
+
+def test_a_dropped_connection_is_opened_again_with_backoff(
+    ws: Path, slack: FakeSlack, relay_of: Any
+) -> None:
+    config = make_config(ws, slack)
+    request_id, ts = block(config)
+    relay = relay_of(config)
+    slack.app_token = "xapp-1-A0FAKEAPP1-3333-rotated"  # the old token no longer opens one
+    for link in list(slack._links):
+        link.conn.close()
+    wait_until(lambda: len(slack.called("apps.connections.open")) >= 3, 10, "retries")
+    opens = slack.called("apps.connections.open")
+    assert not relay.connected.is_set() and len(opens) < 6  # backing off, not spinning
+    slack.app_token = config.channels.slack_app_token or ""
+    wait_until(relay.connected.is_set, 15, "connected again")
+    slack.click(ANA, ts, 2)
+    wait_until(lambda: load(ws, request_id)["status"] == "resolved", 5, "the click lands")
+
+
+def test_a_thread_reply_with_words_decides_like_loopkit_reply(
+    ws: Path, slack: FakeSlack, relay_of: Any
+) -> None:
+    config = make_config(ws, slack)
+    request_id, ts = block(config)
+    relay_of(config)
+    slack.reply(ANA, "1.000001", "A")  # a reply in another thread: no block's
+    slack.reply(ANA, ts, "B, this task is obsolete")
+    wait_until(lambda: load(ws, request_id)["status"] == "resolved", 5, "resolved")
+    resolution = load(ws, request_id)["resolution"]
+    assert resolution["chosen_option"] == "skip-the-task"
+    assert resolution["note"] == "this task is obsolete" and resolution["via"] == "slack"
+    wait_until(lambda: slack.called("chat.update"), 5, "updated")
+    text = slack.messages[(CHANNEL_ID, ts)]["blocks"][-1]["text"]["text"]
+    assert 'note: "this task is obsolete"' in text
+
+
+def test_a_button_of_another_message_is_forged(ws: Path, slack: FakeSlack, relay_of: Any) -> None:
+    config = make_config(ws, slack)
+    first, ts1 = block(config)
+    (ws / "BLOCKED.md").unlink()
+    second, _ = block(config, "Which database?")
+    relay_of(config)
+    slack.click(ANA, ts1, 0, value=f"{second}:0")  # the second's id on the first's message
+    wait_until(lambda: ephemerals(slack, ANA), 5, "told")
+    assert ephemerals(slack, ANA)[0].startswith("unknown button")
+    assert load(ws, second)["status"] == "open" and load(ws, first)["status"] == "open"
+
+
+def test_three_loops_share_one_app_and_one_connection(
+    tmp_path: Path, slack: FakeSlack, relay_of: Any
+) -> None:
+    configs, blocks = [], []
+    for name in ("api", "web", "etl"):
+        root = tmp_path / name
+        root.mkdir()
+        config = make_config(root, slack)
+        Registry().register(root, name)  # as `loopkit run` and `escalate` do
+        configs.append(config)
+        blocks.append(block(config))
+    first = relay_of(configs[0])
+    # The other loops' relays wait on the app's lease: one connection per app per machine.
+    hubs = Hubs()
+    others = []
+    for config in configs[1:]:
+        store = RequestStore(Workspace.of(config), hub=hubs.for_config(config))
+        stores = Stores(hubs.for_config)
+        stores.add(config, store)
+        other = SlackRelay.relay(config.channels, hubs=hubs, stores=stores, here=store)
+        other.active.set()
+        other.start()
+        others.append(other)
+    try:
+        for index, (config, (request_id, ts)) in enumerate(zip(configs, blocks, strict=True)):
+            slack.click(ANA, ts, index)
+            wait_until(
+                lambda c=config, r=request_id: load(c.workspace, r)["status"] == "resolved",
+                5,
+                f"loop {index} answered",
+            )
+        assert slack.connects == 1 and slack.open_links() == 1
+        assert not any(o.connected.is_set() for o in others)
+        first.stop()  # the holder goes: another loop's relay takes the app over
+        wait_until(lambda: any(o.connected.is_set() for o in others), 10, "taken over")
+        assert slack.connects == 2
+    finally:
+        for other in others:
+            other.stop()
