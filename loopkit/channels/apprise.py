@@ -12,6 +12,7 @@ error, redacted — the URLs carry keys. ``apprise`` is imported only when a mes
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any
 
 from loopkit.channels import Outcome
@@ -50,12 +51,30 @@ class AppriseChannel:
         missing = self.problems()
         if missing:
             return Outcome(ok=False, status="error", error=missing[0].split(":")[0], hard=True)
-        import apprise
+        text = one_way(message)
+        title, _, body = text.partition("\n")
+        result: dict[str, Any] = {}
 
-        target = apprise.Apprise()
-        bad = self._bad_urls(target)
-        if bad:
-            which = ", ".join(f"#{n}" for n in bad)
+        def notify() -> None:
+            # Apprise loads its plugins as URLs are added; their deprecations are not ours.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                import apprise
+
+                target = apprise.Apprise()
+                result["bad"] = self._bad_urls(target)
+                if result["bad"]:
+                    return
+                capture = apprise.LogCapture(level=apprise.logging.WARNING)  # type: ignore[no-untyped-call]
+                with capture as said:
+                    result["ok"] = bool(target.notify(body=body or title, title=title))
+                    result["said"] = said.getvalue()
+
+        worker = threading.Thread(target=notify, daemon=True, name="loopkit-apprise")
+        worker.start()
+        worker.join(self.budget)
+        if result.get("bad"):
+            which = ", ".join(f"#{n}" for n in result["bad"])
             return Outcome(
                 ok=False,
                 status="error",
@@ -63,19 +82,6 @@ class AppriseChannel:
                 error=f"{URLS}: URL {which} is not one Apprise knows; check its "
                 "scheme against the Apprise wiki",
             )
-        text = one_way(message)
-        title, _, body = text.partition("\n")
-        result: dict[str, Any] = {}
-
-        def notify() -> None:
-            capture = apprise.LogCapture(level=apprise.logging.WARNING)  # type: ignore[no-untyped-call]
-            with capture as said:
-                result["ok"] = bool(target.notify(body=body or title, title=title))
-                result["said"] = said.getvalue()
-
-        worker = threading.Thread(target=notify, daemon=True, name="loopkit-apprise")
-        worker.start()
-        worker.join(self.budget)
         if "ok" not in result:
             return Outcome(ok=False, status="timeout", error=f"no answer within {self.budget:g} s")
         if result["ok"]:

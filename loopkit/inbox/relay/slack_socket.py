@@ -72,7 +72,7 @@ def payload_key(kind: str, payload: dict[str, Any], envelope_id: str) -> str:
 
 class SlackRelay:
     """One Slack app's Socket Mode connection, for every registered workspace of the
-    machine. :meth:`start` makes the thread; it connects once :attr:`active` is set (the
+    machine. :meth:`start` makes the thread; it connects once ``active`` is set (the
     first time this process waits on a block) and it holds the app's lease."""
 
     def __init__(
