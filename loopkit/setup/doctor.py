@@ -11,7 +11,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from loopkit import channels, clock
 from loopkit.channels import Outcome
@@ -163,7 +163,8 @@ def _slack_app_findings(config: Config) -> list[Finding]:
         return [Finding("problem", topic, str(exc))]
     try:
         info = web.call("conversations.info", {"channel": channel}, budget=5)
-        about = info.get("channel") if isinstance(info.get("channel"), dict) else {}
+        raw = info.get("channel")
+        about: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if about.get("is_member") is False:
             found.append(Finding("problem", topic, f"the app is not in {channel}: type "
                                  "/invite @<your app> there"))  # fmt: skip
