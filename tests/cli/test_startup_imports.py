@@ -18,7 +18,8 @@ import pytest
 from helpers import ESCALATE, POLICY, clean_env
 
 HEAVY = ("asyncio", "structlog", "jinja2", "rapidfuzz", "httpx", "httpcore", "anyio", "watchdog",
-         "starlette", "uvicorn", "mcp", "psycopg")  # fmt: skip
+         "starlette", "uvicorn", "mcp", "psycopg", "slack_sdk", "apprise",
+         "websockets")  # fmt: skip
 PROBE = f"""
 import json, sys
 from loopkit.main import main

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fakeslack import CHANNEL_ID, FakeSlack
-from helpers import Daemon, clean_env, wait_until, write_config
+from helpers import Daemon, clean_env, loopkit, wait_until, write_config
 
 
 @pytest.fixture
@@ -60,3 +60,10 @@ def test_a_click_resumes_the_loop_within_a_second(ws: Path, slack: FakeSlack) ->
         assert runs[3] == "4|retry" and [r.split("|")[1] for r in runs].count("retry") == 1
         record = json.loads((ws / "requests" / f"{request_id}.json").read_text())
         assert record["resolution"]["by_id"] == "U0ANA"
+        # A block answered elsewhere (a terminal) loses its buttons on Slack too.
+        [second] = [m for m in slack.called("chat.postMessage")[1:] if m.body.get("blocks")]
+        other = second.body["blocks"][1]["elements"][0]["value"].rpartition(":")[0]
+        reply = ["-C", str(ws), "reply", "--request-id", other, "--reply", "B"]
+        assert loopkit(*reply, env=clean_env()).returncode == 0
+        wait_until(lambda: len(slack.called("chat.update")) == 2, 10, "the second updated")
+        assert slack.called("chat.update")[1].body["ts"] != ts

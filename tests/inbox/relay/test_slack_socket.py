@@ -92,6 +92,8 @@ def test_a_click_resolves_the_block_and_updates_the_message(
     buttons = post.body["blocks"][1]["elements"]
     assert [b["value"] for b in buttons] == [f"{request_id}:{i}" for i in range(3)]
     assert post.body["text"].startswith("[loopkit] blocked in ws on ")
+    hint = (ws / "BLOCKED.md").read_text().splitlines()[-1]
+    assert hint.startswith("To answer: tap a button in Slack, run `loopkit unblock --reply A`")
     relay_of(config)
     slack.click(ANA, ts, 1)
     wait_until(lambda: load(ws, request_id)["status"] == "resolved", 5, "resolved")
@@ -276,3 +278,33 @@ def test_three_loops_share_one_app_and_one_connection(
     finally:
         for other in others:
             other.stop()
+
+
+def test_an_irreversible_approval_takes_two_clicks(
+    ws: Path, slack: FakeSlack, relay_of: Any
+) -> None:
+    from loopkit.escalation import gate
+
+    config = make_config(ws, slack)
+    drop = ["psql", "postgres://app:hunter2@db/prod", "-c", "DROP TABLE users"]
+    store = RequestStore(Workspace.of(config))
+    record = gate.gate(config, drop, cwd=str(ws), store=store).record
+    ref = store.load(record.request_id).delivery[-1].message_id
+    ts = str(ref).split(":", 1)[1]
+    relay_of(config)
+    approve = next(
+        i
+        for i, o in enumerate(store.load(record.request_id).options)
+        if o.label.lower().startswith("approve")
+    )
+    slack.click(ANA, ts, approve)
+    wait_until(lambda: ephemerals(slack, ANA), 5, "asked to confirm")
+    assert ephemerals(slack, ANA)[0].startswith("Approve `psql 'postgres://app:***@db/prod'")
+    assert load(ws, record.request_id)["status"] == "open"  # nothing recorded yet
+    buttons = [b for b in slack.messages[(CHANNEL_ID, ts)]["blocks"] if b["type"] == "actions"]
+    confirm = next(e for e in buttons[0]["elements"] if e.get("value", "").endswith(":confirm"))
+    assert confirm["text"]["text"].startswith("Yes, approve")
+    slack.click(ANA, ts, buttons[0]["elements"].index(confirm))
+    wait_until(lambda: load(ws, record.request_id)["status"] == "resolved", 5, "approved")
+    assert load(ws, record.request_id)["resolution"]["outcome"] == "approved"
+    assert "hunter2" not in json.dumps([c.body for c in slack.calls])
