@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from loopkit.setup.doctor import diagnose
+from loopkit import config as config_mod
+from loopkit.setup.doctor import diagnose, send_test
 
 from fakeslack import FakeSlack
 from helpers import clean_env, loopkit
@@ -73,10 +74,10 @@ def test_send_test_posts_one_block_or_says_why_not(ws: Path, slack: FakeSlack) -
     assert sent.stdout.rstrip().endswith("sent via slack")
     [post] = slack.called("chat.postMessage")
     assert post.body["blocks"][1]["elements"][0]["value"] == "send-test:0"
-    slack.members = set()
-    failed = loopkit("-C", str(ws), "send-test", env=clean_env(**slack.env()))
-    assert failed.returncode == 1
-    assert failed.stderr.strip() == (
-        "loopkit: error: slack: not sent: chat.postMessage: not_in_channel — the app is not in "
-        "C0LOOPS: type /invite @<your app> there"
+    slack.members = set()  # the app was removed from the channel
+    config = config_mod.load(ws, slack.env())
+    outcome, _ = send_test(config)
+    assert outcome.ok is False and outcome.error == (
+        "chat.postMessage: not_in_channel — the app is not in C0LOOPS: type /invite "
+        "@<your app> there"
     )

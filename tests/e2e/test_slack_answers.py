@@ -67,3 +67,40 @@ def test_a_click_resumes_the_loop_within_a_second(ws: Path, slack: FakeSlack) ->
         assert loopkit(*reply, env=clean_env()).returncode == 0
         wait_until(lambda: len(slack.called("chat.update")) == 2, 10, "the second updated")
         assert slack.called("chat.update")[1].body["ts"] != ts
+
+
+def test_a_bare_escalate_is_answered_by_a_click_through_serve(
+    ws: Path, slack: FakeSlack, tmp_path: Path
+) -> None:
+    import os
+    import re
+    import signal
+    import subprocess
+
+    from helpers import LOOPKIT
+
+    env = clean_env(**slack.env(LOOPKIT_HITL_SLACK_MODE="socket"))
+    escalate = ["escalate", "-q", "Ship it?", "-c", "c", "-a", "a", "--choice", "Yes — go",
+                "--choice", "No — wait"]  # fmt: skip
+    assert loopkit("-C", str(ws), *escalate, env=env).returncode == 2
+    [record] = [json.loads(p.read_text()) for p in (ws / "requests").glob("*.json")]
+    ts = record["delivery"][0]["message_id"].split(":", 1)[1]
+    out = tmp_path / "serve.out"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen([str(LOOPKIT), "serve", "--listen", "127.0.0.1:0"], env=env,
+                                stdout=sink, stderr=subprocess.STDOUT, cwd=tmp_path,
+                                start_new_session=True)  # fmt: skip
+    try:
+        wait_until(lambda: re.search(r"http://[\d.]+:\d+", out.read_text()), 20, "serve up")
+        wait_until(lambda: slack.open_links() == 1, 10, "serve listens to the app")
+        slack.click("U0ANA", ts, 1)
+        wait_until(lambda: not (ws / "BLOCKED.md").exists(), 10, "the block lifted by serve")
+        answered = json.loads(next((ws / "requests").glob("*.json")).read_text())
+        assert answered["status"] == "resolved" and answered["resolution"]["via"] == "slack"
+        wait_until(lambda: slack.called("chat.update"), 5, "the message updated")
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(10) == 143
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)

@@ -82,8 +82,10 @@ class SlackRelay:
         *,
         hub: Hub,
         clock: Clock | None = None,
+        backoff: float = 1.0,
     ) -> None:
         self.settings = settings
+        self.first_backoff = backoff  # the first wait after a refused connection, doubled
         self.router = router
         self.app = f"slack-{app_id(settings.slack_app_token)}"
         self.lease = hub.bot_lease(self.app)
@@ -169,7 +171,7 @@ class SlackRelay:
         self._worker = threading.Thread(target=self._work, daemon=True, name="loopkit-slack-work")
         self._worker.start()
         log.info("slack_lease", msg=f"slack: Socket Mode for app {self.app} on this machine")
-        backoff = 1.0
+        failures = 0  # refused connections in a row
         try:
             while not self.stopped.is_set():
                 if client.is_connected():
@@ -182,14 +184,15 @@ class SlackRelay:
                 try:
                     client.connect_to_new_endpoint()
                 except Exception as exc:
+                    backoff = min(self.first_backoff * 2 ** min(failures, 16), MAX_BACKOFF)
+                    failures += 1
                     self._failed(exc, backoff)
                     if self.stopped.wait(backoff):
                         break
-                    backoff = min(backoff * 2, MAX_BACKOFF)
                     continue
                 if client.is_connected():
                     self.connections += 1
-                    backoff = 1.0
+                    failures = 0
                     if self._reported:
                         log.info("slack_connected", msg="slack: Socket Mode works again")
                         self._reported = None
@@ -275,8 +278,11 @@ class SlackRelay:
 
 
 def _unblock(client: Any) -> None:
-    """Wake the client's reader, blocked up to its 3 s receive timeout in ``recv`` (its
-    ``close`` waits for it): a stopping supervisor must not linger."""
+    """Wake the client's threads that its ``close`` waits for — the reader, blocked up to its
+    3 s receive timeout in ``recv``, and the message processor, up to 1 s on its queue — so a
+    stopping supervisor does not linger."""
+    client.closed = True
+    client.message_queue.put(None)
     sock = getattr(getattr(client, "current_session", None), "sock", None)
     if sock is not None:
         with contextlib.suppress(OSError):

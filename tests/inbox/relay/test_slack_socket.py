@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -198,12 +199,16 @@ def test_a_dropped_connection_is_opened_again_with_backoff(
     config = make_config(ws, slack)
     request_id, ts = block(config)
     relay = relay_of(config)
+    relay.first_backoff = 0.25  # (1 s in use: the doubling is the subject, not the unit)
     slack.app_token = "xapp-1-A0FAKEAPP1-3333-rotated"  # the old token no longer opens one
     for link in list(slack._links):
         link.conn.close()
-    wait_until(lambda: len(slack.called("apps.connections.open")) >= 3, 10, "retries")
-    opens = slack.called("apps.connections.open")
-    assert not relay.connected.is_set() and len(opens) < 6  # backing off, not spinning
+    # The first one at once, refused; the next after 0.25 s, refused; then 0.5 s …
+    wait_until(lambda: len(slack.called("apps.connections.open")) >= 2, 5, "the first try")
+    refused = time.monotonic()
+    wait_until(lambda: len(slack.called("apps.connections.open")) >= 3, 5, "a retry")
+    assert time.monotonic() - refused > 0.2  # backing off, not spinning
+    assert not relay.connected.is_set()
     slack.app_token = config.channels.slack_app_token or ""
     wait_until(relay.connected.is_set, 15, "connected again")
     slack.click(ANA, ts, 2)
