@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -313,3 +314,25 @@ def test_an_irreversible_approval_takes_two_clicks(
     wait_until(lambda: load(ws, record.request_id)["status"] == "resolved", 5, "approved")
     assert load(ws, record.request_id)["resolution"]["outcome"] == "approved"
     assert "hunter2" not in json.dumps([c.body for c in slack.calls])
+
+
+def test_every_envelope_is_acknowledged_before_the_work(
+    ws: Path, slack: FakeSlack, relay_of: Any
+) -> None:
+    config = make_config(ws, slack)
+    request_id, ts = block(config)
+    relay = relay_of(config)
+    release = threading.Event()
+    handle = relay.router.handle
+
+    def slow(kind: str, payload: dict[str, Any]) -> None:
+        release.wait(10)  # the work takes long (a slow disk, a fleet far away)
+        handle(kind, payload)
+
+    relay.router.handle = slow
+    click = slack.click(ANA, ts, 1)
+    wait_until(lambda: click.acked, 2, "acknowledged while the work waits")
+    assert load(ws, request_id)["status"] == "open"
+    release.set()
+    wait_until(lambda: load(ws, request_id)["status"] == "resolved", 5, "then applied")
+    assert not [e for e in slack.envelopes if e.kind == "interactive" and e.retry_attempt]
