@@ -336,3 +336,21 @@ def test_every_envelope_is_acknowledged_before_the_work(
     release.set()
     wait_until(lambda: load(ws, request_id)["status"] == "resolved", 5, "then applied")
     assert not [e for e in slack.envelopes if e.kind == "interactive" and e.retry_attempt]
+
+
+def test_a_payload_handled_before_a_restart_is_not_applied_again(
+    ws: Path, slack: FakeSlack, relay_of: Any
+) -> None:
+    config = make_config(ws, slack)
+    request_id, ts = block(config)
+    first = relay_of(config)
+    click = slack.click(ANA, ts, 1)
+    wait_until(lambda: first.applied >= 1 and slack.called("chat.update"), 5, "applied")
+    first.stop()  # loopkit restarts; Slack sends the click once more to the new connection
+    second = relay_of(config)
+    again = slack.redeliver(click)
+    slack.reply(ANA, "1.000001", "hello")  # something new after it, routed in order
+    wait_until(lambda: second.applied >= 1, 5, "what came after routed")
+    assert again.acked and second.applied == 1  # the redelivered click was dropped
+    assert not slack.called("chat.postEphemeral") and len(slack.called("chat.update")) == 1
+    assert load(ws, request_id)["resolution"]["chosen_option"] == "skip-the-task"
