@@ -12,7 +12,6 @@ they never need to live in a file.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import re
 import tomllib
@@ -230,6 +229,8 @@ def _where(path: Path, text: str, table: str | None, key: str | None) -> str:
 
 
 def _suggest(name: str, known: list[str]) -> str:
+    import difflib  # only to name a typo's fix
+
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     return f"{hint}known: {', '.join(known)}"
