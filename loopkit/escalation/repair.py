@@ -1,6 +1,7 @@
 """Putting a block and its request back in step after a crash.
 
-An escalation is one transaction (:meth:`Escalator.place`): the request is saved
+An escalation is one transaction
+(:meth:`~loopkit.escalation.escalator.Escalator.place`): the request is saved
 ``block: pending``, BLOCKED.md is created, the request becomes ``raised``, then the message
 is sent with an ``ok: null`` attempt recorded first. A ``kill -9`` anywhere in it leaves one
 of three states, each finished here at the next start of ``run``, ``escalate``, ``status``
