@@ -134,6 +134,7 @@ class Reminder:
     waited: float  # seconds since the human was asked
     reply_to: int | str | None = None
     choices: tuple[str, ...] = ()
+    link: str | None = None  # the request's page in the web inbox
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -168,3 +169,11 @@ class Notice:
 
 
 Note = Message | Reminder | Notice  # what a channel sends
+
+
+def one_way(note: Note) -> str:
+    """What a one-way channel (a Slack webhook, Apprise, dial) sends: the note's text, ending
+    with the request's page in the web inbox when ``LOOPKIT_INBOX_URL`` gives one — one tap
+    opens the answer page (SPEC §21)."""
+    link = getattr(note, "link", None)
+    return f"{note.text}\nAnswer: {link}" if link else note.text

@@ -18,7 +18,8 @@ import pytest
 from helpers import ESCALATE, POLICY, clean_env
 
 HEAVY = ("asyncio", "structlog", "jinja2", "rapidfuzz", "httpx", "httpcore", "anyio", "watchdog",
-         "starlette", "uvicorn", "mcp", "psycopg")  # fmt: skip
+         "starlette", "uvicorn", "mcp", "psycopg", "slack_sdk", "apprise",
+         "websockets")  # fmt: skip
 # loopkit's own machinery for sending: a command that only reads builds none of it.
 SENDING = ("loopkit.escalation.escalator", "loopkit.escalation.sender", "loopkit.channels",
            "tempfile", "secrets")  # fmt: skip
