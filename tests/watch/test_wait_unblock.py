@@ -142,7 +142,13 @@ VIM = shutil.which("vim")
 
 
 @pytest.mark.skipif(VIM is None, reason="vim is not installed")
-@pytest.mark.parametrize("backup", ["beside", "elsewhere", "other-fs"])
+# vim's copy-then-delete (backup on another file system) leaves BLOCKED.md absent for as long
+# as the copy and the new write take: ~0.3–5 ms measured, past the 8 ms window on a machine
+# loaded far beyond its CPUs. That case is timing by nature; it runs with the soaks, and the
+# fake-clock case above (a new file 6 ms after a delete) holds the logic in every run.
+@pytest.mark.parametrize(
+    "backup", ["beside", "elsewhere", pytest.param("other-fs", marks=pytest.mark.soak)]
+)
 def test_real_vim_saving_is_not_an_unblock(
     waiter: Waiter, block: Path, tmp_path: Path, backup: str
 ) -> None:
