@@ -546,6 +546,7 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=200, help="iterations for the overhead")
     ap.add_argument("--blocked-seconds", type=float, default=10.0, help="idle CPU window")
     ap.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
+    ap.add_argument("--startup-runs", type=int, default=30, help="runs per everyday command")
     ap.add_argument("--only-unblock", action="store_true", help="run only row (a), loopkit's side")
     args = ap.parse_args()
     if args.rounds < 1 or args.iterations < 1 or args.blocked_seconds <= 0:
@@ -584,6 +585,10 @@ def main() -> int:
         print("  (c)(d) done", file=sys.stderr)
         st = startup(loopkit, python, root)
         print("  (e) done", file=sys.stderr)
+        from startup import measure  # startup.py imports this module: not at the top
+
+        everyday_py, everyday = measure([("loopkit", loopkit)], python, args.startup_runs)
+        print("  (g) done", file=sys.stderr)
     finally:
         stop_all()
         if not args.keep:
@@ -663,8 +668,8 @@ def main() -> int:
             f"(e) `loopkit check` vs `python -c pass`, median of {CHECK_RUNS}",
             ms(st["lk"]),
             ms(st["py"]),
-            "close to `python -c pass`",
-            f"+{st['lk'] - st['py']:.1f} ms, {st['lk'] / st['py']:.2f}×",
+            "≤ 1.5× `python -c pass`",
+            f"{st['lk'] / st['py']:.2f}× — " + verdict(st["lk"] / st["py"], 1.5),
         )
     )
     add(
@@ -686,6 +691,17 @@ def main() -> int:
                 ms(st["py"]),
                 "≤ 2× `python -c pass`",
                 f"{st[key] / st['py']:.2f}× — " + verdict(st[key] / st["py"], 2.0),
+            )
+        )
+    for command, took in everyday["loopkit"].items():
+        add(
+            (
+                f"(g) `loopkit {command}` start-up vs `python -c pass`, median of "
+                f"{args.startup_runs}",
+                ms(took),
+                ms(everyday_py),
+                "≤ 4× `python -c pass`",
+                f"{took / everyday_py:.2f}× — " + verdict(took / everyday_py, 4.0),
             )
         )
 

@@ -35,8 +35,10 @@ ORDER = ("status", "reply", "unblock", "requests", "inbox", "escalate", "ask", "
 class Side:
     """One loopkit under test: its executable, its workspace and its LOOPKIT_HOME."""
 
-    def __init__(self, name: str, exe: str, root: Path) -> None:
-        self.name, self.exe = name, exe
+    def __init__(self, name: str, exe: str, root: Path, wrap: list[str] | None = None) -> None:
+        self.name, self.exe, self.wrap = name, exe, wrap or []
+        self.stderr = ""
+        self.counts: dict[str, float] = {}  # with a valgrind ``wrap``: millions of instructions
         self.ws, self.home = root / name / "ws", root / name / "home"
         self.ws.mkdir(parents=True)
         self.home.mkdir()
@@ -47,9 +49,11 @@ class Side:
         self.call([self.exe, "-C", str(self.ws), "init", "--agent", "true"], 0)
 
     def call(self, argv: list[str], expect: int) -> float:
+        argv = [*self.wrap, *argv] if argv[0] == self.exe else argv
         t0 = time.perf_counter()
-        done = subprocess.run(argv, cwd=self.ws, env=self.env, capture_output=True, timeout=60)
+        done = subprocess.run(argv, cwd=self.ws, env=self.env, capture_output=True, timeout=300)
         elapsed = (time.perf_counter() - t0) * 1000
+        self.stderr = done.stderr.decode(errors="replace")
         if done.returncode != expect:
             err = done.stderr.decode(errors="replace").strip()
             raise SystemExit(f"{' '.join(argv)} exited {done.returncode}, not {expect}: {err}")
@@ -57,6 +61,8 @@ class Side:
 
     def time(self, command: str, args: list[str], expect: int = 0) -> None:
         self.times[command].append(self.call([self.exe, "-C", str(self.ws), *args], expect))
+        if self.wrap:
+            self.counts[command] = _instructions(self.stderr)
 
     def newest_request(self) -> str:
         return max((self.ws / "requests").glob("*.json"), key=lambda p: p.stat().st_mtime).stem
@@ -98,14 +104,56 @@ def measure(
     return statistics.median(python[1:]), medians
 
 
+CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+
+
+def _instructions(stderr: str) -> float:
+    """Millions of instructions, from cachegrind's ``I refs:`` line."""
+    for line in stderr.splitlines():
+        if "I refs:" in line or "I   refs:" in line:
+            return int(line.rsplit(":", 1)[1].replace(",", "")) / 1e6
+    raise SystemExit(f"no instruction count in valgrind's output: {stderr[-300:]}")
+
+
+def instructions(exes: list[tuple[str, str]], interpreter: str) -> dict[str, dict[str, float]]:
+    """Instructions executed (millions) by ``python -c pass`` and by each command of one round
+    under valgrind's cachegrind: a figure the machine's load does not move."""
+    root = Path(tempfile.mkdtemp(prefix="loopkit-startup-"))
+    counts: dict[str, dict[str, float]] = {}
+    try:
+        for name, exe in exes:
+            side = Side(name, exe, root, wrap=[*CACHEGRIND, interpreter_of(exe)])
+            round_of([side], [], interpreter)
+            done = subprocess.run([*CACHEGRIND, interpreter, "-c", "pass"], capture_output=True)
+            side.counts["python -c pass"] = _instructions(done.stderr.decode(errors="replace"))
+            counts[name] = side.counts
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return counts
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=30, help="timed runs per command (≥ 1)")
     ap.add_argument("--baseline", help="another checkout's loopkit, measured in the same run")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions under valgrind, not time (load-proof)")  # fmt: skip
     args = ap.parse_args()
     loopkit = find_loopkit()
     interpreter = interpreter_of(loopkit)
     exes = [("loopkit", loopkit)] + ([("baseline", args.baseline)] if args.baseline else [])
+    if args.instructions:
+        counts = instructions(exes, interpreter)
+        heads = " | ".join(f"{name} (M instructions) | ×python" for name, _ in exes)
+        print(f"| command | {heads} |")
+        print("|---" * (1 + 2 * len(exes)) + "|")
+        for command in ("python -c pass", *ORDER):
+            cells = []
+            for name, _ in exes:
+                n, py = counts[name][command], counts[name]["python -c pass"]
+                cells.append(f"{n:.0f} | {n / py:.1f}×")
+            print(f"| `{command}` | " + " | ".join(cells) + " |")
+        return 0
     py, medians = measure(exes, interpreter, args.runs)
     print(f"`python -c pass`: {py:.1f} ms (median of {args.runs}, {interpreter})\n")
     head = "| command | loopkit | ×python | verdict (≤ 4×) |"
