@@ -26,6 +26,7 @@ from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
 from loopkit.requests.record import Request
 from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING, Parts, Step
+from loopkit.supervisor.stuck_watch import block_ended
 from loopkit.watch.waits import Outcome, wait_unblock
 
 log = get_logger("loopkit.supervisor")
@@ -411,6 +412,7 @@ class BlockedPhase:
     def _resume(self) -> Step:
         state = self.parts.state
         state.failures, state.failed_iterations = 0, []
+        block_ended(state)  # the stuck signals it carried start counting afresh
         state.open_request = None
         state.status = "running"
         self.parts.save()
