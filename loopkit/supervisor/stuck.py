@@ -162,12 +162,42 @@ def thresholds(settings: StuckConfig) -> dict[str, float | None]:
     }
 
 
-def similarity(a: str, b: str) -> float:
-    """rapidfuzz's normalised Indel similarity, 0..1 (imported only when outputs are compared:
-    it is a heavy import no everyday command may pay)."""
-    from rapidfuzz import fuzz
+def report(settings: StuckConfig, saved: object) -> dict[str, Any]:
+    """``status --json``'s and ``doctor``'s view: each threshold (None: off) and the counters
+    as ``state.json`` holds them (``saved``: its ``stuck``)."""
+    return {"thresholds": thresholds(settings), "counters": Counters.from_dict(saved).shown()}
 
-    return float(fuzz.ratio(a, b)) / 100.0
+
+def describe(shown: dict[str, Any]) -> str:
+    """A :func:`report` on one line: ``no_progress 1/3, same_error 0/3, …, max_cost_usd off``."""
+    counters = shown["counters"]
+    now = {
+        TASK_ITERATIONS: counters["task_iterations"],
+        COST: f"${counters['spent_since_approval_usd']:.2f}",
+    }
+    parts = []
+    for name, limit in shown["thresholds"].items():
+        if limit is None:
+            parts.append(f"{name} off")
+        elif name == TASK_TIMEOUT:
+            parts.append(f"{name} {_span(limit)}")
+        elif name == COST:
+            parts.append(f"{name} {now[COST]} of ${limit:.2f}")
+        else:
+            parts.append(f"{name} {now.get(name, counters.get(name))}/{limit:g}")
+    return ", ".join(parts)
+
+
+def similarity(a: str, b: str) -> float:
+    """rapidfuzz's normalised Indel similarity of the two texts' words, 0..1.
+
+    Over words, not characters: an agent reporting its steps in one template ("Implemented
+    step 3 in step3.py") changes a few words in ten, a character ratio would call those
+    copies; a near-copy differs in a word or two of many. rapidfuzz is imported only when
+    outputs are compared: a heavy import no everyday command may pay."""
+    from rapidfuzz.distance import Indel
+
+    return float(Indel.normalized_similarity(a.split(), b.split()))
 
 
 def _keep(lines: list[str], line: str) -> list[str]:
@@ -181,13 +211,25 @@ _ERRORISH = re.compile(
 _BANNER = re.compile(r"^[=\-_*#~ ]{3,}|[=\-_*#~ ]{3,}$")
 
 
+# Lines that state an error, the most telling first: pytest's "E   …", "error[E0308]: …",
+# "error TS2322", "ValueError: …", a panic; then a lint's "src/x.py:3:1: F401 …", pytest's
+# FAILED and ERROR summaries, "fatal:", "Error:".
+_STATES_ERROR = (
+    re.compile(
+        r"^(E\s+\S|error(\[\w+\])?:|.*\berror TS\d+|(\w+\.)*\w*(Error|Exception):|.*panicked at)"
+    ),
+    re.compile(r"^(\S+:\d+(:\d+)?:? [A-Z]+\d+|FAILED\b|ERROR\b|fatal:|Error:)"),
+)
+
+
 def _first_line(output: str) -> str:
-    """The error's first line: the first that says what failed (banners stripped), else
-    the last line; folded to 200 characters."""
+    """The error's first line: the first that states an error (banners stripped), else the
+    first that mentions one, else the last line; folded to 200 characters."""
     lines = [_BANNER.sub("", line).strip() for line in output.splitlines()]
     lines = [line for line in lines if line]
+    tiers = [[line for line in lines if pattern.match(line)] for pattern in _STATES_ERROR]
     errorish = [line for line in lines if _ERRORISH.search(line)]
-    chosen = errorish[0] if errorish else (lines[-1] if lines else "(no output)")
+    chosen = (tiers[0] or tiers[1] or errorish or lines[-1:] or ["(no output)"])[0]
     return fold(chosen, 200)
 
 
