@@ -306,6 +306,7 @@ class BlockedPhase:
                 # hand "abort" to the next agent, and starts the count afresh.
                 self.parts.state.open_request = None
                 self.parts.state.failures, self.parts.state.failed_iterations = 0, []
+                block_ended(self.parts.state)
                 finished = self.parts.finish(
                     "aborted", EXIT_ABORTED, "aborted by the human's answer"
                 )

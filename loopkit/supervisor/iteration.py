@@ -234,19 +234,20 @@ class Iteration:
             self.parts.save()
             return CONTINUE
         verify: Finished | None = None
-        if agent.ending == "timeout" or agent.could_not_run:
-            self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
-        elif loop.verify is None:
-            self._passed()
-        else:
+        agent_failed = agent.ending == "timeout" or agent.could_not_run
+        if not agent_failed and loop.verify is not None:
             verify = self._run("verify", loop.verify, log_file, timeout=loop.iteration_timeout)
             if self.parts.stop.is_set():
                 return self.parts.stopped()
-            if verify.ok:
-                self._passed()
-            else:
-                self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
-        self.stuck.end(task, agent, verify)
+        # Counted before the failure below is, so one state save holds both counts.
+        fired = self.stuck.observe(task, agent, verify)
+        if agent_failed:
+            self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
+        elif verify is None or verify.ok:
+            self._passed()
+        else:
+            self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
+        self.stuck.ask(fired, task)
         if blockfile.state(blocked_path) != "absent":
             return CONTINUE  # escalated: the loop turns to the blocked phase
         if loop.done is not None:

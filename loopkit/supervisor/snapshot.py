@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,11 +193,13 @@ class Snapshots:
         if known is not None and known[0] == stat_key:
             return known[1]
         try:
-            if os.path.islink(path):
+            if stat.S_ISLNK(info.st_mode):
                 content = os.fsencode(os.readlink(path))
                 hashed = "link:" + hashlib.sha256(content).hexdigest()
-            elif os.path.isdir(path):
+            elif stat.S_ISDIR(info.st_mode):
                 hashed = "folder"  # a submodule or nested repository: its own HEAD is not ours
+            elif not stat.S_ISREG(info.st_mode):
+                hashed = f"special:{stat.S_IFMT(info.st_mode):o}"  # a FIFO is never opened
             else:
                 hasher = hashlib.sha256()
                 with open(path, "rb") as handle:

@@ -1,9 +1,11 @@
 """The stuck detector in the loop: what an iteration did, handed to it; its signals, asked.
 
 :class:`~loopkit.supervisor.iteration.Iteration` owns one :class:`StuckWatch` and calls it
-twice: :meth:`StuckWatch.begin` at the head of an iteration (the task's budgets: iterations
-and wall time, before anything more is spent) and :meth:`StuckWatch.end` once the agent and
-verify ran (the workspace's digest, the error, the output, the crash, the cost). A signal
+at the head of an iteration, :meth:`StuckWatch.begin` (the task's budgets: iterations and
+wall time, before anything more is spent), and once the agent and verify ran,
+:meth:`StuckWatch.observe` (the workspace's digest, the error, the output, the crash, the
+cost) — before the verify failure is counted, so one state save holds both — and
+:meth:`StuckWatch.ask` after it. A signal
 that fires is asked as the supervisor's own block (:mod:`loopkit.supervisor.stuck_questions`);
 when a block was already raised in that iteration (verify failures, say), the signals join
 it instead — one question per iteration — and its ending resets them too. The counters live
@@ -54,11 +56,14 @@ class StuckWatch:
         if detector.needs_snapshot and detector.counters.last_state is None:
             detector.counters.last_state = self._snapshot().take().digest
         found = detector.begin(task, self.parts.clock.now())
-        return self._settle(detector, found, task)
+        self._count(detector, found)
+        return self.ask(found, task)
 
-    def end(self, task: str | None, agent: Finished, verify: Finished | None) -> bool:
-        """What the iteration did; True when a signal fired (asked, or joined to the block
-        the iteration raised)."""
+    def observe(
+        self, task: str | None, agent: Finished, verify: Finished | None
+    ) -> list[stuck.Signal]:
+        """Count what the iteration did (in the state, saved with the next save); the signals
+        that fired are the pending ones of whatever block this iteration raises."""
         detector = self._detector()
         taken = self._snapshot().take() if detector.needs_snapshot else None
         claude = claude_run(agent.tail)
@@ -75,12 +80,24 @@ class StuckWatch:
             cost_usd=claude.cost_usd,
             outage=claude.outage,
         )
-        return self._settle(detector, detector.observe(seen), task)
+        found = detector.observe(seen)
+        self._count(detector, found)
+        return found
 
-    def _settle(
-        self, detector: stuck.Detector, found: Sequence[stuck.Signal], task: str | None
-    ) -> bool:
+    def ask(self, found: Sequence[stuck.Signal], task: str | None) -> bool:
+        """Ask about the signals :meth:`observe` found — unless a block was raised in this
+        iteration (or stands): that block carries them, and its end resets them. By the
+        state, not the file alone: a human may have lifted that block already."""
+        if not found:
+            return False
         state = self.parts.state
+        if state.open_request or blockfile.state(self.parts.workspace.blocked) != "absent":
+            self.parts.save()
+            return True
+        self.escalate(stuck_questions.escalation(found, task=task, iteration=state.iteration))
+        return True
+
+    def _count(self, detector: stuck.Detector, found: Sequence[stuck.Signal]) -> None:
         for signal in found:
             log.warning(
                 "stuck",
@@ -91,16 +108,7 @@ class StuckWatch:
             )
         names = [s.trigger for s in found]
         detector.counters.pending = list(dict.fromkeys([*detector.counters.pending, *names]))
-        state.stuck = detector.counters.to_dict()
-        if not found:
-            return False
-        if state.open_request or blockfile.state(self.parts.workspace.blocked) != "absent":
-            # A block raised in this iteration (or standing) carries them: its end resets
-            # them. By the state, not the file alone: a human may lift it already.
-            self.parts.save()
-            return True
-        self.escalate(stuck_questions.escalation(found, task=task, iteration=state.iteration))
-        return True
+        self.parts.state.stuck = detector.counters.to_dict()
 
 
 def block_ended(state: State) -> list[str]:

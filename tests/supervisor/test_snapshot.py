@@ -86,3 +86,10 @@ def test_a_changed_file_is_read_again_only_when_its_stat_moved(
     (ws / "big.bin").write_bytes(b"y" * 1000)
     snaps.take()
     assert opened == [str(ws / "big.bin")]
+
+
+def test_a_fifo_in_the_tree_is_never_opened(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")  # opening it to read would wait for a writer forever
+    snaps = Snapshots(ws, git=None)
+    first = snaps.take().digest
+    assert snaps.take().digest == first
