@@ -335,7 +335,7 @@ class Detector:
                 NO_PROGRESS,
                 c.no_progress,
                 limit,
-                f"No progress in {c.no_progress} iterations",
+                f"No progress in {c.no_progress} iteration{'s' if c.no_progress != 1 else ''}",
                 [
                     f"{commit}; working tree and index reach no state new to the last "
                     f"{window} iterations",

@@ -39,10 +39,13 @@ def ordered(signals: Sequence[stuck.Signal]) -> list[stuck.Signal]:
 def escalation(signals: Sequence[stuck.Signal], *, task: str | None, iteration: int) -> Escalation:
     first, *others = ordered(signals)
     ask = _ASK.get(first.trigger, "how do I go on?")
-    on = f" on task '{fold(task, 60)}'" if task and first.trigger not in (
+    head = f"Stuck ({first.trigger}): {first.question}"
+    # The task's name gets the room the rubric's 120 characters leave (at least 20).
+    room = max(20, MAX_STEM - len(head) - len(ask) - len(" on task '': "))
+    on = f" on task '{fold(task, room)}'" if task and first.trigger not in (
         stuck.TASK_ITERATIONS, stuck.TASK_TIMEOUT, stuck.COST
     ) else ""  # fmt: skip
-    question = fold(f"Stuck ({first.trigger}): {first.question}{on}: {ask}", 400)
+    question = f"{head}{on}: {ask}"
     context = [
         f"Signal: {first.trigger} ({_amount(first)})",
         f"Task: {task or '(one task: no task_file)'}",
@@ -54,7 +57,7 @@ def escalation(signals: Sequence[stuck.Signal], *, task: str | None, iteration: 
         "attempted": fold("; ".join(first.attempted[-3:]) or first.question, 200),
     }
     return Escalation(
-        question=question if len(question) <= MAX_STEM * 3 else fold(question, MAX_STEM * 3),
+        question=question,
         context="\n".join(context),
         attempted=[line for s in (first, *others) for line in s.attempted] or [first.question],
         choices=triggers.choices(task),

@@ -215,3 +215,15 @@ def test_counters_survive_a_round_trip_and_a_hand_edited_file() -> None:
     assert again == d.counters
     broken = Counters.from_dict({"no_progress": "three", "states": [1, "x"], "spent_usd": 2})
     assert (broken.no_progress, broken.states, broken.spent_usd) == (0, ["x"], 2.0)
+
+
+def test_the_question_fits_the_phone_whatever_the_task_is_called() -> None:
+    from loopkit.escalation.rubric import MAX_STEM
+    from loopkit.supervisor.stuck_questions import escalation
+
+    d = detector(no_progress=1)
+    signals = d.observe(seen(1))
+    asked = escalation(signals, task="migrate " + "the legacy billing tables " * 10, iteration=1)
+    assert len(asked.question) <= MAX_STEM
+    assert asked.question.startswith("Stuck (no_progress): No progress in 1 iteration on task")
+    assert asked.trigger == "stuck-no-progress" and asked.raised_by == "supervisor"
