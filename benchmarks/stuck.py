@@ -75,19 +75,22 @@ class Replayed:
     iterations: int = 0
 
 
-def replay(path: Path, settings: StuckConfig, work: Path) -> Replayed:
+def replay(path: Path, settings: StuckConfig, work: Path, *, use_git: bool = True) -> Replayed:
+    """Play one trace into ``work``; ``use_git=False``: a plain folder (no commits, the tree's
+    digest), for a quick check of the corpus in the test suite."""
     trace = tomllib.loads(path.read_text())
     result = Replayed(path.stem, trace["kind"], list(trace.get("expect", [])),
                       trace.get("stuck_from"))  # fmt: skip
     repo = work / path.stem
     repo.mkdir()
-    git(repo, "init", "-q")
     for name, text in trace.get("files", {}).items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "start", "--allow-empty")
-    snapshots = Snapshots(repo, excluded=("BLOCKED.md",))
+    if use_git:
+        git(repo, "init", "-q")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "start", "--allow-empty")
+    snapshots = Snapshots(repo, excluded=("BLOCKED.md",), git="git" if use_git else None)
     detector = stuck.Detector(settings, stuck.Counters(last_state=snapshots.take().digest))
     for number, step in enumerate(trace["iteration"], 1):
         diff = step.get("diff", {})
@@ -98,7 +101,7 @@ def replay(path: Path, settings: StuckConfig, work: Path) -> Replayed:
             (repo / name).touch()
         for name in diff.get("delete", []):
             (repo / name).unlink()
-        if "commit" in diff:
+        if "commit" in diff and use_git:
             git(repo, "add", "-A")
             git(repo, "commit", "-qm", diff["commit"], "--allow-empty")
         taken = snapshots.take()
