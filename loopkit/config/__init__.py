@@ -91,6 +91,19 @@ class EscalationConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class StuckConfig:
+    """``[stuck]`` (SPEC section 19): each threshold ``0`` (or ``"off"``) = that trigger off."""
+
+    no_progress: int = 3  # iterations in a row that reach no new workspace state
+    same_error: int = 3  # verify failures in a row with the same normalised output
+    repeated_output: int = 4  # agent outputs in a row that are near-copies of earlier ones
+    crash_loop: int = 3  # agent runs in a row that fail (or time out) and change nothing
+    max_task_iterations: int = 0  # iterations on one task (0: off)
+    task_timeout: float | None = None  # seconds of wall time on one task (None: off)
+    max_cost_usd: float | None = None  # dollars summed from Claude's results (None: off)
+
+
+@dataclass(frozen=True, slots=True)
 class PolicyConfig:
     escalate_words: tuple[str, ...] = ()
     proceed_words: tuple[str, ...] = ()
@@ -153,6 +166,7 @@ class Config:
     loop: LoopConfig = field(default_factory=LoopConfig)
     escalation: EscalationConfig = field(default_factory=EscalationConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
+    stuck: StuckConfig = field(default_factory=StuckConfig)
     channels: ChannelSettings = field(default_factory=ChannelSettings)
     gate: GateConfig = field(default_factory=GateConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
@@ -194,6 +208,15 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
         "remind_every": config_values.optional_duration,
         "max_reminders": config_values.count,
         "slack_mode": config_values.slack_mode,
+    },
+    "stuck": {
+        "no_progress": config_values.count,
+        "same_error": config_values.count,
+        "repeated_output": config_values.count,
+        "crash_loop": config_values.count,
+        "max_task_iterations": config_values.count,
+        "task_timeout": config_values.optional_duration,
+        "max_cost_usd": config_values.optional_money,
     },
     "policy": {
         "escalate_words": config_values.strings,
@@ -444,6 +467,7 @@ def load(
         loop=LoopConfig(**values["loop"]),
         escalation=EscalationConfig(**escalation),
         policy=PolicyConfig(**values["policy"]),
+        stuck=StuckConfig(**values["stuck"]),
         channels=channels,
         gate=GateConfig(**values["gate"]),
         hooks=HooksConfig(**values["hooks"]),

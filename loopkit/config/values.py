@@ -200,6 +200,17 @@ def optional_duration(value: object) -> float | None:
     return parse_duration(value) or None
 
 
+def optional_money(value: object) -> float | None:
+    """An amount of US dollars (``5``, ``12.50``), or ``0`` / ``"off"``: no limit."""
+    if value in ("off", ""):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError('expected an amount in US dollars (e.g. 5 or 12.50), or 0 / "off"')
+    if not math.isfinite(value):
+        raise ValueError("expected a finite amount (not inf)")
+    return float(value) or None
+
+
 def count(value: object) -> int:
     """A whole number, 0 or more."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -95,7 +95,20 @@ def _loop_findings(config: Config) -> list[Finding]:
     if missing:
         found.append(Finding("problem", "loop", f"required_env not set now: {', '.join(missing)}; "
                              "export them where `loopkit run` starts"))  # fmt: skip
-    return found
+    return [*found, _stuck_finding(config)]
+
+
+def _stuck_finding(config: Config) -> Finding:
+    """The stuck triggers' thresholds and where their counters stand (SPEC section 19)."""
+    from loopkit.errors import WorkspaceError
+    from loopkit.supervisor import stuck
+    from loopkit.workspace.state import StateFile
+
+    try:
+        saved = StateFile(Workspace.of(config)).load().stuck
+    except WorkspaceError:
+        saved = {}
+    return Finding("ok", "stuck", stuck.describe(stuck.report(config.stuck, saved)))
 
 
 def _telegram_findings(config: Config) -> list[Finding]:

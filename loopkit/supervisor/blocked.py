@@ -26,6 +26,7 @@ from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
 from loopkit.requests.record import Request
 from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING, Parts, Step
+from loopkit.supervisor.stuck_watch import block_ended
 from loopkit.watch.waits import Outcome, wait_unblock
 
 log = get_logger("loopkit.supervisor")
@@ -308,6 +309,7 @@ class BlockedPhase:
                 # hand "abort" to the next agent, and starts the count afresh.
                 self.parts.state.open_request = None
                 self.parts.state.failures, self.parts.state.failed_iterations = 0, []
+                block_ended(self.parts.state)
                 finished = self.parts.finish(
                     "aborted", EXIT_ABORTED, "aborted by the human's answer"
                 )
@@ -414,6 +416,7 @@ class BlockedPhase:
     def _resume(self) -> Step:
         state = self.parts.state
         state.failures, state.failed_iterations = 0, []
+        block_ended(state)  # the stuck signals it carried start counting afresh
         state.open_request = None
         state.status = "running"
         self.parts.save()

@@ -26,6 +26,7 @@ from loopkit.supervisor import triggers
 from loopkit.supervisor.iterlog import IterationLog, prune
 from loopkit.supervisor.parts import CONTINUE, Parts, Step
 from loopkit.supervisor.runner import Finished, describe
+from loopkit.supervisor.stuck_watch import StuckWatch
 from loopkit.supervisor.tasks import current_task
 
 log = get_logger("loopkit.supervisor")
@@ -46,6 +47,7 @@ class Iteration:
         self._decisions: list[dict[str, Any]] = []  # this iteration's, consumed at its start
         self._asked: str | None = None  # the block seen while the agent ran, if one was
         self._skipped: list[str] = []  # the skipped tasks as last read
+        self.stuck = StuckWatch(parts, escalate=self._escalate)  # SPEC section 19
         # The environment children inherit, read once (decoding os.environ is not free).
         self._base_env = {
             k: v
@@ -89,6 +91,8 @@ class Iteration:
                     names=missing, task=task, iteration=state.iteration, pid=os.getpid()
                 )
             )
+            return CONTINUE
+        if self.stuck.begin(task):  # the task's budgets, before more is spent on it
             return CONTINUE
         with self._iteration_log() as log_file:
             for command in loop.preflight:
@@ -229,18 +233,21 @@ class Iteration:
             self.parts.state.open_request = self._asked
             self.parts.save()
             return CONTINUE
-        if agent.ending == "timeout" or agent.could_not_run:
-            self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
-        elif loop.verify is None:
-            self._passed()
-        else:
+        verify: Finished | None = None
+        agent_failed = agent.ending == "timeout" or agent.could_not_run
+        if not agent_failed and loop.verify is not None:
             verify = self._run("verify", loop.verify, log_file, timeout=loop.iteration_timeout)
             if self.parts.stop.is_set():
                 return self.parts.stopped()
-            if verify.ok:
-                self._passed()
-            else:
-                self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
+        # Counted before the failure below is, so one state save holds both counts.
+        fired = self.stuck.observe(task, agent, verify)
+        if agent_failed:
+            self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
+        elif verify is None or verify.ok:
+            self._passed()
+        else:
+            self._count_failure(task, f"verify {self._reason(verify)}", verify.tail)
+        self.stuck.ask(fired, task)
         if blockfile.state(blocked_path) != "absent":
             return CONTINUE  # escalated: the loop turns to the blocked phase
         if loop.done is not None:

@@ -16,6 +16,7 @@ from loopkit.message import age, fold
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
+from loopkit.supervisor import stuck
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import StateFile, SupervisorLock
@@ -69,6 +70,7 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         "task": state.task,
         "failures": state.failures,
         "max_verify_failures": config.loop.max_verify_failures,
+        "stuck": stuck.report(config.stuck, state.stuck),
         "skipped_tasks": [one.to_dict() for one in SkippedTasks(workspace).load()],
         "open_request": request if record is None or record.is_open else None,
         "block_request": request,
@@ -136,6 +138,7 @@ def render(info: dict[str, Any]) -> str:
     if info["task"]:
         lines.append(f"task:      {info['task']}")
     lines.append(f"failures:  {info['failures']} of {info['max_verify_failures']}")
+    lines.append(f"stuck:     {stuck.describe(info['stuck'])}")
     for skipped in info["skipped_tasks"]:
         since = f" (since {skipped['skipped_at'][:16].replace('T', ' ')} UTC)"
         lines.append(f"skipped:   {skipped['task']}{since if skipped['skipped_at'] else ''}")

@@ -42,6 +42,8 @@ class State:
     # Requests written before this (time.time_ns()) were looked at for answers given while
     # no supervisor waited: a start reads only the records written since.
     answers_seen_ns: int = 0
+    # The stuck detector's counters (SPEC section 19; loopkit.supervisor.stuck.Counters).
+    stuck: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 

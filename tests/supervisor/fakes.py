@@ -29,7 +29,7 @@ from typing import Any
 
 from loopkit.channels import Outcome
 from loopkit.clock import Waitable
-from loopkit.config import Command, Config, EscalationConfig, LoopConfig
+from loopkit.config import Command, Config, EscalationConfig, LoopConfig, StuckConfig
 from loopkit.escalation.escalator import Escalator
 from loopkit.message import Note
 from loopkit.requests.store import RequestStore
@@ -258,12 +258,18 @@ def escalator(channel: RecordingChannel | None = None) -> EscalatorFactory:
     return build
 
 
+# The stuck detector off: the tests of other parts of the loop play agents that change
+# nothing on purpose (tests/supervisor/test_stuck_inprocess.py turns it on).
+STUCK_OFF = StuckConfig(no_progress=0, same_error=0, repeated_output=0, crash_loop=0)
+
+
 def loop_config(ws: Path, *, ladder: tuple[str, ...] = ("none",), escalation: Any = None,
-                **loop: Any) -> Config:  # fmt: skip
+                stuck: StuckConfig = STUCK_OFF, **loop: Any) -> Config:  # fmt: skip
     """A workspace whose agent, verify (and ``done``, when given) are the commands named so."""
     values: dict[str, Any] = {"agent": "agent", "verify": "verify", "pause": 0.0, **loop}
     settings = EscalationConfig(ladder=ladder, **(escalation or {}))
-    return Config(workspace=ws.resolve(), loop=LoopConfig(**values), escalation=settings)
+    return Config(workspace=ws.resolve(), loop=LoopConfig(**values), escalation=settings,
+                  stuck=stuck)  # fmt: skip
 
 
 def supervisor(
