@@ -69,6 +69,27 @@ def notification(app: App) -> int:
     return EXIT_OK
 
 
+@claude.command("permission-request")
+@click.pass_obj
+def permission_request(app: App) -> int:
+    """Claude's permission dialog, asked on the phone and in the inbox: Allow / Deny, and
+    "Always allow" when Claude offers a rule. Waits up to [hooks] wait; no answer: no
+    decision (Claude's own dialog stands). Always exits 0."""
+    from loopkit.hooks.permission import main
+
+    return main(str(app.explicit) if app.explicit else None)
+
+
+@claude.command("stop-failure")
+@click.pass_obj
+def stop_failure(app: App) -> int:
+    """Claude's turn ended on an API error: recorded for `loopkit run` (a rate limit waits
+    as a dependency down; a failed login or billing asks at once). Always exits 0."""
+    from loopkit.hooks.stopfailure import main
+
+    return main(str(app.explicit) if app.explicit else None)
+
+
 @hook.command()
 @click.argument("agent", type=click.Choice(["claude"]))
 @click.option("--user", is_flag=True, help="Into ~/.claude/settings.json (every project).")
