@@ -42,6 +42,14 @@ class State:
     # Requests written before this (time.time_ns()) were looked at for answers given while
     # no supervisor waited: a start reads only the records written since.
     answers_seen_ns: int = 0
+    # The agent's own session (SPEC section 18): the id its last result named, that result
+    # (loopkit.agentresult: is_error, subtype, total_cost_usd, permission_denials, …), the
+    # last resume after an answer (session, resumed or why not), and a dependency that is
+    # down (the agent's API rate-limited: since when, how many tries).
+    agent_session: str | None = None
+    agent_result: dict[str, Any] | None = None
+    resume: dict[str, Any] | None = None
+    dependency_down: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 
