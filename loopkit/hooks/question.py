@@ -63,8 +63,14 @@ def _output(decision: str, reason: str = "", updated: Any = None) -> dict[str, A
     return {"hookSpecificOutput": specific}
 
 
-def _request(config: config_mod.Config, event: dict[str, Any], item: dict[str, Any],
-             key: str, n: int, of: int) -> Request:  # fmt: skip
+def _request(
+    config: config_mod.Config,
+    event: dict[str, Any],
+    item: dict[str, Any],
+    key: str,
+    n: int,
+    of: int,
+) -> Request:
     labels = [clean(label) for label in item["labels"]]
     described = {
         clean(o["label"]): clean(str(o.get("description") or ""))
@@ -75,11 +81,19 @@ def _request(config: config_mod.Config, event: dict[str, Any], item: dict[str, A
     lines = [f"Claude asks ({n + 1} of {of})" if of > 1 else "Claude asks"]
     if item.get("header"):
         lines[0] += f" — {clean(str(item['header']))}"
-    lines += [f"{label}: {described[label]}" for label in labels if described.get(label)]
+    # BLOCKED.md keeps the first few lines: a fourth option first, the descriptions after.
     if more:
-        lines.append("Also possible (reply with its words): " + "; ".join(more))
+        shown = "; ".join(
+            f"{label} — {described[label]}" if described.get(label) else label for label in more
+        )
+        lines.append(f"Also possible (reply with its words): {shown}")
     if item.get("multiSelect"):
         lines.append("Several may be chosen: reply with the labels, comma-separated.")
+    told = [
+        f"{label} — {described[label]}" for label in labels[:PHONE_OPTIONS] if described.get(label)
+    ]
+    if told:
+        lines.append("Options: " + "; ".join(told))
     return Request(
         request_id=new_id(),
         prompt=fold(clean(item["question"]), 120),
@@ -125,8 +139,12 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
     if questions is None or not Path(workspace).is_dir():
         return None
     config = config_mod.load(Path(workspace))
-    log.setup(Workspace.of(config).events_file, Redactor(config.channels.secrets()),
-              stream=sys.stderr, console_level="warning")  # fmt: skip
+    log.setup(
+        Workspace.of(config).events_file,
+        Redactor(config.channels.secrets()),
+        stream=sys.stderr,
+        console_level="warning",
+    )
     cwd = str(event.get("cwd") or workspace)
     digest = call_hash(TOOL, tool_input, cwd)
     hubs = Hubs()

@@ -7,7 +7,7 @@ Per Claude Code's hooks reference ("StopFailure", "StopFailure input"): it runs 
 
 The failure is recorded for the supervisor in ``.loopkit/agent_failure.json`` (the error
 type, its details folded, the session): ``loopkit run`` reads it when the agent's turn
-ends (:func:`read`) and treats a rate limit or an overload as a dependency down, a failed
+ends (:func:`take`) and treats a rate limit or an overload as a dependency down, a failed
 login or billing as a missing credential. Outside a supervisor it is only logged.
 """
 
