@@ -19,25 +19,14 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loopkit import agentsession, clock, log
-from loopkit import config as config_mod
-from loopkit.escalation import gate
-from loopkit.escalation.escalator import Escalator
-from loopkit.fleet import Hubs
-from loopkit.hooks.approve import call_hash, shown_call
-from loopkit.message import fold
-from loopkit.redact import Redactor
-from loopkit.requests.models import Option, Resolution
-from loopkit.requests.outcome import wait_for
-from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
-from loopkit.workspace import Workspace
+if TYPE_CHECKING:
+    from loopkit import config as config_mod
+    from loopkit.requests.record import Request
 
-ALLOW = Option("Allow", "approved")
-DENY = Option("Deny", "rejected")
-ALWAYS = Option("Always allow", "always")
+# The dialog's answers, by value (the option labels are made where the request is).
+ALLOWED, DENIED, ALWAYS_ALLOWED = "approved", "rejected", "always"
 
 
 def always_rule(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -64,6 +53,11 @@ def _rule_text(entry: dict[str, Any]) -> str:
 
 
 def _request(config: config_mod.Config, event: dict[str, Any], digest: str) -> Request:
+    from loopkit.escalation import gate
+    from loopkit.hooks.approve import shown_call
+    from loopkit.message import fold
+    from loopkit.requests.models import Option
+
     tool_name, tool_input = event["tool_name"], event.get("tool_input", {})
     shown = shown_call(tool_name, tool_input)
     text = shlex.join(shown) if tool_name == "Bash" else " ".join(shown)
@@ -85,7 +79,8 @@ def _request(config: config_mod.Config, event: dict[str, Any], digest: str) -> R
             "session": str(event.get("session_id") or ""),
         },
     )
-    record.options = [ALLOW, DENY, *([ALWAYS] if rule else [])]
+    always = [Option("Always allow", ALWAYS_ALLOWED)] if rule else []
+    record.options = [Option("Allow", ALLOWED), Option("Deny", DENIED), *always]
     return record
 
 
@@ -101,16 +96,18 @@ def _decision(behavior: str, **fields: Any) -> dict[str, Any]:
 def verdict(record: Request, event: dict[str, Any]) -> dict[str, Any] | None:
     """Claude Code's answer for a decided request; None while it is open or when nobody
     answered (expired, dismissed, lifted): Claude's own dialog stands."""
+    from loopkit.requests.models import Resolution
+
     if record.is_open or record.status != "resolved":
         return None
     res = record.resolution or Resolution()
     if res.outcome == "unblocked":
         return None
     chosen = res.outcome or res.chosen_option
-    if chosen == "approved":
+    if chosen == ALLOWED:
         return _decision("allow")
     rule = always_rule(event)
-    if chosen == "always" and rule is not None:
+    if chosen == ALWAYS_ALLOWED and rule is not None:
         return _decision("allow", updatedPermissions=[rule])
     words = res.reason or res.note
     said = f"denied by {res.by or 'a human'}" + (f": {words}" if words else "")
@@ -119,6 +116,17 @@ def verdict(record: Request, event: dict[str, Any]) -> dict[str, Any] | None:
 
 def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
     """Ask, wait up to ``[hooks] wait``, and answer; None: no decision."""
+    from loopkit import agentsession, log
+    from loopkit import config as config_mod
+    from loopkit.escalation import gate
+    from loopkit.escalation.escalator import Escalator
+    from loopkit.fleet import Hubs
+    from loopkit.hooks.approve import call_hash
+    from loopkit.redact import Redactor
+    from loopkit.requests.outcome import wait_for
+    from loopkit.requests.store import RequestStore
+    from loopkit.workspace import Workspace
+
     if not isinstance(event.get("tool_name"), str) or not Path(workspace).is_dir():
         return None
     config = config_mod.load(Path(workspace), lenient=True)
@@ -149,6 +157,8 @@ def _used(fresh: Request) -> bool:
     is acted on here: the supervisor does not hand it to the next agent run too."""
     if fresh.consumed_at:
         return False
+    from loopkit import clock
+
     fresh.consumed_at = clock.iso_seconds()
     fresh.applied_at = fresh.applied_at or fresh.consumed_at
     return True
@@ -166,6 +176,8 @@ def main(explicit: str | None = None) -> int:
         event = readfile.json_document(sys.stdin.buffer.read(8 << 20).decode("utf-8", "replace"))
         if not isinstance(event, dict):
             raise ValueError("not a JSON object")
+        if not isinstance(event.get("tool_name"), str):
+            raise ValueError("no tool_name: not a permission request")
         cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else os.getcwd()
         answer = decide(discover.find_workspace(explicit, cwd=cwd), event)
     except Exception as exc:

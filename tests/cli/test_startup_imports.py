@@ -64,3 +64,26 @@ def test_ask_writes_a_question_without_heavy_libraries(workspace: Path) -> None:
     asked = ["ask", "-s", "The helper's name is unclear.", "-p", POLICY, "-q", "Rename it?"]
     assert _imports(workspace, *asked) == []
     assert len(list((workspace / "requests").glob("*.json"))) == 1
+
+
+def test_the_unattended_claude_hooks_import_no_heavy_library(workspace: Path) -> None:
+    """stop-failure records a line; permission-request given no call decides nothing: both
+    on the fast path of ``loopkit.main``, with no click and no heavy library."""
+    probe = PROBE.replace(
+        "heavy = sorted(", "heavy = sorted({'click'} & set(sys.modules)) + sorted("
+    )
+    out = workspace.parent / "imports.json"
+    for event, payload in (
+        ("stop-failure", {"hook_event_name": "StopFailure", "error": "rate_limit"}),
+        ("permission-request", {"hook_event_name": "PermissionRequest"}),
+    ):
+        payload["cwd"] = str(workspace)
+        subprocess.run(
+            [sys.executable, "-c", probe, str(out), "-C", str(workspace), "hook", "claude", event],
+            input=json.dumps(payload), capture_output=True, text=True, env=clean_env(), timeout=60,
+        )  # fmt: skip
+        result = json.loads(out.read_text())
+        assert result == {"code": 0, "heavy": []}, event
+    assert json.loads((workspace / ".loopkit" / "agent_failure.json").read_text())["error"] == (
+        "rate_limit"
+    )

@@ -338,3 +338,42 @@ def test_a_permission_prompt_nobody_answers_is_no_decision(ws: Path) -> None:
     assert claude.ran() == []
     assert claude.status()["agent"]["result"]["permission_denials"][0]["tool_name"] == "Bash"
     assert done.returncode == 2  # the question stands for the human as the loop's block
+
+
+def test_the_fake_punishes_a_defer_in_a_turn_of_several_calls(ws: Path) -> None:
+    """Why the gate denies instead of deferring: with several calls in a turn Claude Code
+    ignores ``defer`` and the call takes the normal flow, which under bypassPermissions runs
+    it. The fake does the same; alone in its turn, a deferred call stays pending."""
+    hook = ws / "defer.sh"
+    hook.write_text(
+        '#!/bin/sh\ncat >/dev/null\necho \'{"hookSpecificOutput": {"hookEventName": '
+        '"PreToolUse", "permissionDecision": "defer"}}\'\n'
+    )
+    hook.chmod(0o755)
+    claude = Claude(ws, [[[[bash(SAFE), bash("echo deferred >> ran.txt")]]], [[[bash(SAFE)]]]])
+    settings = ws / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["hooks"]["PreToolUse"].insert(
+        0, {"matcher": "Bash", "hooks": [{"type": "command", "command": str(hook)}]}
+    )
+    settings.write_text(json.dumps(data))
+    import subprocess
+
+    run = [
+        sys.executable,
+        str(FAKE),
+        "-p",
+        "go",
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "bypassPermissions",
+    ]
+    several = subprocess.run(run, cwd=ws, env=claude.env, capture_output=True, text=True)
+    assert json.loads(several.stdout)["stop_reason"] == "end_turn"
+    assert "defer ignored" in several.stderr and claude.ran() == ["safe", "deferred"]
+    alone = json.loads(
+        subprocess.run(run, cwd=ws, env=claude.env, capture_output=True, text=True).stdout
+    )
+    assert alone["stop_reason"] == "tool_deferred" and alone["deferred_tool_use"]["name"] == "Bash"
+    assert claude.ran() == ["safe", "deferred"]  # the lone call waits for --resume
