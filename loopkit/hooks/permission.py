@@ -145,7 +145,7 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
         )  # fmt: skip
         record = wait_for(store, record.request_id, timeout=config.hooks.wait)
         answer = verdict(record, event)
-        if answer is not None:
+        if not record.is_open:  # answered, or ended unanswered: the next dialog asks anew
             store.update(record.request_id, _used)
         return answer
     finally:
@@ -153,7 +153,7 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _used(fresh: Request) -> bool:
-    """An answer is given to one dialog (the next dialog for the same call asks again), and
+    """An ending is given to one dialog (the next dialog for the same call asks again), and
     is acted on here: the supervisor does not hand it to the next agent run too."""
     if fresh.consumed_at:
         return False

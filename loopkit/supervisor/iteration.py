@@ -287,7 +287,9 @@ class Iteration:
                 "resumed": why is None,
                 "reason": why,
             }
-            if why is None or self.parts.stop.is_set():
+            api_failed = stopfailure.path_in(self.parts.workspace.root).exists()
+            if why is None or api_failed or self.parts.stop.is_set():
+                # The API failed, not the session: no fresh run; it is resumed again later.
                 self.parts.save()
                 return finished
             log.warning(
