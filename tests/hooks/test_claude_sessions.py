@@ -72,6 +72,17 @@ class Claude:
     def requests(self) -> list[dict[str, Any]]:
         return [json.loads(p.read_text()) for p in sorted((self.ws / "requests").glob("*.json"))]
 
+    def agent(self) -> dict[str, Any]:
+        """``status --json``'s ``agent``, read from state.json (no process to start)."""
+        state = json.loads((self.ws / ".loopkit" / "state.json").read_text())
+        return {
+            "session_id": state["agent_session"],
+            "result": state["agent_result"],
+            "resume": state["resume"],
+            "dependency_down": state["dependency_down"],
+            "failures": state["failures"],
+        }
+
     def status(self) -> dict[str, Any]:
         done = self.lk("status", "--json")
         assert done.returncode == 0, done.stderr
@@ -89,7 +100,7 @@ def test_a_gated_call_waits_then_the_same_session_runs_it_exactly_once(ws: Path)
     assert first.returncode == 2, first.stderr
     assert claude.ran() == ["safe"] and (ws / "junk").exists()  # never before the approval
     (request,) = claude.requests()
-    session_id = claude.calls()[0] and claude.status()["agent"]["session_id"]
+    session_id = claude.agent()["session_id"]
     assert request["gate"]["session"] == session_id  # recorded on the request
     denied = [e for e in claude.session(session_id)["transcript"] if e.get("outcome") == "denied"]
     assert denied[0]["reason"].startswith("waiting for a human's approval")
@@ -141,7 +152,7 @@ def test_a_session_that_does_not_resume_falls_back_to_a_fresh_run_and_says_so(ws
     claude = Claude(ws, [[[[bash(GATED)]]], [[[bash("echo fresh >> ran.txt")]]]])
     assert claude.run().returncode == 2
     (request,) = claude.requests()
-    session_id = claude.status()["agent"]["session_id"]
+    session_id = claude.agent()["session_id"]
     (claude.home / "sessions" / f"{session_id}.json").unlink()  # the session is gone
     claude.lk("reply", "--request-id", request["request_id"], "--reply", "approve", "--by", "ana")
     done = claude.run(iterations=1)
@@ -150,9 +161,8 @@ def test_a_session_that_does_not_resume_falls_back_to_a_fresh_run_and_says_so(ws
     assert resumed["resume"] == session_id and fresh["resume"] is None
     assert fresh["LOOPKIT_DECISION"] == "approved"
     assert f"session {session_id} did not resume" in done.stdout + done.stderr
-    status = claude.status()
-    assert status["agent"]["resume"]["resumed"] is False
-    assert "no result" in status["agent"]["resume"]["reason"]
+    status = claude.agent()
+    assert status["resume"]["resumed"] is False and "no result" in status["resume"]["reason"]
     assert "did not resume" in claude.lk("status").stdout
     assert claude.ran() == ["fresh"]
 
@@ -187,7 +197,7 @@ def test_claudes_own_questions_are_asked_and_answered_through_resume(ws: Path) -
     claude = Claude(ws, [[[[QUESTION], [bash("echo after >> ran.txt")]]]])
     first = claude.run()
     assert first.returncode == 2, first.stderr
-    assert claude.status()["agent"]["result"]["stop_reason"] == "tool_deferred"
+    assert claude.agent()["result"]["stop_reason"] == "tool_deferred"
     one, two = sorted(claude.requests(), key=lambda r: r["gate"]["question"])  # one a question
     assert one["prompt"] == "Which database should the tests use?" and two["block"] == "joined"
     assert [o["label"] for o in one["options"]] == ["SQLite", "Postgres", "MySQL"]  # the phone
@@ -235,8 +245,8 @@ def test_a_rate_limit_waits_as_a_dependency_down_and_is_no_verify_failure(ws: Pa
     done = claude.run(iterations=3)
     assert done.returncode == 0, done.stdout + done.stderr  # ran out of iterations, no block
     assert "rate_limit" in done.stdout + done.stderr and not (ws / "BLOCKED.md").exists()
-    state = claude.status()
-    assert state["failures"] == 0 and state["agent"]["dependency_down"]["tries"] == 3
+    state = claude.agent()
+    assert state["failures"] == 0 and state["dependency_down"]["tries"] == 3
     assert "api down:" in claude.lk("status").stdout
     # Down for longer than dependency_wait: asked.
     write_config(
@@ -336,7 +346,7 @@ def test_a_permission_prompt_nobody_answers_is_no_decision(ws: Path) -> None:
     done = claude.run()
     # In -p mode nobody can answer Claude's own dialog: the call is denied, not run.
     assert claude.ran() == []
-    assert claude.status()["agent"]["result"]["permission_denials"][0]["tool_name"] == "Bash"
+    assert claude.agent()["result"]["permission_denials"][0]["tool_name"] == "Bash"
     assert done.returncode == 2  # the question stands for the human as the loop's block
 
 
