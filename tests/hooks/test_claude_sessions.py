@@ -279,7 +279,7 @@ def test_an_authentication_failure_is_asked_at_once(ws: Path) -> None:
     assert "authentication_failed" in request["prompt"] and len(claude.calls()) == 1
 
 
-def test_a_permission_prompt_answered_always_allow(ws: Path) -> None:
+def test_a_permission_prompt_answered_always_allow_from_the_inbox(ws: Path) -> None:
     """Claude's own dialog (no bypass): the PermissionRequest hook asks; "Always allow"
     carries the suggested rule, which Claude Code writes; the next same call runs unasked."""
     import subprocess
@@ -322,10 +322,33 @@ def test_a_permission_prompt_answered_always_allow(ws: Path) -> None:
     (request,) = claude.requests()
     assert [o["label"] for o in request["options"]] == ["Allow", "Deny", "Always allow"]
     assert "Bash(npm test)" in request["situation"]
-    answered = claude.lk(
-        "reply", "--request-id", request["request_id"], "--reply", "C", "--by", "ana"
+    # Answered from the web inbox (in process), as a human taps there.
+    from loopkit.fleet import Hubs
+    from loopkit.home import Registry, home, workspace_id
+    from loopkit.inbox.auth import InboxToken, Throttle
+    from loopkit.inbox.web import Inbox, app
+    from loopkit.requests.locate import Stores
+
+    from helpers import Browser
+
+    Registry().register(ws, "shop")
+    token = InboxToken(home())
+    token.ensure()
+    hubs = Hubs()
+    inbox = Browser(app(Inbox(token, "ana", Throttle(), Stores(hubs.for_config), hubs)))
+    inbox.get(f"/?token={token.value()}", follow_redirects=False)
+    page = inbox.get("/").text
+    assert "Claude asks permission" in page and "Always allow" in page
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    url = f"/r/{workspace_id(ws)}/{request['request_id']}/answer"
+    first = inbox.post(url, data={"csrf": csrf, "reply": "C"})
+    assert first.status_code == 200 and 'name="confirm" value="1"' in first.text  # two taps
+    assert waiting.poll() is None and claude.requests()[0]["status"] == "open"
+    confirm = first.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    tapped = inbox.post(
+        url, data={"csrf": confirm, "reply": "C", "confirm": "1"}, follow_redirects=False
     )
-    assert answered.returncode == 0, answered.stderr
+    assert tapped.status_code == 303, tapped.text
     assert waiting.stdout is not None and waiting.stderr is not None
     with waiting.stdout, waiting.stderr:
         out, err = waiting.stdout.read(), waiting.stderr.read()
