@@ -112,8 +112,10 @@ def _request(
     )
 
 
-def answer_of(record: Request, labels: list[str]) -> str | None:
-    """The label(s) the human chose, or their own words; None when there is no answer."""
+def answer_of(record: Request, labels: list[str], *, multi: bool = False) -> str | None:
+    """The label(s) the human chose, or their own words; None when there is no answer. With
+    ``multi`` (``multiSelect``) a reply of several (``A, D`` or labels) is read part by part
+    and the labels joined with ", ", as the reference's ``answers`` has them."""
     if record.status != "resolved":
         return None
     res = record.resolution or Resolution()
@@ -124,9 +126,19 @@ def answer_of(record: Request, labels: list[str]) -> str | None:
     words = (res.free_text or res.parsed_decision or "").strip()
     if not words:
         return None
-    for label in labels:  # a fourth option, or a label typed out
+    if multi and "," in words:
+        return ", ".join(_label(part.strip(), labels) for part in words.split(",") if part.strip())
+    return _label(words, labels)
+
+
+def _label(words: str, labels: list[str]) -> str:
+    """A label typed out (a fourth option too), or a letter, as the label; else the words."""
+    for label in labels:
         if words.casefold() == label.casefold():
             return label
+    letter = words.strip(" )").upper()
+    if len(letter) == 1 and "A" <= letter < chr(ord("A") + len(labels)):
+        return labels[ord(letter) - ord("A")]
     return words
 
 
@@ -172,7 +184,7 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
     for record, item in zip(records, questions, strict=True):
         if record.is_open:
             return _output("defer")
-        answer = answer_of(record, item["labels"])
+        answer = answer_of(record, item["labels"], multi=bool(item.get("multiSelect")))
         if answer is None:
             return _output("deny", f"the question was not answered ({record.status})")
         answers[item["question"]] = answer

@@ -114,3 +114,29 @@ def test_a_permission_answer_as_claude_code_reads_it() -> None:
     assert always_rule({"permission_suggestions": [{**SUGGESTION, "behavior": "deny"}]}) is None
     assert always_rule({"permission_suggestions": [{"type": "setMode", "mode": "plan"}]}) is None
     assert always_rule(event) == SUGGESTION
+
+
+def test_an_answer_is_read_as_labels_several_for_a_multi_select() -> None:
+    from loopkit.hooks.question import answer_of
+
+    labels = ["SQLite", "Postgres", "MySQL", "DuckDB"]
+
+    def said(free_text: str | None = None, chosen: str | None = None) -> Request:
+        return Request(
+            request_id="q1",
+            prompt="Which?",
+            status="resolved",
+            options=[Option(label, value=label) for label in labels[:3]],
+            resolution=Resolution(
+                request_id="q1", chosen_option=chosen, free_text=free_text, by="ana"
+            ),
+        )
+
+    assert answer_of(said(chosen="Postgres"), labels) == "Postgres"
+    assert answer_of(said("duckdb"), labels) == "DuckDB"  # the fourth, typed out
+    assert answer_of(said("A, d"), labels, multi=True) == "SQLite, DuckDB"
+    assert answer_of(said("SQLite, Postgres"), labels, multi=True) == "SQLite, Postgres"
+    assert answer_of(said("whatever is fastest"), labels) == "whatever is fastest"
+    open_one = said("A")
+    open_one.status = "open"
+    assert answer_of(open_one, labels) is None
