@@ -148,4 +148,7 @@ class OutputTail:
         return self.log.write(chunk)
 
     def result(self) -> Result | None:
-        return agentresult.read_result(b"".join(self.chunks).decode("utf-8", "replace"))
+        raw = b"".join(self.chunks).rstrip()
+        if not raw.endswith(b"}"):
+            return None  # not a JSON result: nothing to decode (most agents' output)
+        return agentresult.read_result(raw.decode("utf-8", "replace"))

@@ -66,3 +66,28 @@ def test_what_counts_as_a_session_that_did_not_resume() -> None:
         not_resumed(failed, read_result(_result(is_error=True, subtype="error_max_turns")), SESSION)
         is None
     )
+
+
+def test_a_long_result_after_a_long_turn_is_read_whole() -> None:
+    """The runner keeps 8 kB for error messages; Claude's result alone can be longer."""
+    from loopkit.supervisor.resume import OutputTail
+
+    written: list[bytes] = []
+
+    class Log:
+        def write(self, chunk: bytes, /) -> object:
+            written.append(chunk)
+            return None
+
+    tail = OutputTail(Log())
+    for _ in range(100):
+        tail.write(b"working " * 1000 + b"\n")
+    long = _result(result="x" * 50_000)
+    for i in range(0, len(long), 4096):
+        tail.write(long[i : i + 4096].encode())
+    tail.write(b"\n")
+    read = tail.result()
+    assert read is not None and read.session_id == SESSION
+    assert sum(map(len, written)) > 800_000  # everything went on to the log
+    tail.write(b"and then some words\n")
+    assert tail.result() is None
