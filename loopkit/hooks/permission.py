@@ -118,7 +118,7 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
     """Ask, wait up to ``[hooks] wait``, and answer; None: no decision."""
     from loopkit import agentsession, log
     from loopkit import config as config_mod
-    from loopkit.escalation import gate
+    from loopkit.escalation import blockfile, gate
     from loopkit.escalation.escalator import Escalator
     from loopkit.fleet import Hubs
     from loopkit.hooks.approve import call_hash
@@ -146,7 +146,10 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
         record = wait_for(store, record.request_id, timeout=config.hooks.wait)
         answer = verdict(record, event)
         if not record.is_open:  # answered, or ended unanswered: the next dialog asks anew
-            store.update(record.request_id, _used)
+            used = store.update(record.request_id, _used)
+            # Acted on here: its block goes (no supervisor waits on an answer it must not
+            # hand on to the next agent run).
+            blockfile.remove_block(Workspace.of(config).blocked, used)
         return answer
     finally:
         hubs.close()

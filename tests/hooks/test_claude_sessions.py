@@ -410,3 +410,40 @@ def test_the_fake_punishes_a_defer_in_a_turn_of_several_calls(ws: Path) -> None:
     )
     assert alone["stop_reason"] == "tool_deferred" and alone["deferred_tool_use"]["name"] == "Bash"
     assert claude.ran() == ["safe", "deferred"]  # the lone call waits for --resume
+
+
+def test_under_loopkit_run_a_permission_prompt_answered_in_the_turn_lets_the_call_run(
+    ws: Path,
+) -> None:
+    """The hook waits (up to ``[hooks] wait``) while the supervisor sends the question; the
+    answer, used by the hook, is not handed to the next agent run as well."""
+    import subprocess
+
+    from helpers import wait_until
+
+    claude = Claude(ws, [[[[bash("echo allowed >> ran.txt")]]]], mode="default")
+    write_config(ws, (ws / "loopkit.toml").read_text() + '[hooks]\nwait = "60s"\n')
+    run = subprocess.Popen(
+        [str(LOOPKIT), "-C", str(ws), "run", "--max-iterations", "2"],
+        env=claude.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_until(lambda: (ws / "requests").exists() and claude.requests(), 30, "the dialog")
+        (request,) = claude.requests()
+        assert request["raised_by"] == "agent" and request["trigger"] == "claude-permission"
+        answered = claude.lk(
+            "reply", "--request-id", request["request_id"], "--reply", "approve", "--by", "ana"
+        )
+        assert answered.returncode == 0, answered.stderr
+        out, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(10)
+    assert run.returncode == 0, out
+    assert claude.ran() == ["allowed"]
+    assert [c["LOOPKIT_DECISION"] for c in claude.calls()] == [None, None]  # used by the hook
+    assert all(c["resume"] is None for c in claude.calls())
