@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loopkit.hooks.install import install
+
 from helpers import LOOPKIT, clean_env, loopkit, write_config
 
 FAKE = Path(__file__).with_name("fakeclaude.py")
@@ -47,7 +49,8 @@ class Claude:
             f"[loop]\nagent = {json.dumps(agent)}\nresume = {json.dumps(resume)}\n"
             f'pause = "0s"\n{extra}[escalation]\nchannel = "none"\n',
         )
-        assert self.lk("hook", "install", "claude").returncode == 0
+        # `loopkit hook install claude`, in process (its command line is tested elsewhere).
+        assert install(ws / ".claude" / "settings.json", [str(LOOPKIT)])
 
     def lk(self, *args: str) -> Any:
         return loopkit("-C", str(self.ws), *args, env=self.env)
@@ -255,19 +258,10 @@ def test_a_rate_limit_waits_as_a_dependency_down_and_is_no_verify_failure(ws: Pa
         .read_text()
         .replace('pause = "0s"\n', 'pause = "0s"\ndependency_wait = "0s"\n'),
     )
-    claude = Claude.__new__(Claude)
-    claude.__dict__.update({"ws": ws, "home": ws.parent / "claude-home", "env": claude_env(ws)})
     blocked = claude.run()
     assert blocked.returncode == 2, blocked.stdout + blocked.stderr
     (request,) = claude.requests()
     assert request["trigger"] == "dependency-down" and "API" in request["prompt"]
-
-
-def claude_env(ws: Path) -> dict[str, str]:
-    return clean_env(
-        FAKE_CLAUDE_HOME=str(ws.parent / "claude-home"),
-        FAKE_CLAUDE_SCRIPT=str(ws.parent / "claude-script.json"),
-    )
 
 
 def test_an_authentication_failure_is_asked_at_once(ws: Path) -> None:
