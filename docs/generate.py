@@ -268,8 +268,10 @@ MEANINGS: dict[tuple[str, str], str] = {
     "the programs of agent, verify, done and preflight are there: exit 78 before the first "
     "iteration, naming a missing one (shell syntax such as `!`, `if`, `( … )`, `VAR=x cmd` "
     "is read as `/bin/sh` reads it; `loopkit doctor` runs the same check).",
-    ("loop", "resume"): "The command that continues the agent's own session after an answer "
-    "(`{session_id}` filled in); `loopkit init --agent claude` writes it.",
+    ("loop", "resume"): "The agent's own session continued after an answer, with "
+    "`{session_id}` (e.g. `claude -p --resume {session_id} --output-format json`); the "
+    "human's decision comes on stdin. Absent, or a session that does not resume: a fresh "
+    "`agent` run with `LOOPKIT_DECISION`. `loopkit init --agent claude` writes it.",
     ("loop", "verify"): "Exit 0 = the iteration passed. Absent: every iteration passes.",
     ("loop", "done"): "Exit 0 = the loop is finished (`loopkit run` exits 0).",
     ("loop", "pause"): "The wait between iterations.",
@@ -286,6 +288,9 @@ MEANINGS: dict[tuple[str, str], str] = {
     "escalates (dependency down).",
     ("loop", "preflight_backoff"): "The wait before a preflight command's 2nd try, doubled "
     "before the 3rd.",
+    ("loop", "dependency_wait"): "How long the agent's API may be down (Claude Code's "
+    "`rate_limit`, `overloaded`) before loopkit asks; meanwhile it waits with backoff, and "
+    "no iteration counts as a failure.",
     ("loop", "stop_agent_on_block"): "Stop an agent that wrote `BLOCKED.md` once "
     "`block_grace` has passed, instead of letting its turn end.",
     ("loop", "block_grace"): "With `stop_agent_on_block`: how long the agent may go on.",

@@ -3,8 +3,9 @@
 ``loopkit check`` is called at the head of every loop iteration, so it must start about as
 fast as Python itself: its plain forms (``check``, ``check --json``, each optionally after
 ``-C DIR``) are answered here without importing click or anything else heavy; so is
-``hook claude pretooluse``, which Claude Code runs before every tool call. Every other
-command line goes to :mod:`loopkit.cli`.
+``hook claude pretooluse``, which Claude Code runs before every tool call, and the other
+hooks it runs unattended (``permission-request``, ``stop-failure``). Every other command
+line goes to :mod:`loopkit.cli`.
 """
 
 from __future__ import annotations
@@ -23,21 +24,23 @@ def _fast_check(args: list[str]) -> tuple[str | None, bool] | None:
     return None
 
 
-# The gate hooks' words → the module whose ``main`` answers them.
-_GATES: dict[tuple[str, ...], str] = {
+# The hooks' words → the module whose ``main`` answers them: the gates run before every tool
+# call the agent makes; Claude Code's other events with no terminal to wait on.
+_HOOKS: dict[tuple[str, ...], str] = {
     ("hook", "claude", "pretooluse"): "pretooluse",
+    ("hook", "claude", "permission-request"): "permission",
+    ("hook", "claude", "stop-failure"): "stopfailure",
     ("hook", "codex", "pretooluse"): "codex",
     ("hook", "gemini", "beforetool"): "gemini",
 }
 
 
 def _fast_hook(args: list[str]) -> tuple[str, str | None] | None:
-    """``[-C DIR] hook <agent> <event>`` of a gate hook: it runs before every tool call the
-    agent makes. ``(module, workspace)``, else None."""
+    """``[-C DIR] hook <agent> <event>`` of a hook above: ``(module, workspace)``, else None."""
     workspace: str | None = None
     if len(args) >= 2 and args[0] in ("-C", "--workspace"):
         workspace, args = args[1], args[2:]
-    module = _GATES.get(tuple(args))
+    module = _HOOKS.get(tuple(args))
     return (module, workspace) if module is not None else None
 
 
@@ -47,12 +50,16 @@ def main(argv: list[str] | None = None) -> int:
     if hook is not None:
         module, workspace = hook
         if module == "codex":
-            from loopkit.hooks.codex import main as gate
+            from loopkit.hooks.codex import main as answer
         elif module == "gemini":
-            from loopkit.hooks.gemini import main as gate
+            from loopkit.hooks.gemini import main as answer
+        elif module == "permission":
+            from loopkit.hooks.permission import main as answer
+        elif module == "stopfailure":
+            from loopkit.hooks.stopfailure import main as answer
         else:
-            from loopkit.hooks.pretooluse import main as gate
-        return gate(workspace)
+            from loopkit.hooks.pretooluse import main as answer
+        return answer(workspace)
     fast = _fast_check(args)
     if fast is not None:
         from loopkit.check import check

@@ -66,6 +66,7 @@ timeout_action = "skip"
         ('[loop]\nagent = "a\n', ":2:"),
         ("[loop]\nagent = [1, 2]\n", "expected a command"),
         ("[loop]\ntask_pattern = '(['\n", "not a valid regular expression"),
+        ('[loop]\nresume = "claude -p --resume"\n', ":2: [loop] resume: the resume command must"),
     ],
 )
 def test_invalid_files_name_file_line_and_key(ws: Path, text: str, expected: str) -> None:
@@ -130,3 +131,14 @@ def test_a_hook_wait_at_or_past_the_hooks_timeout_is_refused(tmp_path: Path) -> 
             config.load(tmp_path, environ={})
     (tmp_path / "loopkit.toml").write_text('[hooks]\nwait = "590s"\n')
     assert config.load(tmp_path, environ={}).hooks.wait == 590.0
+
+
+def test_resume_and_dependency_wait(ws: Path) -> None:
+    """SPEC §18: the agent's own session, resumed by id; how long its API may be down."""
+    assert config.load(ws, {}).loop.resume is None
+    assert config.load(ws, {}).loop.dependency_wait == 1800.0
+    write(ws, '[loop]\nresume = ["claude", "-p", "--resume", "{session_id}"]\n'
+              'dependency_wait = "5m"\n')  # fmt: skip
+    loaded = config.load(ws, {}).loop
+    assert loaded.resume == ("claude", "-p", "--resume", "{session_id}")
+    assert loaded.dependency_wait == 300.0

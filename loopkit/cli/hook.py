@@ -75,6 +75,27 @@ def _notify(app: App, event: dict[str, object], agent: str = "Claude Code") -> i
     return EXIT_OK
 
 
+@claude.command("permission-request")
+@click.pass_obj
+def permission_request(app: App) -> int:
+    """Claude's permission dialog, asked on the phone and in the inbox: Allow / Deny, and
+    "Always allow" when Claude offers a rule. Waits up to [hooks] wait; no answer: no
+    decision (Claude's own dialog stands). Always exits 0."""
+    from loopkit.hooks.permission import main
+
+    return main(str(app.explicit) if app.explicit else None)
+
+
+@claude.command("stop-failure")
+@click.pass_obj
+def stop_failure(app: App) -> int:
+    """Claude's turn ended on an API error: recorded for `loopkit run` (a rate limit waits
+    as a dependency down; a failed login or billing asks at once). Always exits 0."""
+    from loopkit.hooks.stopfailure import main
+
+    return main(str(app.explicit) if app.explicit else None)
+
+
 @hook.group()
 def codex() -> None:
     """The hook commands Codex runs (PreToolUse: JSON on stdin; notify: JSON argument)."""
@@ -139,7 +160,7 @@ def install(app: App, agent: str, user: bool) -> int:
     """Merge loopkit's hooks into the agent's settings: idempotent, other hooks kept.
 
     \b
-    claude: .claude/settings.json (PreToolUse, Notification)
+    claude: .claude/settings.json (PreToolUse, Notification, PermissionRequest, StopFailure)
     codex:  .codex/hooks.json (PreToolUse) and notify in .codex/config.toml
     gemini: .gemini/settings.json (BeforeTool, timeout in milliseconds)
 

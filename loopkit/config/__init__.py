@@ -50,7 +50,8 @@ AGENT_HIDDEN_ENV = (
 @dataclass(frozen=True, slots=True)
 class LoopConfig:
     agent: Command | None = None
-    resume: str | None = None  # the command that continues the agent's session ({session_id})
+    # The agent's own session continued after an answer (SPEC section 18): {session_id}.
+    resume: Command | None = None
     verify: Command | None = None
     done: Command | None = None
     pause: float = 5.0
@@ -61,6 +62,7 @@ class LoopConfig:
     required_env: tuple[str, ...] = ()
     preflight: tuple[Command, ...] = ()
     preflight_backoff: float = 1.0
+    dependency_wait: float = 1800.0  # a dependency down (rate limit) this long: ask
     stop_agent_on_block: bool = False
     block_grace: float = 30.0
     kill_grace: float = 10.0
@@ -181,7 +183,7 @@ Validator = Callable[[object], Any]
 _SCHEMA: dict[str, dict[str, Validator]] = {
     "loop": {
         "agent": config_values.optional_command,
-        "resume": config_values.a_string,
+        "resume": config_values.resume_command,
         "verify": config_values.optional_command,
         "done": config_values.optional_command,
         "pause": config_values.parse_duration,
@@ -192,6 +194,7 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
         "required_env": config_values.strings,
         "preflight": config_values.commands,
         "preflight_backoff": config_values.parse_duration,
+        "dependency_wait": config_values.parse_duration,
         "stop_agent_on_block": config_values.flag,
         "block_grace": config_values.parse_duration,
         "kill_grace": config_values.parse_duration,

@@ -92,6 +92,18 @@ def optional_command(value: object) -> Command | None:
     return command(value)
 
 
+def resume_command(value: object) -> Command:
+    """A command (as ``agent``) that holds ``{session_id}``: where the agent's session id goes."""
+    given = command(value)
+    words = [given] if isinstance(given, str) else list(given)
+    if not any("{session_id}" in word for word in words):
+        raise ValueError(
+            "the resume command must hold {session_id}, e.g. "
+            '"claude -p --resume {session_id} --output-format json"'
+        )
+    return given
+
+
 def commands(value: object) -> tuple[Command, ...]:
     """A list of commands, each a string or a list of strings."""
     if not isinstance(value, list):

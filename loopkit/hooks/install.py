@@ -24,11 +24,14 @@ from typing import Any
 from loopkit import atomicfile, readfile
 from loopkit.errors import ConfigError, WorkspaceError
 
-MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*"
+MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*|AskUserQuestion"
+OLD_MATCHERS = ("Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*",)  # rewritten to MATCHER
 # Claude Code's event → loopkit's hook command words (after the program) and the timeout.
 EVENTS: dict[str, tuple[tuple[str, ...], int]] = {
     "PreToolUse": (("hook", "claude", "pretooluse"), 600),
     "Notification": (("hook", "claude", "notification"), 30),
+    "PermissionRequest": (("hook", "claude", "permission-request"), 600),
+    "StopFailure": (("hook", "claude", "stop-failure"), 30),
 }
 
 
@@ -101,6 +104,14 @@ def install(path: Path, start: list[str] | None = None) -> list[str]:
             raise ConfigError(f"{path}: hooks.{event} is not a list; fix it, then run this again")
         wanted = command(event, start)
         found = False
+        for group in groups:
+            if (
+                isinstance(group, dict)
+                and group.get("matcher") in OLD_MATCHERS
+                and any(ours(e.get("command")) for e in _entries([group]))
+            ):
+                changed.append(f"updated {event} matcher: {group['matcher']} -> {MATCHER}")
+                group["matcher"] = MATCHER
         for entry in _entries(groups):
             seen = ours(entry.get("command"))
             if seen is None or seen[0] != event:

@@ -22,6 +22,7 @@ from loopkit import discover
 from loopkit.hooks.rules import WORDS, Rules, match
 
 MAX_INPUT = 8 * 1024 * 1024
+SUPERVISED = "LOOPKIT_AGENT_SESSION"  # agentsession.SESSION_ENV: set under `loopkit run`
 
 
 class Dialect:
@@ -87,6 +88,8 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
     dialect = dialect or CLAUDE
     if b"\\" in raw:
         return False
+    if b"AskUserQuestion" in raw and os.environ.get(SUPERVISED):
+        return False  # Claude's own question, asked as loopkit's (hooks.question)
     named = explicit if explicit is not None else os.environ.get("LOOPKIT_WORKSPACE", "").strip()
     if named and not os.path.isabs(named):
         return False  # relative to the session's folder, which only the JSON says
@@ -219,6 +222,17 @@ def _main(explicit: str | None, dialect: Dialect) -> int:
         workspace = discover.find_workspace(explicit, cwd=cwd)
     except discover.NotAFolder as exc:
         return _deny_on_error(str(exc))
+    if tool_name == "AskUserQuestion" and os.environ.get(SUPERVISED):
+        try:
+            from loopkit.hooks.question import decide as asked
+
+            answer = asked(workspace, {**event, "cwd": cwd})
+        except Exception as exc:
+            return _deny_on_error(f"PreToolUse hook could not ask Claude's question: {exc}")
+        if answer is not None:
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+            return 0
     rules = load_rules(workspace)
     hit = next(
         (h for name, given in dialect.calls(tool_name, tool_input)

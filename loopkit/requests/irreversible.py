@@ -28,12 +28,13 @@ def is_irreversible(record: Request) -> bool:
 
 
 def approves(record: Request, reply: str) -> bool:
-    """Whether ``reply`` would approve ``record`` (read as an answer would be)."""
+    """Whether ``reply`` would approve ``record`` (read as an answer would be): "Always
+    allow" on a Claude Code permission dialog approves too, and more."""
     try:
         decision, _ = parse_for(record, reply)
     except LoopkitError:
         return False
-    return decision.chosen_option == "approved"
+    return decision.chosen_option in ("approved", "always")
 
 
 def needs_second_tap(record: Request, reply: str) -> bool:

@@ -15,14 +15,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from loopkit.agentresult import Result as AgentResult
+from loopkit.clock import iso_seconds, parse_iso
 from loopkit.config import AGENT_HIDDEN_ENV, Command
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
 from loopkit.escalation import adoption, blockfile
 from loopkit.escalation.escalator import Escalation, Result
 from loopkit.escalation.sender import message_for
+from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.supervisor import triggers
+from loopkit.supervisor import resume, triggers
 from loopkit.supervisor.iterlog import IterationLog, prune
 from loopkit.supervisor.parts import CONTINUE, Parts, Step
 from loopkit.supervisor.runner import Finished, describe
@@ -35,6 +38,7 @@ PREFLIGHT_TRIES = 3
 PREFLIGHT_TIMEOUT = 60.0
 KEEP_LOGS = 500
 PROGRESS_EVERY = 0.5  # seconds between saves of the iteration number alone
+DEPENDENCY_BACKOFF_MAX = 300.0  # seconds: the longest wait between tries of a down API
 
 
 class Iteration:
@@ -119,14 +123,21 @@ class Iteration:
             if self.parts.state.iteration % 50 == 0:
                 prune(folder, KEEP_LOGS)
 
-    def _run(self, name: str, command: Command, log_file: IterationLog, **kwargs: Any) -> Finished:
+    def _run(
+        self,
+        name: str,
+        command: Command,
+        log_file: IterationLog,
+        keep: resume.OutputTail | None = None,
+        **kwargs: Any,
+    ) -> Finished:
         env = self._child_env()
-        if name == "agent":
+        if name in ("agent", "resume"):
             for key in AGENT_HIDDEN_ENV:
                 env.pop(key, None)
         log_file.begin(f"--- {name}: {describe(command)}")
         result = self.parts.runner.run(
-            command, cwd=str(self.parts.workspace.root), env=env, log=log_file, **kwargs
+            command, cwd=str(self.parts.workspace.root), env=env, log=keep or log_file, **kwargs
         )
         self.parts.flush_echo()
         # What a command printed passes the redactor before it reaches any file or message.
@@ -199,20 +210,21 @@ class Iteration:
                 "command (`loopkit init --agent …` writes one)"
             )
         blocked_path = self.parts.workspace.blocked
-        watch = self.parts.watch
         self._asked = None
-        agent = self._run(
-            "agent",
-            loop.agent,
-            log_file,
-            timeout=loop.iteration_timeout,
-            interrupt=self._block_watch(),
-            interrupt_grace=loop.block_grace,
-            recheck=watch.timeout_hint if watch else None,
-        )
+        stopfailure.take(self.parts.workspace.root)  # one left from before is not this turn's
+        agent = self._agent_turn(loop.agent, log_file)
         if self.parts.stop.is_set():
             self.parts.save()
             return self.parts.stopped()
+        failure = stopfailure.take(self.parts.workspace.root)
+        if failure is not None and blockfile.state(blocked_path) == "absent":
+            step = self._api_failure(failure, task)
+            if step is not None:
+                return step
+        elif self.parts.state.dependency_down is not None:
+            log.info("dependency_up", msg="the agent's API answers again")
+            self.parts.state.dependency_down = None
+            self.parts.save()
         if blockfile.state(blocked_path) != "absent":
             log.info("agent_blocked", msg="the agent raised a block; verify skipped")
             request_id = blockfile.request_id_of(blocked_path)
@@ -256,6 +268,121 @@ class Iteration:
                 return self.parts.stopped()
             if done.ok:
                 return self.parts.finish("finished", EXIT_OK, "done: the done command exited 0")
+        return CONTINUE
+
+    def _agent_turn(self, agent: Command, log_file: IterationLog) -> Finished:
+        """The agent's turn: its own session resumed after an answer (``[loop] resume``,
+        :mod:`~loopkit.supervisor.resume`), else — or when the session does not resume — a
+        fresh ``agent`` run. Its result, when it prints one, is recorded in the state."""
+        state = self.parts.state
+        plan = resume.plan(
+            self.parts.config.loop.resume,
+            self._decisions,
+            self.parts.store,
+            state.agent_session,
+            self.parts.workspace.state_dir,
+        )
+        if plan is not None:
+            said = "with the decision on stdin" if plan.prompt else "(the hook answers)"
+            log.info("resume", session=plan.session_id,
+                     msg=f"resuming the agent's session {plan.session_id} {said}")  # fmt: skip
+            finished, result = self._agent_run("resume", plan.command, log_file)
+            why = resume.not_resumed(finished, result, plan.session_id)
+            state.resume = {
+                "session_id": plan.session_id,
+                "iteration": state.iteration,
+                "resumed": why is None,
+                "reason": why,
+            }
+            api_failed = stopfailure.path_in(self.parts.workspace.root).exists()
+            if why is None or api_failed or self.parts.stop.is_set():
+                # The API failed, not the session: no fresh run; it is resumed again later.
+                self.parts.save()
+                return finished
+            log.warning(
+                "resume_failed",
+                session=plan.session_id,
+                msg=f"session {plan.session_id} did not resume ({why}): a fresh agent run "
+                "with LOOPKIT_DECISION instead",
+            )
+            self.parts.save()
+        return self._agent_run("agent", agent, log_file)[0]
+
+    def _agent_run(
+        self, name: str, command: Command, log_file: IterationLog
+    ) -> tuple[Finished, AgentResult | None]:
+        loop = self.parts.config.loop
+        watch = self.parts.watch
+        keep = resume.OutputTail(log_file)
+        finished = self._run(
+            name,
+            command,
+            log_file,
+            keep=keep,
+            timeout=loop.iteration_timeout,
+            interrupt=self._block_watch(),
+            interrupt_grace=loop.block_grace,
+            recheck=watch.timeout_hint if watch else None,
+        )
+        result = keep.result()
+        if result is not None:
+            state = self.parts.state
+            state.agent_result = {**result.to_dict(), "iteration": state.iteration}
+            state.agent_session = result.session_id or state.agent_session
+            self.parts.save()
+        return finished, result
+
+    def _api_failure(self, failure: dict[str, Any], task: str | None) -> Step | None:
+        """Claude Code's turn ended on an API error (its StopFailure hook said which): a rate
+        limit or an overload is a dependency down — wait with backoff, not a failure, and
+        ask once it has lasted ``[loop] dependency_wait``; a failed login or billing is a
+        missing credential, asked at once. None: any other error (counted as usual)."""
+        kind = stopfailure.kind(failure)
+        state = self.parts.state
+        what = stopfailure.describe(failure)
+        if kind == "credential":
+            log.error("agent_credential", msg=f"the agent's API refused it: {what}")
+            self._escalate(
+                triggers.agent_credential(error=what, task=task, iteration=state.iteration)
+            )
+            return CONTINUE
+        if kind != "dependency":
+            return None
+        loop = self.parts.config.loop
+        now = self.parts.clock.now()
+        down = state.dependency_down or {"since": iso_seconds(now), "tries": 0}
+        down = {**down, "error": what, "tries": int(down.get("tries", 0)) + 1}
+        # Handed to no agent: the API failed first. The next run gets the decisions again.
+        state.pending_decisions = [*self._decisions, *state.pending_decisions]
+        self._decisions = []
+        try:
+            lasted = (now - parse_iso(str(down["since"]))).total_seconds()
+        except ValueError:
+            lasted = 0.0
+        if lasted >= loop.dependency_wait:
+            state.dependency_down = None
+            self._escalate(
+                triggers.agent_api_down(
+                    error=what, since=str(down["since"]), tries=down["tries"],
+                    task=task, iteration=state.iteration,
+                )
+            )  # fmt: skip
+            return CONTINUE
+        wait = min(
+            loop.preflight_backoff * 2 ** min(down["tries"] - 1, 20),
+            DEPENDENCY_BACKOFF_MAX,
+            max(0.0, loop.dependency_wait - lasted),
+        )
+        state.dependency_down = {**down, "next_try_in": wait}
+        self.parts.save()
+        log.warning(
+            "dependency_down",
+            error=failure.get("error"),
+            msg=f"the agent's API is down ({what}): not a failure; trying again in {wait:g} s "
+            f"(try {down['tries']}; asking after {loop.dependency_wait:g} s down)",
+        )
+        if self.parts.clock.wait(self.parts.stop, wait):
+            return self.parts.stopped()
         return CONTINUE
 
     def _block_watch(self) -> Callable[[], bool]:

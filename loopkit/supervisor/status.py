@@ -76,6 +76,12 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         "block_request": request,
         "last_exit": state.last_exit,
         "updated_at": state.updated_at,
+        "agent": {  # SPEC §18: the agent's own session and its last result
+            "session_id": state.agent_session,
+            "result": state.agent_result,
+            "resume": state.resume,
+            "dependency_down": state.dependency_down,
+        },
         "ghosts": [
             {
                 "request_id": g.request_id,
@@ -167,9 +173,44 @@ def render(info: dict[str, Any]) -> str:
         ok = {True: "sent", False: "failed", None: "in flight"}[entry["ok"]]
         error = f": {entry['error']}" if entry.get("error") else ""
         lines.append(f"delivery:  {entry['channel']} {ok} at {entry['at']}{error}")
+    lines.extend(_agent_lines(info.get("agent") or {}))
     for ghost in info["ghosts"]:
         lines.append(
             f"ghost:     {ghost['request_id']} (open): {fold(ghost['prompt'], 60)} — its "
             f"BLOCKED.md is gone; nobody will answer it: {ghost['dismiss']}"
         )
     return "\n".join(lines)
+
+
+def _agent_lines(agent: dict[str, Any]) -> list[str]:
+    """The agent's session, its last result, a resume that fell back, an API down."""
+    lines = []
+    result = agent.get("result") or {}
+    if agent.get("session_id") or result:
+        said = [f"session {agent.get('session_id') or '?'}"]
+        if isinstance(result.get("total_cost_usd"), int | float):
+            said.append(f"${result['total_cost_usd']:.4f}")
+        if result.get("is_error"):
+            said.append(f"error ({result.get('subtype') or result.get('stop_reason') or '?'})")
+        elif result.get("stop_reason") == "tool_deferred":
+            said.append(f"deferred {result.get('deferred_tool') or 'a tool call'}")
+        if result.get("permission_denials"):
+            said.append(f"{len(result['permission_denials'])} permission denials")
+        lines.append("agent:     " + " · ".join(said))
+    resumed = agent.get("resume") or {}
+    if resumed:
+        if resumed.get("resumed"):
+            how = f"session {resumed.get('session_id')} resumed after the answer"
+        else:
+            how = (
+                f"session {resumed.get('session_id')} did not resume ({resumed.get('reason')}): "
+                "a fresh agent run with LOOPKIT_DECISION instead"
+            )
+        lines.append(f"resume:    iteration {resumed.get('iteration')}: {how}")
+    down = agent.get("dependency_down") or {}
+    if down:
+        lines.append(
+            f"api down:  {down.get('error')} since {str(down.get('since'))[11:16]} UTC, "
+            f"{down.get('tries')} tries; not counted as failures"
+        )
+    return lines

@@ -158,6 +158,54 @@ def dependency_down(
     )
 
 
+def agent_api_down(
+    *, error: str, since: str, tries: int, task: str | None, iteration: int
+) -> Escalation:
+    """The agent's API has been down (rate-limited, overloaded) for ``[loop] dependency_wait``."""
+    return Escalation(
+        question=fold(
+            f"The agent's API has failed since {since[11:16]} UTC ({error}): keep waiting?",
+            MAX_PROMPT,
+        ),
+        context="\n".join(
+            [
+                f"Claude Code's StopFailure hook: {error}",
+                f"{tries} tries since {since}; none counted as a verify failure.",
+                "Retry waits on; a reply that names a fix (a new key, a plan) goes to the agent.",
+            ]
+        ),
+        attempted=[f"{tries} agent runs with backoff since {since}"],
+        choices=choices(task),
+        trigger="dependency-down",
+        raised_by="supervisor",
+        task=task,
+        iteration=iteration,
+        summary={"context": f"agent API down: {fold(error, 60)}"},
+    )
+
+
+def agent_credential(*, error: str, task: str | None, iteration: int) -> Escalation:
+    """The agent's API refused its login or its billing: nothing to wait for."""
+    return Escalation(
+        question=fold(
+            f"The agent's API refused it ({error}): fix the credential, then retry?", MAX_PROMPT
+        ),
+        context="\n".join(
+            [
+                f"Claude Code's StopFailure hook: {error}",
+                "Log in again (`claude /login`) or fix the key or billing where loopkit runs.",
+                "Do not reply with the secret itself: replies are stored and shown to the agent.",
+            ]
+        ),
+        attempted=["one agent run: refused at once"],
+        choices=choices(task),
+        trigger="missing-credential",
+        raised_by="supervisor",
+        task=task,
+        iteration=iteration,
+    )
+
+
 def adopted(escalation: Escalation, *, task: str | None, iteration: int) -> Escalation:
     """An agent's hand-written block, as the supervisor raises it. A file offering no
     choices gets the supervisor's own (and so its *Skip* and *Abort* are acted on)."""

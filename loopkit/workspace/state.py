@@ -44,6 +44,14 @@ class State:
     answers_seen_ns: int = 0
     # The stuck detector's counters (SPEC section 19; loopkit.supervisor.stuck.Counters).
     stuck: dict[str, Any] = field(default_factory=dict)
+    # The agent's own session (SPEC section 18): the id its last result named, that result
+    # (loopkit.agentresult: is_error, subtype, total_cost_usd, permission_denials, …), the
+    # last resume after an answer (session, resumed or why not), and a dependency that is
+    # down (the agent's API rate-limited: since when, how many tries).
+    agent_session: str | None = None
+    agent_result: dict[str, Any] | None = None
+    resume: dict[str, Any] | None = None
+    dependency_down: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -77,3 +77,26 @@ def test_ask_writes_a_question_without_heavy_libraries(workspace: Path) -> None:
 def test_help_reads_no_config_and_builds_no_store(workspace: Path) -> None:
     loaded = _imports(workspace, "--help", own=True)
     assert not {"loopkit.config", "loopkit.requests.store", "loopkit.fleet"} & set(loaded), loaded
+
+
+def test_the_unattended_claude_hooks_import_no_heavy_library(workspace: Path) -> None:
+    """stop-failure records a line; permission-request given no call decides nothing: both
+    on the fast path of ``loopkit.main``, with no click and no heavy library."""
+    probe = PROBE.replace(
+        "heavy = sorted(", "heavy = sorted({'click'} & set(sys.modules)) + sorted("
+    )
+    out = workspace.parent / "imports.json"
+    for event, payload in (
+        ("stop-failure", {"hook_event_name": "StopFailure", "error": "rate_limit"}),
+        ("permission-request", {"hook_event_name": "PermissionRequest"}),
+    ):
+        payload["cwd"] = str(workspace)
+        subprocess.run(
+            [sys.executable, "-c", probe, str(out), "-C", str(workspace), "hook", "claude", event],
+            input=json.dumps(payload), capture_output=True, text=True, env=clean_env(), timeout=60,
+        )  # fmt: skip
+        result = json.loads(out.read_text())
+        assert (result["code"], result["heavy"]) == (0, []), event
+    assert json.loads((workspace / ".loopkit" / "agent_failure.json").read_text())["error"] == (
+        "rate_limit"
+    )

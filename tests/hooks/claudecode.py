@@ -11,11 +11,15 @@ control"):
   with ``CLAUDE_PROJECT_DIR`` set and the event's JSON on stdin, for at most its ``timeout``
   (seconds, default 60);
 - exit 0: JSON on stdout decides (``hookSpecificOutput.permissionDecision``: ``allow``,
-  ``deny``, ``ask``); no JSON, no decision: the normal permission flow, here ``proceed``;
+  ``deny``, ``ask``, ``defer``); no JSON, no decision: the normal permission flow, here
+  ``proceed``;
 - exit 2: the call is blocked, stderr is the reason given to Claude;
 - any other exit — 1, 126, 127 (a command not found), a signal, a timeout — is a
   non-blocking error: it is shown, and the call proceeds;
-- of several hooks' answers the strictest wins: deny > ask > allow > proceed.
+- of several hooks' answers the strictest wins: deny > defer > ask > allow > proceed.
+
+The whole ``claude -p`` process — defer, resume, PermissionRequest, StopFailure, its JSON
+result — is :mod:`fakeclaude`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-ORDER = ("deny", "ask", "allow", "proceed")
+ORDER = ("deny", "defer", "ask", "allow", "proceed")
 
 
 def run_hook(
@@ -56,7 +60,7 @@ def run_hook(
         return "proceed", "stdout is not JSON: shown in the transcript, no decision"
     specific = output.get("hookSpecificOutput", {}) if isinstance(output, dict) else {}
     decision = specific.get("permissionDecision")
-    if decision in ("allow", "deny", "ask"):
+    if decision in ("allow", "deny", "ask", "defer"):
         return decision, str(specific.get("permissionDecisionReason", ""))
     return "proceed", ""
 

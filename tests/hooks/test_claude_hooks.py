@@ -311,6 +311,8 @@ def test_install_names_the_program_that_starts_this_loopkit(tmp_path: Path) -> N
     assert install(path, start) == [
         f"added PreToolUse: {shlex.join(start)} hook claude pretooluse",
         f"added Notification: {shlex.join(start)} hook claude notification",
+        f"added PermissionRequest: {shlex.join(start)} hook claude permission-request",
+        f"added StopFailure: {shlex.join(start)} hook claude stop-failure",
     ]
     assert ours(f"{shlex.join(start)} hook claude pretooluse") == ("PreToolUse", start)
     assert ours("'/opt/my tools/loopkit' hook claude notification") == (

@@ -57,7 +57,8 @@ def test_installed_hooks_run_and_the_probe_asks_nothing(ws: Path, tmp_path: Path
     assert loopkit("-C", str(ws), "hook", "install", "claude").returncode == 0
     code, lines = doctor(ws, home)
     assert code == 0, lines
-    assert [line.split(": ", 2)[1].split()[-1] for line in lines] == ["PreToolUse", "Notification"]
+    events = [line.split(": ", 2)[1].split()[-1] for line in lines]
+    assert events == ["PreToolUse", "Notification", "PermissionRequest", "StopFailure"]
     assert all(line.startswith("ok") and str(LOOPKIT) in line for line in lines)
     assert "a call no rule holds goes ahead" in lines[0] and "--version" in lines[1]
     # A gate that holds every tool: the probe falls back to --version and asks nothing.

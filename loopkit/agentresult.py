@@ -1,0 +1,127 @@
+"""The result ``claude -p --output-format json`` prints at the end of its output (SPEC §18).
+
+Claude Code's headless docs (https://code.claude.com/docs/en/headless, "Get structured
+output") and its hooks reference ("Defer a tool call for later") give the object: ``type:
+"result"``, ``subtype`` (``success``, ``error_max_turns``, ``error_during_execution``, …),
+``is_error``, ``session_id``, ``total_cost_usd``, ``num_turns``, ``permission_denials``
+(``tool_name``, ``tool_use_id``, ``tool_input``), and on a defer ``stop_reason:
+"tool_deferred"`` with ``deferred_tool_use`` (``id``, ``name``, ``input``). With
+``--output-format stream-json`` it is the last line of the stream; either way it ends the
+output. :func:`read_result` finds it there, or says there is none.
+
+Only what a supervisor acts on is kept: never the ``result`` text (the agent's last words,
+which may quote anything), and of each denial only the tool's name and call id.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+LOOK_BACK = 64  # candidate starts of the result object tried, from the end
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+@dataclass(frozen=True, slots=True)
+class Denial:
+    tool_name: str
+    tool_use_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    is_error: bool
+    subtype: str | None
+    session_id: str | None  # None when missing or not an id a command line may carry
+    total_cost_usd: float | None
+    num_turns: int | None
+    stop_reason: str | None
+    permission_denials: tuple[Denial, ...]
+    deferred_tool: str | None  # deferred_tool_use.name, on stop_reason "tool_deferred"
+    deferred_tool_id: str | None
+
+    @property
+    def deferred(self) -> bool:
+        return self.stop_reason == "tool_deferred" and not self.is_error
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "is_error": self.is_error,
+            "subtype": self.subtype,
+            "session_id": self.session_id,
+            "total_cost_usd": self.total_cost_usd,
+            "num_turns": self.num_turns,
+            "stop_reason": self.stop_reason,
+            "permission_denials": [
+                {"tool_name": d.tool_name, "tool_use_id": d.tool_use_id}
+                for d in self.permission_denials
+            ],
+            "deferred_tool": self.deferred_tool,
+        }
+
+
+def session_id(value: object) -> str | None:
+    """``value`` when it is a session id safe to put on a command line, else None."""
+    if isinstance(value, str) and _SESSION_ID.fullmatch(value):
+        return value
+    return None
+
+
+def read_result(text: str) -> Result | None:
+    """The result object that ends ``text`` (only whitespace may follow it), else None.
+
+    The object starts a line (``json`` prints it alone; ``stream-json`` prints one object a
+    line, the result last). Whatever the agent printed before it is not read.
+    """
+    end = len(text.rstrip())
+    if end == 0 or text[end - 1] != "}":
+        return None
+    decoder = json.JSONDecoder()
+    start = text.rfind("\n{", 0, end)
+    for _ in range(LOOK_BACK):
+        begin = start + 1 if start >= 0 else 0
+        if text.startswith("{", begin):
+            try:
+                value, stop = decoder.raw_decode(text, begin)
+            except ValueError:
+                value, stop = None, -1
+            if stop == end and isinstance(value, dict):
+                return _result(value)
+        if start < 0:
+            return None
+        start = text.rfind("\n{", 0, start)
+    return None
+
+
+def _result(data: dict[str, Any]) -> Result | None:
+    if data.get("type") != "result":
+        return None
+    denials = data.get("permission_denials")
+    deferred = data.get("deferred_tool_use")
+    deferred = deferred if isinstance(deferred, dict) else {}
+    cost = data.get("total_cost_usd")
+    turns = data.get("num_turns")
+    return Result(
+        is_error=data.get("is_error") is True,
+        subtype=_text(data.get("subtype")),
+        session_id=session_id(data.get("session_id")),
+        total_cost_usd=float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and math.isfinite(cost)
+        else None,
+        num_turns=turns if isinstance(turns, int) and not isinstance(turns, bool) else None,
+        stop_reason=_text(data.get("stop_reason")),
+        permission_denials=tuple(
+            Denial(str(d["tool_name"])[:200], _text(d.get("tool_use_id")))
+            for d in (denials if isinstance(denials, list) else [])
+            if isinstance(d, dict) and isinstance(d.get("tool_name"), str)
+        ),
+        deferred_tool=_text(deferred.get("name")),
+        deferred_tool_id=_text(deferred.get("id")),
+    )
+
+
+def _text(value: object) -> str | None:
+    return value[:200] if isinstance(value, str) else None
