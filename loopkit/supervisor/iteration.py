@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from loopkit.clock import iso_seconds
 from loopkit.config import AGENT_HIDDEN_ENV, Command
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
 from loopkit.escalation import adoption, blockfile
@@ -25,6 +26,7 @@ from loopkit.message import fold
 from loopkit.supervisor import triggers
 from loopkit.supervisor.iterlog import IterationLog, prune
 from loopkit.supervisor.parts import CONTINUE, Parts, Step
+from loopkit.supervisor.pause import guidance_for_agent
 from loopkit.supervisor.runner import Finished, describe
 from loopkit.supervisor.tasks import current_task
 
@@ -50,7 +52,13 @@ class Iteration:
         self._base_env = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("LOOPKIT_DECISION", "LOOPKIT_DECISION_REQUEST", "LOOPKIT_DECISION_NOTE")
+            if k
+            not in (
+                "LOOPKIT_DECISION",
+                "LOOPKIT_DECISION_REQUEST",
+                "LOOPKIT_DECISION_NOTE",
+                "LOOPKIT_GUIDANCE",
+            )
         }
 
     def run(self) -> Step:
@@ -120,6 +128,7 @@ class Iteration:
         if name == "agent":
             for key in AGENT_HIDDEN_ENV:
                 env.pop(key, None)
+            env.update(guidance_for_agent(self.parts.workspace))  # notes, once (SPEC §22)
         log_file.begin(f"--- {name}: {describe(command)}")
         result = self.parts.runner.run(
             command, cwd=str(self.parts.workspace.root), env=env, log=log_file, **kwargs
@@ -237,6 +246,8 @@ class Iteration:
             verify = self._run("verify", loop.verify, log_file, timeout=loop.iteration_timeout)
             if self.parts.stop.is_set():
                 return self.parts.stopped()
+            self.parts.state.last_verify = _verdict(verify)  # for `loopkit ps`
+            self.parts.save(durable=False)
             if verify.ok:
                 self._passed()
             else:
@@ -375,3 +386,9 @@ class Iteration:
             request_id=result.request.request_id,
             msg=f"the question ({sent}):\n{lines}",
         )
+
+
+def _verdict(result: Finished) -> dict[str, Any]:
+    """The last verify as ``loopkit ps`` shows it: pass or fail, and its first line."""
+    first = next((line.strip() for line in result.tail.splitlines() if line.strip()), "")
+    return {"ok": result.ok, "line": fold(first, 120), "at": iso_seconds()}

@@ -19,6 +19,7 @@ from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import StateFile, SupervisorLock
+from loopkit.workspace.steer import Notes, Steering
 
 
 def status(config: Config, *, store: RequestStore | None = None) -> dict[str, Any]:
@@ -42,7 +43,7 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
     if block != "absent":
         shown = "blocked"
     elif holder is not None:
-        shown = "running"
+        shown = "paused" if state.status == "paused" else "running"  # never "blocked"
     else:
         shown = supervisor or state.status
     request_id = adoption.block_request_id(workspace, store, state)
@@ -73,6 +74,8 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         "open_request": request if record is None or record.is_open else None,
         "block_request": request,
         "last_exit": state.last_exit,
+        "paused_by": paused.line() if (paused := Steering(workspace).paused()) else None,
+        "guidance_pending": Notes(workspace).count(),
         "updated_at": state.updated_at,
         "ghosts": [
             {
@@ -136,6 +139,10 @@ def render(info: dict[str, Any]) -> str:
     if info["task"]:
         lines.append(f"task:      {info['task']}")
     lines.append(f"failures:  {info['failures']} of {info['max_verify_failures']}")
+    if info["paused_by"]:
+        lines.append(f"paused:    {info['paused_by']} (`loopkit resume` goes on)")
+    if info["guidance_pending"]:
+        lines.append(f"notes:     {info['guidance_pending']} for the next agent run")
     for skipped in info["skipped_tasks"]:
         since = f" (since {skipped['skipped_at'][:16].replace('T', ' ')} UTC)"
         lines.append(f"skipped:   {skipped['task']}{since if skipped['skipped_at'] else ''}")

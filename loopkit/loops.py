@@ -1,0 +1,236 @@
+"""Every loop at a glance (SPEC section 22): ``loopkit ps`` and the inbox's Loops page.
+
+One row per workspace registered in ``LOOPKIT_HOME`` — state, iteration, task, since when,
+the last verify, the open question, the spend, a pause or notes waiting — read from the
+files each loop keeps (``.loopkit/state.json``, ``BLOCKED.md``, ``.loopkit/control/``),
+never from a lock: asking about fifty loops every second must not get in a starting
+supervisor's way.
+
+The state, first match wins:
+
+- ``blocked``: ``BLOCKED.md`` stands (supervised or not: a human answers either way);
+- ``paused``: the supervisor runs and waits on a pause (never a block: no question is open);
+- ``running``: the supervisor runs;
+- ``dead``: it was running (or blocked, or paused) and its pid is gone — or is another
+  process now (checked against the start time it recorded): killed, crashed, rebooted;
+- ``finished``: the ``done`` command said so;
+- ``stopped``: it ended otherwise (a stop, a signal, ``--max-iterations``, an abort) or never
+  ran here.
+
+This machine's loops only: other machines of a fleet are not listed yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from loopkit import clock, liveness, readfile
+from loopkit import config as config_mod
+from loopkit.errors import LoopkitError
+from loopkit.escalation import blockfile
+from loopkit.home import Registered, Registry, workspace_id
+from loopkit.message import age, fold
+from loopkit.workspace import Workspace
+from loopkit.workspace.state import State, StateFile
+from loopkit.workspace.steer import Command, Notes, Steering
+
+ALIVE = ("running", "blocked", "paused")  # what state.json says while a supervisor runs
+COST_KEYS = ("total_cost_usd", "cost_usd", "spend_usd")  # state.json keys that may carry spend
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """One loop, as ``ps --json`` and the Loops page show it."""
+
+    key: str  # the workspace's id in the registry (URLs use it)
+    repo: str
+    workspace: str
+    machine: str | None  # None: this machine
+    state: str
+    pid: int | None
+    iteration: int
+    task: str | None
+    since: str | None  # ISO-8601 UTC: when the loop got into ``state``
+    last_verify: dict[str, Any] | None  # {"ok", "line", "at"}
+    question: str | None  # the open block's question
+    request_id: str | None
+    spend_usd: float | None  # summed from Claude's results, when the loop records it
+    paused_by: str | None  # "by via at" of the pause in force
+    guidance_pending: int  # notes waiting for the next agent run
+    problem: str | None = None  # why the row is incomplete (state.json unreadable, …)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_loop(registered: Registered) -> Loop:
+    """The row of one registered workspace (a file that cannot be read makes a row that
+    says so, never a failed ``ps``)."""
+    root = registered.path
+    problem = None
+    try:
+        config = config_mod.load(root, lenient=True)
+        workspace = Workspace.of(config)
+    except LoopkitError as exc:
+        workspace, problem = Workspace(root, root / "BLOCKED.md"), str(exc)
+    try:
+        state = StateFile(workspace).load()
+    except LoopkitError as exc:
+        state, problem = State(), str(exc)
+    steering = Steering(workspace)
+    paused = steering.paused()
+    alive = state.status in ALIVE and liveness.alive(state.pid, state.pid_start)
+    blocked = blockfile.state(workspace.blocked) != "absent"
+    since = state.updated_at
+    request_id, question = state.open_request, None
+    if blocked:
+        shown = "blocked"
+        request_id = request_id or blockfile.request_id_of(workspace.blocked)
+        question, since = _question(workspace, request_id)
+    elif alive and state.status == "paused":
+        shown, since = "paused", paused.at if paused else since
+    elif alive:
+        shown, since = "running", state.started_at
+    elif state.status in ALIVE:
+        shown = "dead"
+    elif state.status == "finished":
+        shown = "finished"
+    else:
+        shown = "stopped"
+    if not blocked:
+        request_id = None
+    return Loop(
+        key=workspace_id(root),
+        repo=registered.repo,
+        workspace=str(root),
+        machine=None,
+        state=shown,
+        pid=state.pid if alive else None,
+        iteration=state.iteration,
+        task=state.task,
+        since=since,
+        last_verify=state.last_verify,
+        question=question,
+        request_id=request_id,
+        spend_usd=_spend(state),
+        paused_by=paused.line() if paused else None,
+        guidance_pending=Notes(workspace).count(),
+        problem=problem,
+    )
+
+
+def _question(workspace: Workspace, request_id: str | None) -> tuple[str | None, str | None]:
+    """The open block's question and since when it was asked (else BLOCKED.md's time)."""
+    if request_id:
+        with contextlib.suppress(OSError, ValueError):
+            data = readfile.json_document(
+                readfile.read_text(workspace.requests_dir / f"{request_id}.json")
+            )
+            if isinstance(data, dict):
+                return str(data.get("prompt") or ""), data.get("asked_at")
+    with contextlib.suppress(OSError):
+        mtime = os.lstat(workspace.blocked).st_mtime
+        return None, clock.iso_seconds(datetime.fromtimestamp(mtime, clock.now().tzinfo))
+    return None, None
+
+
+def _spend(state: State) -> float | None:
+    for key in COST_KEYS:
+        value = state.extra.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def loops(registry: Registry | None = None) -> list[Loop]:
+    """Every loop registered on this machine, oldest registration first."""
+    return [read_loop(entry) for entry in (registry or Registry()).workspaces()]
+
+
+def find(name: str, found: list[Loop]) -> list[Loop]:
+    """The loops ``name`` means: a repo name, a workspace path, or a registry key."""
+    path = str(Path(name).expanduser().absolute()) if "/" in name or name == "." else None
+    return [
+        one
+        for one in found
+        if name in (one.repo, one.key) or (path is not None and one.workspace == path)
+    ]
+
+
+def since_text(loop: Loop) -> str:
+    if not loop.since:
+        return ""
+    with contextlib.suppress(ValueError):
+        return age((clock.now() - clock.parse_iso(loop.since)).total_seconds())
+    return ""
+
+
+def verify_text(loop: Loop) -> str:
+    verify = loop.last_verify
+    if not verify:
+        return ""
+    line = f": {fold(str(verify.get('line') or ''), 50)}" if verify.get("line") else ""
+    return ("pass" if verify.get("ok") else "fail") + line
+
+
+def render(found: list[Loop]) -> str:
+    if not found:
+        return "no loops registered on this machine (`loopkit run` registers one)"
+    rows = [("REPO", "STATE", "ITER", "SINCE", "TASK", "VERIFY", "SPEND")]
+    notes: list[str] = []
+    for one in found:
+        spend = f"${one.spend_usd:.2f}" if one.spend_usd is not None else ""
+        rows.append(
+            (
+                one.repo,
+                one.state,
+                str(one.iteration),
+                since_text(one),
+                fold(one.task or "", 40),
+                verify_text(one),
+                spend,
+            )
+        )
+        if one.question:
+            notes.append(f"{one.repo}: Q: {fold(one.question, 100)}")
+        if one.paused_by:
+            notes.append(f"{one.repo}: {one.paused_by}")
+        if one.guidance_pending:
+            notes.append(f"{one.repo}: {one.guidance_pending} note(s) for the next agent run")
+        if one.problem:
+            notes.append(f"{one.repo}: {one.problem}")
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+             for row in rows]  # fmt: skip
+    return "\n".join(lines + notes)
+
+
+def _workspace(loop: Loop) -> Workspace:
+    root = Path(loop.workspace)
+    return Workspace(root, root / "BLOCKED.md")  # steering needs only its .loopkit/
+
+
+def steer(loop: Loop, command: Command, *, by: str, via: str) -> str:
+    """Give ``command`` to ``loop`` (recorded with who, via and when); what happened, in one
+    line. A stop reaches only a running supervisor: with none, nothing is written."""
+    if command == "stop" and loop.pid is None:
+        return f"{loop.repo} is not running ({loop.state}): nothing to stop"
+    order = Steering(_workspace(loop)).give(command, by=by, via=via)
+    running = loop.pid is not None
+    if command == "pause":
+        then = "after its running iteration" if running else "at its next `loopkit run`"
+        return f"{loop.repo}: paused ({order.line()}); it waits {then} until resumed"
+    if command == "resume":
+        return f"{loop.repo}: resumed ({order.line()})"
+    return f"{loop.repo}: stopping ({order.line()})"
+
+
+def note(loop: Loop, text: str, *, by: str, via: str) -> str:
+    """Guidance for ``loop``'s next agent run (``LOOPKIT_GUIDANCE``), once."""
+    Notes(_workspace(loop)).add(text, by=by, via=via)
+    return f"{loop.repo}: noted for its next agent run"
