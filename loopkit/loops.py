@@ -72,12 +72,7 @@ def read_loop(registered: Registered) -> Loop:
     """The row of one registered workspace (a file that cannot be read makes a row that
     says so, never a failed ``ps``)."""
     root = registered.path
-    problem = None
-    try:
-        config = config_mod.load(root, lenient=True)
-        workspace = Workspace.of(config)
-    except LoopkitError as exc:
-        workspace, problem = Workspace(root, root / "BLOCKED.md"), str(exc)
+    workspace, problem = _workspace_at(root)
     try:
         state = StateFile(workspace).load()
     except LoopkitError as exc:
@@ -122,6 +117,21 @@ def read_loop(registered: Registered) -> Loop:
         guidance_pending=Notes(workspace).count(),
         problem=problem,
     )
+
+
+def _workspace_at(root: Path) -> tuple[Workspace, str | None]:
+    """The workspace at ``root``; its configuration is read only when it moves the block
+    file (``[escalation] blocked_file``): fifty TOML parses would be half of ``ps``."""
+    try:
+        text = readfile.read_text(root / config_mod.CONFIG_NAME, errors="replace")
+    except OSError:
+        text = ""
+    if "blocked_file" not in text:
+        return Workspace(root, root / "BLOCKED.md"), None
+    try:
+        return Workspace.of(config_mod.load(root, lenient=True)), None
+    except LoopkitError as exc:
+        return Workspace(root, root / "BLOCKED.md"), str(exc)
 
 
 def _question(workspace: Workspace, request_id: str | None) -> tuple[str | None, str | None]:
