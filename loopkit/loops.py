@@ -142,7 +142,8 @@ def _question(workspace: Workspace, request_id: str | None) -> tuple[str | None,
                 readfile.read_text(workspace.requests_dir / f"{request_id}.json")
             )
             if isinstance(data, dict):
-                return str(data.get("prompt") or ""), data.get("asked_at")
+                asked = data.get("raised_at") or data.get("created_at")  # as Request.asked_at
+                return str(data.get("prompt") or ""), str(asked) if asked else None
     with contextlib.suppress(OSError):
         mtime = os.lstat(workspace.blocked).st_mtime
         return None, clock.iso_seconds(datetime.fromtimestamp(mtime, clock.now().tzinfo))
