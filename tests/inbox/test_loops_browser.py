@@ -12,13 +12,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from playwright.sync_api import Locator, Page, expect
+from test_inbox_browser import CHROMIUM, Serve, escalate
+from test_inbox_browser import browser as browser  # the fixtures, shared
+from test_inbox_browser import phone as phone
+from test_inbox_browser import serve as serve
+
 from helpers import AGENT, Daemon, clean_env, loopkit, setup, wait_until
-from test_inbox_browser import CHROMIUM, escalate, phone, serve  # noqa: F401 (fixtures)
-from test_inbox_browser import browser as browser  # noqa: F401
 
-from playwright.sync_api import Page, expect  # noqa: E402  (after the module's skip)
-
-assert CHROMIUM is not None
+assert CHROMIUM is not None  # test_inbox_browser skipped this module otherwise
 
 
 def _folder(tmp_path: Path, name: str) -> Path:
@@ -27,11 +29,11 @@ def _folder(tmp_path: Path, name: str) -> Path:
     return path
 
 
-def _card(phone: Page, repo: str):  # type: ignore[no-untyped-def]
-    return phone.locator(f"article.loop[data-repo='{repo}']")
+def _card(page: Page, repo: str) -> Locator:
+    return page.locator(f"article.loop[data-repo='{repo}']")
 
 
-def test_the_loops_page_steers_a_running_loop(phone: Page, serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_the_loops_page_steers_a_running_loop(phone: Page, serve: Serve, tmp_path: Path) -> None:
     billing = _folder(tmp_path, "billing")
     escalate(billing, "Drop the legacy invoices table?")  # blocked, with its question
     docs = _folder(tmp_path, "docs-site")
