@@ -50,9 +50,14 @@ def test_the_loops_page_steers_a_running_loop(phone: Page, serve: Serve, tmp_pat
         expect(_card(phone, "billing")).to_contain_text("Drop the legacy invoices table?")
         expect(_card(phone, "docs-site")).to_have_attribute("data-state", "finished")
         assert phone.evaluate("document.documentElement.scrollWidth") <= 360
-        for button in phone.locator("button").all():
-            box = button.bounding_box()
-            assert box is not None and box["height"] >= 44 and box["width"] >= 44
+        # Every button (and the note box's summary) a thumb can hit, measured in one go (the
+        # live update replaces the cards every second); a closed note box's button is hidden,
+        # and measured once it is opened below.
+        sizes = phone.evaluate(
+            "[...document.querySelectorAll('button, summary')].filter(e => e.offsetParent)"
+            ".map(e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; })"
+        )
+        assert len(sizes) >= 6 and all(w >= 44 and h >= 44 for w, h in sizes), sizes
         # Paused elsewhere (the CLI): the page shows it within 2 s, without a reload.
         assert loopkit("-C", str(shop), "pause").returncode == 0
         expect(card).to_have_attribute("data-state", "paused", timeout=2000)
@@ -65,6 +70,8 @@ def test_the_loops_page_steers_a_running_loop(phone: Page, serve: Serve, tmp_pat
         # A note from the page reaches the next agent run.
         card = _card(phone, "shop-api")
         card.locator("summary").click()
+        send = card.get_by_role("button", name="Send note").bounding_box()
+        assert send is not None and send["height"] >= 44
         card.locator("textarea").fill("use the staging database")
         card.get_by_role("button", name="Send note").click()
         expect(phone.get_by_role("status")).to_contain_text("noted for its next agent run")
