@@ -152,6 +152,7 @@ def app(inbox: Inbox) -> Starlette:
             csrf=inbox.sessions.csrf(nonce),
             title=card.repo,
             done=request.query_params.get("done") == "1",
+            evidence=pages.evidence_of(card, inbox.stores),
         )
 
     async def posted(
@@ -195,6 +196,7 @@ def app(inbox: Inbox) -> Starlette:
                 title=card.repo,
                 done=False,
                 need_check=True,
+                evidence=None,
             )
         if not text:
             return RedirectResponse(card.url, 303, headers=HEADERS)

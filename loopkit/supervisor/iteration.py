@@ -18,7 +18,7 @@ from typing import Any
 from loopkit.clock import iso_seconds
 from loopkit.config import AGENT_HIDDEN_ENV, Command
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
-from loopkit.escalation import adoption, blockfile
+from loopkit.escalation import adoption, blockfile, evidence
 from loopkit.escalation.escalator import Escalation, Result
 from loopkit.escalation.sender import message_for
 from loopkit.log import get_logger
@@ -68,6 +68,8 @@ class Iteration:
         skipped = self._skipped_tasks() if loop.task_file else []  # `unskip` may change it
         task = current_task(self.parts.workspace.root, loop.task_file, loop.task_pattern, skipped)
         changed = task != state.task or state.status != "running"
+        if task != state.task or state.iteration == 1:
+            state.task_base = evidence.head(self.parts.workspace.root)  # no git: no subprocess
         if task != state.task:
             state.task, state.failures, state.failed_iterations = task, 0, []
         state.status = "running"

@@ -10,9 +10,10 @@ from typing import Any
 from loopkit import clock
 from loopkit.config import Config
 from loopkit.errors import LoopkitError
-from loopkit.escalation import adoption, blockfile, delivery
+from loopkit.escalation import adoption, blockfile, delivery, evidence
 from loopkit.escalation import dismiss as dismissal
 from loopkit.message import age, fold
+from loopkit.redact import Redactor
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
@@ -87,6 +88,12 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         ],
     }
     info.update(_block(config, workspace.blocked, record) if block != "absent" else _no_block())
+    info["evidence"] = None
+    if block != "absent":  # what the human needs to decide (SPEC §22)
+        found = evidence.gather(workspace, Redactor(config.channels.secrets()),
+                                base=state.task_base)  # fmt: skip
+        info["evidence"] = {"output": found.output, "diff_stat": found.diff_stat,
+                            "base": found.base}  # fmt: skip
     return info
 
 
@@ -171,6 +178,15 @@ def render(info: dict[str, Any]) -> str:
         ok = {True: "sent", False: "failed", None: "in flight"}[entry["ok"]]
         error = f": {entry['error']}" if entry.get("error") else ""
         lines.append(f"delivery:  {entry['channel']} {ok} at {entry['at']}{error}")
+    shown = info.get("evidence") or {}
+    if shown.get("output"):
+        lines.append("output:    the agent's last lines (redacted):")
+        lines += [f"    {line}" for line in shown["output"]]
+    if shown.get("diff_stat"):
+        lines.append(
+            f"changes:   since the task started (git diff --stat {shown['base'] or 'HEAD'}):"
+        )
+        lines += [f"    {line}" for line in shown["diff_stat"]]
     for ghost in info["ghosts"]:
         lines.append(
             f"ghost:     {ghost['request_id']} (open): {fold(ghost['prompt'], 60)} — its "

@@ -33,6 +33,7 @@ class State:
     updated_at: str | None = None
     iteration: int = 0
     task: str | None = None
+    task_base: str | None = None  # the git commit when ``task`` started: the question's diff
     failures: int = 0  # consecutive failures on ``task``
     failed_iterations: list[dict[str, Any]] = field(default_factory=list)
     open_request: str | None = None
