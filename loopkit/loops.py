@@ -31,7 +31,7 @@ from typing import Any
 
 from loopkit import clock, liveness, readfile
 from loopkit import config as config_mod
-from loopkit.errors import LoopkitError
+from loopkit.errors import EXIT_BLOCKED, LoopkitError
 from loopkit.escalation import blockfile
 from loopkit.home import Registered, Registry, workspace_id
 from loopkit.message import age, fold
@@ -91,6 +91,8 @@ def read_loop(registered: Registered) -> Loop:
         shown, since = "paused", paused.at if paused else since
     elif alive:
         shown, since = "running", state.started_at
+    elif state.status == "blocked" and state.last_exit == EXIT_BLOCKED:
+        shown = "stopped"  # `run --exit-on-block` ended on a block that is gone now (run.sh)
     elif state.status in ALIVE:
         shown = "dead"
     elif state.status == "finished":
