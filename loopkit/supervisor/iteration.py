@@ -248,8 +248,7 @@ class Iteration:
             verify = self._run("verify", loop.verify, log_file, timeout=loop.iteration_timeout)
             if self.parts.stop.is_set():
                 return self.parts.stopped()
-            self.parts.state.last_verify = _verdict(verify)  # for `loopkit ps`
-            self.parts.save(durable=False)
+            self._verdict(verify)
             if verify.ok:
                 self._passed()
             else:
@@ -312,6 +311,15 @@ class Iteration:
         except LoopkitError as exc:
             log.warning("skipped_unreadable", msg=f"{exc}; the tasks skipped before stay so")
         return self._skipped
+
+    def _verdict(self, verify: Finished) -> None:
+        """The last verify, for `loopkit ps`: saved now when its outcome changed (a tight loop
+        with the same outcome each time adds no write; the next save carries the time)."""
+        before = self.parts.state.last_verify or {}
+        verdict = _verdict(verify)
+        self.parts.state.last_verify = verdict
+        if (before.get("ok"), before.get("line")) != (verdict["ok"], verdict["line"]):
+            self.parts.save(durable=False)
 
     def _passed(self) -> None:
         if self.parts.state.failures:
