@@ -11,6 +11,8 @@ import os
 import signal
 from pathlib import Path
 
+from loopkit import loops
+
 from helpers import AGENT, Daemon, clean_env, loopkit, setup, wait_until
 
 
@@ -18,6 +20,11 @@ def _ps() -> dict[str, dict[str, object]]:
     done = loopkit("ps", "--json", env=clean_env())
     assert done.returncode == 0, done.stderr
     return {row["repo"]: row for row in json.loads(done.stdout)}
+
+
+def _pending(repo: str) -> int:
+    """The notes waiting, as `ps` reads them (in process: the CLI's wiring is tested above)."""
+    return next(one.guidance_pending for one in loops.loops() if one.repo == repo)
 
 
 def _folder(tmp_path: Path, name: str) -> Path:
@@ -99,7 +106,7 @@ def test_pause_note_resume_and_stop(ws: Path) -> None:
         assert loopkit("-C", str(ws), "pause").returncode == 0
         assert loopkit("-C", str(ws), "note", "use", "the staging database").returncode == 0
         assert loopkit("-C", str(ws), "note", "and keep it short").returncode == 0
-        assert _ps()["ws"]["guidance_pending"] == 2
+        assert _pending("ws") == 2
         _release(ws)  # the running iteration finishes…
         daemon.wait_state(status="paused", iteration=1)  # …and no next one starts
         assert _runs(ws) == ["1|"]
@@ -112,7 +119,7 @@ def test_pause_note_resume_and_stop(ws: Path) -> None:
         wait_until(lambda: len(_runs(ws)) == 4, what="iteration 3")
         # The notes reached exactly the next agent run, oldest first, once.
         assert _runs(ws) == ["1|", "2|use the staging database", "and keep it short", "3|"]
-        assert _ps()["ws"]["guidance_pending"] == 0
+        assert _pending("ws") == 0
         stopped = loopkit("-C", str(ws), "stop")
         assert stopped.returncode == 0, stopped.stderr
         assert daemon.wait() == 143
@@ -126,6 +133,10 @@ def test_pause_note_resume_and_stop(ws: Path) -> None:
     assert {"steer_pause", "steer_resume", "steer_stop"} <= {e["event"] for e in events}
     # A stop with no supervisor running says so, and exits 1.
     assert loopkit("-C", str(ws), "stop").returncode == 1
+    # The stop was for that supervisor: the next one runs (it is history, not an order).
+    with Daemon(ws) as again:
+        wait_until(lambda: len(_runs(ws)) == 5, what="the next supervisor's first iteration")
+        assert again.proc.poll() is None and again.state()["status"] == "running"
 
 
 def test_an_unknown_loop_is_named_with_the_list(ws: Path) -> None:
