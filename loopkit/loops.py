@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 from loopkit import clock, liveness, readfile
 from loopkit import config as config_mod
 from loopkit.errors import EXIT_BLOCKED, LoopkitError
-from loopkit.escalation import blockfile
+from loopkit.escalation import marker
 from loopkit.home import Registered, Registry, workspace_id
 from loopkit.message import age, fold
 from loopkit.workspace import Workspace
@@ -80,12 +81,12 @@ def read_loop(registered: Registered) -> Loop:
     steering = Steering(workspace)
     paused = steering.paused()
     alive = state.status in ALIVE and liveness.alive(state.pid, state.pid_start)
-    blocked = blockfile.state(workspace.blocked) != "absent"
+    blocked = os.path.lexists(workspace.blocked)  # a file, or something in its way
     since = state.updated_at
     request_id, question = state.open_request, None
     if blocked:
         shown = "blocked"
-        request_id = request_id or blockfile.request_id_of(workspace.blocked)
+        request_id = request_id or marker.request_id_of(str(workspace.blocked))
         question, since = _question(workspace, request_id)
     elif alive and state.status == "paused":
         shown, since = "paused", paused.at if paused else since
@@ -247,3 +248,17 @@ def note(loop: Loop, text: str, *, by: str, via: str) -> str:
     """Guidance for ``loop``'s next agent run (``LOOPKIT_GUIDANCE``), once."""
     Notes(_workspace(loop)).add(text, by=by, via=via)
     return f"{loop.repo}: noted for its next agent run"
+
+
+def print_loops(*, as_json: bool) -> int:
+    """``loopkit ps`` (its fast path, and the click command's body): exit 0."""
+    found = loops()
+    if as_json:
+        import json
+
+        text = json.dumps([one.to_dict() for one in found], ensure_ascii=False)
+    else:
+        text = render(found)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    return 0

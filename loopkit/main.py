@@ -3,7 +3,8 @@
 ``loopkit check`` is called at the head of every loop iteration, so it must start about as
 fast as Python itself: its plain forms (``check``, ``check --json``, each optionally after
 ``-C DIR``) are answered here without importing click or anything else heavy; so is
-``hook claude pretooluse``, which Claude Code runs before every tool call. Every other
+``hook claude pretooluse``, which Claude Code runs before every tool call, and so is ``ps``
+(``--json``), which a human or a script asks often. Every other
 command line goes to :mod:`loopkit.cli`.
 """
 
@@ -31,8 +32,18 @@ def _fast_hook(args: list[str]) -> tuple[str | None] | None:
     return (workspace,) if args == ["hook", "claude", "pretooluse"] else None
 
 
+def _fast_ps(args: list[str]) -> bool | None:
+    """``ps`` and ``ps --json``: every loop of the machine, asked for often (SPEC §22)."""
+    return {("ps",): False, ("ps", "--json"): True}.get(tuple(args))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    as_json = _fast_ps(args)
+    if as_json is not None:
+        from loopkit.loops import print_loops
+
+        return print_loops(as_json=as_json)
     hook = _fast_hook(args)
     if hook is not None:
         from loopkit.hooks.pretooluse import main as pretooluse

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import getpass
-import json
 
 import click
 
 from loopkit.app import App
 from loopkit.errors import EXIT_FAILURE, EXIT_OK, LoopNotFound
 from loopkit.home import Registered, Registry
-from loopkit.loops import Loop, find, loops, note, read_loop, render, steer
+from loopkit.loops import Loop, find, loops, note, print_loops, read_loop, steer
 from loopkit.workspace.steer import Command
 
 
@@ -25,12 +24,7 @@ def ps(app: App, as_json: bool) -> int:
     each open question, each pause (who, via, when) and the notes waiting for a loop's next
     agent run. Works from any folder.
     """
-    found = loops()
-    if as_json:
-        click.echo(json.dumps([one.to_dict() for one in found], ensure_ascii=False))
-    else:
-        click.echo(render(found))
-    return EXIT_OK
+    return print_loops(as_json=as_json)  # `loopkit ps` alone takes the fast path in main
 
 
 def _target(app: App, repo: str | None) -> Loop:
