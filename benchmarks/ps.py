@@ -52,7 +52,7 @@ def make_loops(root: Path, count: int) -> Path:
             state.update(status="blocked", open_request=rid)
             _write(ws / "BLOCKED.md", f"# Blocked\n<!-- loopkit request: {rid} -->\n")
             _write(ws / "requests" / f"{rid}.json", {"request_id": rid, "prompt": "Which flow?",
-                   "asked_at": "2026-12-03T10:00:00Z"})  # fmt: skip
+                   "created_at": "2026-12-03T10:00:00Z"})  # fmt: skip
         elif kind == 1:
             state.update(status="paused", pid=os.getpid())
             _write(

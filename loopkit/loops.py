@@ -259,6 +259,9 @@ def print_loops(*, as_json: bool) -> int:
         text = json.dumps([one.to_dict() for one in found], ensure_ascii=False)
     else:
         text = render(found)
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `loopkit ps | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
