@@ -17,18 +17,22 @@ The state, first match wins:
 - ``stopped``: it ended otherwise (a stop, a signal, ``--max-iterations``, an abort) or never
   ran here.
 
-This machine's loops only: other machines of a fleet are not listed yet.
+With a fleet, other machines' loops are listed too — but only those waiting on a human:
+the fleet shares requests, not loop states, so another machine's open block is a
+``blocked`` row (its question, its machine) and its running, paused or finished loops are
+not seen from here. Another machine's loop is steered on that machine.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from loopkit import clock, liveness, readfile
 from loopkit import config as config_mod
@@ -39,6 +43,9 @@ from loopkit.message import age, fold
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import State, StateFile
 from loopkit.workspace.steer import Command, Notes, Steering
+
+if TYPE_CHECKING:
+    from loopkit.requests.hub import Remote
 
 ALIVE = ("running", "blocked", "paused")  # what state.json says while a supervisor runs
 COST_KEYS = ("total_cost_usd", "cost_usd", "spend_usd")  # state.json keys that may carry spend
@@ -166,6 +173,51 @@ def loops(registry: Registry | None = None) -> list[Loop]:
     return [read_loop(entry) for entry in (registry or Registry()).workspaces()]
 
 
+class RemoteRequests(Protocol):
+    """What :func:`remote_loops` needs of :class:`~loopkit.fleet.Hubs`."""
+
+    def remote_open(self) -> list[Remote]: ...
+
+
+def remote_key(machine: str, workspace: str) -> str:
+    """Another machine's workspace in a URL (the inbox's ``/r/<key>/<id>``)."""
+    return "m" + hashlib.sha256(f"{machine}\n{workspace}".encode()).hexdigest()[:15]
+
+
+def remote_loops(hubs: RemoteRequests) -> list[Loop]:
+    """Other machines' loops that wait on a human: one ``blocked`` row per workspace with an
+    open block in the fleet (its oldest question)."""
+    rows: dict[tuple[str, str], Loop] = {}
+    for remote in sorted(hubs.remote_open(), key=lambda r: r.record.asked_at):
+        record = remote.record
+        where = (remote.machine, remote.workspace)
+        if not (record.is_open and record.has_own_block) or where in rows:
+            continue
+        rows[where] = Loop(
+            key=remote_key(remote.machine, remote.workspace), repo=remote.repo,
+            workspace=remote.workspace, machine=remote.machine, state="blocked", pid=None,
+            iteration=record.iteration or 0, task=record.task, since=record.asked_at,
+            last_verify=None, question=record.prompt, request_id=record.request_id,
+            spend_usd=None, paused_by=None, guidance_pending=0,
+        )  # fmt: skip
+    return list(rows.values())
+
+
+def all_loops() -> list[Loop]:
+    """This machine's loops and — when ``LOOPKIT_FLEET_DSN`` names a fleet — other machines'
+    waiting on a human (the fleet's libraries load only then)."""
+    found = loops()
+    if os.environ.get("LOOPKIT_FLEET_DSN", "").strip():
+        from loopkit.fleet import Hubs
+
+        hubs = Hubs()
+        try:
+            found += remote_loops(hubs)
+        finally:
+            hubs.close()
+    return found
+
+
 def find(name: str, found: list[Loop]) -> list[Loop]:
     """The loops ``name`` means: a repo name, a workspace path, or a registry key."""
     path = str(Path(name).expanduser().absolute()) if "/" in name or name == "." else None
@@ -252,7 +304,7 @@ def note(loop: Loop, text: str, *, by: str, via: str) -> str:
 
 def print_loops(*, as_json: bool) -> int:
     """``loopkit ps`` (its fast path, and the click command's body): exit 0."""
-    found = loops()
+    found = all_loops()
     if as_json:
         import json
 

@@ -37,8 +37,9 @@ def _card(loop: Loop) -> dict[str, Any]:
         "verify": loops.verify_text(loop),
         "spend": f"${loop.spend_usd:.2f}" if loop.spend_usd is not None else None,
         "question_url": f"/r/{loop.key}/{loop.request_id}" if loop.request_id else None,
-        "can_pause": loop.paused_by is None and loop.state not in ("finished",),
-        "can_resume": loop.paused_by is not None,
+        "here": loop.machine is None,  # another machine's loop is steered there
+        "can_pause": loop.machine is None and loop.paused_by is None and loop.state != "finished",
+        "can_resume": loop.machine is None and loop.paused_by is not None,
         "can_stop": loop.pid is not None,
     }
 
@@ -51,12 +52,16 @@ def routes(
     csrf_matches: Callable[[str, str], bool],
     user: str,
     headers: dict[str, str],
+    remote: loops.RemoteRequests,
 ) -> list[Route]:
+    """The Loops page's routes; ``remote``: the fleets (other machines' loops waiting on a
+    human are listed, not steered)."""
+
     def find(key: str) -> Loop | None:
         return next((one for one in loops.loops() if one.key == key), None)
 
     async def listing(request: HttpRequest, nonce: str) -> Response:
-        cards = [_card(one) for one in loops.loops()]
+        cards = [_card(one) for one in loops.loops() + loops.remote_loops(remote)]
         name = "_loops.html.j2" if request.query_params.get("fragment") else "loops.html.j2"
         told = request.query_params.get("told")
         return page(name, cards=cards, csrf=csrf(nonce), title="Loops", told=told)

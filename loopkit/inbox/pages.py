@@ -12,7 +12,6 @@ are shown only when they are regular text files inside their workspace, cut at
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from loopkit.escalation.evidence import Evidence
 from loopkit.fleet import Hubs
 from loopkit.home import workspace_id
 from loopkit.inbox.entries import Entry, open_requests
+from loopkit.loops import remote_key
 from loopkit.message import LETTERS, age, clean
 from loopkit.redact import Redactor
 from loopkit.requests.locate import Place, Stores
@@ -91,10 +91,6 @@ class Card:
     def reading(self) -> str:
         """How the answer was read (SPEC section 16), as every surface tells it."""
         return reading_of(self.record)
-
-
-def remote_key(machine: str, workspace: str) -> str:
-    return "m" + hashlib.sha256(f"{machine}\n{workspace}".encode()).hexdigest()[:15]
 
 
 def _card(entry: Entry) -> Card:

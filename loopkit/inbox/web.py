@@ -275,6 +275,7 @@ def app(inbox: Inbox) -> Starlette:
     steering = loop_routes(
         page=page, authed=authed, csrf=inbox.sessions.csrf,
         csrf_matches=inbox.sessions.csrf_matches, user=inbox.user, headers=HEADERS,
+        remote=inbox.hubs,
     )  # fmt: skip
     return Starlette(
         routes=[
