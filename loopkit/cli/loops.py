@@ -34,6 +34,9 @@ def _target(app: App, repo: str | None) -> Loop:
         for one in loops():
             if one.workspace == str(root):
                 return one
+        if not ((root / "loopkit.toml").exists() or (root / ".loopkit").is_dir()):
+            raise LoopNotFound(f"{root} is no loopkit workspace; name a loop (`loopkit ps` "
+                               "lists them) or run this in one")  # fmt: skip
         return read_loop(Registered(root, root.name, ""))
     found = loops()
     matches = find(repo, found)

@@ -140,6 +140,11 @@ def test_pause_note_resume_and_stop(ws: Path) -> None:
 
 
 def test_an_unknown_loop_is_named_with_the_list(ws: Path) -> None:
+    plain = ws.parent / "plain"
+    plain.mkdir()
+    refused = loopkit("-C", str(plain), "pause")  # no workspace here: nothing is written
+    assert refused.returncode == 66 and "no loopkit workspace" in refused.stderr
+    assert not (plain / ".loopkit").exists()
     setup(ws)
     assert loopkit("-C", str(ws), "pause").returncode == 0  # registers nothing by itself
     done = loopkit("pause", "nosuchrepo", env=clean_env())
