@@ -488,7 +488,14 @@ def startup(loopkit: str, python: str, root: Path) -> dict[str, float]:
             "tool_input": {"command": "pytest -q"},
         }
     ).encode()
-    runs: dict[str, list[float]] = {"lk": [], "hook": [], "py": []}
+    # Codex's PreToolUse and Gemini CLI's BeforeTool (JSON.stringify: no spaces) for the same.
+    codex = json.dumps({**json.loads(call), "turn_id": "1", "model": "gpt-5-codex"}).encode()
+    gemini = json.dumps(
+        {**json.loads(call), "hook_event_name": "BeforeTool", "tool_name": "run_shell_command"},
+        separators=(",", ":"),
+    ).encode()
+    inputs = {"hook": call, "codex": codex, "gemini": gemini}
+    runs: dict[str, list[float]] = {"lk": [], "hook": [], "codex": [], "gemini": [], "py": []}
     # As installed: with bytecode caching (PYTHONDONTWRITEBYTECODE=1 would compile every
     # module at every start), warmed up once so the caches exist.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -496,9 +503,11 @@ def startup(loopkit: str, python: str, root: Path) -> dict[str, float]:
         for key, argv in (
             ("lk", [loopkit, "-C", str(ws), "check"]),
             ("hook", [loopkit, "hook", "claude", "pretooluse"]),
+            ("codex", [loopkit, "hook", "codex", "pretooluse"]),
+            ("gemini", [loopkit, "hook", "gemini", "beforetool"]),
             ("py", [python, "-c", "pass"]),
         ):
-            stdin = call if key == "hook" else None
+            stdin = inputs.get(key)
             t0 = time.perf_counter()
             done = subprocess.run(
                 argv, cwd=ws, capture_output=True, timeout=30, input=stdin, env=env
@@ -537,6 +546,7 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=200, help="iterations for the overhead")
     ap.add_argument("--blocked-seconds", type=float, default=10.0, help="idle CPU window")
     ap.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
+    ap.add_argument("--only-unblock", action="store_true", help="run only row (a), loopkit's side")
     args = ap.parse_args()
     if args.rounds < 1 or args.iterations < 1 or args.blocked_seconds <= 0:
         ap.error("--rounds and --iterations must be ≥ 1, --blocked-seconds > 0")
@@ -558,6 +568,11 @@ def main() -> int:
             latency_loopkit(loopkit, root, "mv", args.rounds),
         )
         print("  (a) loopkit done", file=sys.stderr)
+        if args.only_unblock:
+            for label, lk in (("rm BLOCKED.md", lat_lk.rm), ("mv out of the folder", lat_lk.mv)):
+                p50, p95 = pct(lk, 50), pct(lk, 95)
+                print(f"(a) unblock → agent restarted, {label}: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+            return 0
         lat_sh = Latency(
             latency_bash(root, "rm", args.rounds, rng),
             latency_bash(root, "mv", args.rounds, rng),
@@ -662,6 +677,17 @@ def main() -> int:
             f"{st['hook'] / st['py']:.2f}× — " + verdict(st["hook"] / st["py"], 2.0),
         )
     )
+    for key, words in (("codex", "hook codex pretooluse"), ("gemini", "hook gemini beforetool")):
+        add(
+            (
+                f"(f) `loopkit {words}`, no rule matches, vs `python -c pass`, "
+                f"median of {CHECK_RUNS}",
+                ms(st[key]),
+                ms(st["py"]),
+                "≤ 2× `python -c pass`",
+                f"{st[key] / st['py']:.2f}× — " + verdict(st[key] / st["py"], 2.0),
+            )
+        )
 
     print("## loopkit benchmark\n")
     for line in machine():

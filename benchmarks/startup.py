@@ -78,6 +78,26 @@ def round_of(sides: list[Side], python: list[float], interpreter: str) -> None:
             side.time(command, args)
 
 
+def measure(
+    exes: list[tuple[str, str]], interpreter: str, runs: int
+) -> tuple[float, dict[str, dict[str, float]]]:
+    """``python -c pass``'s median, and each loopkit's median per command of :data:`ORDER`
+    (``exes``: name → executable; the first is the one under test), all in one run."""
+    root = Path(tempfile.mkdtemp(prefix="loopkit-startup-"))
+    try:
+        sides = [Side(name, exe, root) for name, exe in exes]
+        python: list[float] = []
+        for _ in range(runs + 1):
+            round_of(sides, python, interpreter)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    medians = {
+        side.name: {command: statistics.median(side.times[command][1:]) for command in ORDER}
+        for side in sides
+    }
+    return statistics.median(python[1:]), medians
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=30, help="timed runs per command (≥ 1)")
@@ -85,17 +105,8 @@ def main() -> int:
     args = ap.parse_args()
     loopkit = find_loopkit()
     interpreter = interpreter_of(loopkit)
-    root = Path(tempfile.mkdtemp(prefix="loopkit-startup-"))
-    try:
-        sides = [Side("loopkit", loopkit, root)]
-        if args.baseline:
-            sides.append(Side("baseline", args.baseline, root))
-        python: list[float] = []
-        for _ in range(args.runs + 1):
-            round_of(sides, python, interpreter)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    py = statistics.median(python[1:])
+    exes = [("loopkit", loopkit)] + ([("baseline", args.baseline)] if args.baseline else [])
+    py, medians = measure(exes, interpreter, args.runs)
     print(f"`python -c pass`: {py:.1f} ms (median of {args.runs}, {interpreter})\n")
     head = "| command | loopkit | ×python | verdict (≤ 4×) |"
     if args.baseline:
@@ -104,10 +115,10 @@ def main() -> int:
     print("|---" * (head.count("|") - 1) + "|")
     for command in ORDER:
         cells = []
-        for side in sides:
-            ms = statistics.median(side.times[command][1:])
+        for name, _ in exes:
+            ms = medians[name][command]
             cells.append(f"{ms:.1f} ms | {ms / py:.1f}×")
-            if side is sides[0]:
+            if name == "loopkit":
                 cells.append("pass" if ms <= TARGET * py else "**miss**")
         print(f"| `loopkit {command}` | " + " | ".join(cells) + " |")
     return 0

@@ -268,6 +268,8 @@ MEANINGS: dict[tuple[str, str], str] = {
     "the programs of agent, verify, done and preflight are there: exit 78 before the first "
     "iteration, naming a missing one (shell syntax such as `!`, `if`, `( … )`, `VAR=x cmd` "
     "is read as `/bin/sh` reads it; `loopkit doctor` runs the same check).",
+    ("loop", "resume"): "The command that continues the agent's own session after an answer "
+    "(`{session_id}` filled in); `loopkit init --agent claude` writes it.",
     ("loop", "verify"): "Exit 0 = the iteration passed. Absent: every iteration passes.",
     ("loop", "done"): "Exit 0 = the loop is finished (`loopkit run` exits 0).",
     ("loop", "pause"): "The wait between iterations.",
@@ -311,6 +313,9 @@ MEANINGS: dict[tuple[str, str], str] = {
     ("escalation", "remind_every"): 'A one-line reminder this often (e.g. `"2h"`): `[loopkit] '
     "still blocked in <repo> for 2h: <question>`.",
     ("escalation", "max_reminders"): "At most this many reminders per block.",
+    ("escalation", "slack_mode"): '`"webhook"` (one-way, an incoming webhook) or `"socket"` '
+    "(a Slack app: buttons and thread replies over Socket Mode; needs `loopkit[slack]`). "
+    "`LOOPKIT_HITL_SLACK_MODE` wins.",
     ("policy", "escalate_words"): "Extra words that make `loopkit ask` always escalate (a P0 "
     "signal in the situation).",
     ("policy", "proceed_words"): "Words that let `loopkit ask` proceed when no confidence is "
@@ -341,10 +346,25 @@ ENVIRONMENT: dict[str, str] = {
     "LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS": "Comma-separated numeric user ids allowed to "
     "answer (unset: anyone in the chat).",
     "LOOPKIT_HITL_SLACK_WEBHOOK": "The Slack incoming-webhook URL (a secret).",
+    "LOOPKIT_HITL_SLACK_MODE": "`webhook` or `socket`; overrides `[escalation] slack_mode` "
+    "(`loopkit serve` reads no workspace: it needs this one).",
+    "LOOPKIT_HITL_SLACK_BOT_TOKEN": "The Slack app's Bot User OAuth Token, `xoxb-…` "
+    '(a secret; `slack_mode = "socket"`).',
+    "LOOPKIT_HITL_SLACK_APP_TOKEN": "The Slack app's app-level token with `connections:write`, "
+    "`xapp-…` (a secret; Socket Mode).",
+    "LOOPKIT_HITL_SLACK_CHANNEL": "The channel the app posts to: its id (`C…`); invite the "
+    "app there.",
+    "LOOPKIT_HITL_SLACK_ALLOWED_USERS": "Comma-separated Slack user ids (`U…`) allowed to "
+    "answer (unset: anyone in the channel).",
+    "LOOPKIT_HITL_SLACK_API": "The Slack Web API's base URL (default "
+    "`https://slack.com/api/`): tests.",
+    "LOOPKIT_HITL_APPRISE_URLS": "Apprise URLs, separated by commas or spaces (a secret: "
+    "they carry keys); channel `apprise`, needs `loopkit[apprise]`.",
     "LOOPKIT_HITL_DIAL_CMD": "Your command; it gets the message on stdin (a secret: the "
     "whole line is masked).",
     "LOOPKIT_INBOX_URL": "The web inbox as the phone reaches it, without a token: Telegram "
-    "messages then carry an **Open** button.",
+    "and Slack-app messages then carry an **Open** button, and every one-way message "
+    "(Slack webhook, Apprise, dial) ends with the link to the request's page.",
     "LOOPKIT_FLEET_DSN": "The fleet's PostgreSQL (`postgresql://…`); overrides `[fleet] dsn`. "
     "A secret.",
 }

@@ -15,18 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopkit import agentsession
-from loopkit import config as config_mod
-from loopkit.config import CONFIG_NAME, Config
 from loopkit.errors import ConfigError
-from loopkit.fleet import Hubs
-from loopkit.home import Registry
-from loopkit.redact import Redactor
-from loopkit.requests.locate import Stores
-from loopkit.requests.store import RequestStore
-from loopkit.workspace import Workspace
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # each imported where it is first used: `--help` needs none of them
+    from loopkit.config import Config
     from loopkit.escalation.escalator import Escalator
+    from loopkit.fleet import Hubs
+    from loopkit.requests.locate import Stores
+    from loopkit.requests.store import RequestStore
+    from loopkit.workspace import Workspace
 
 
 @dataclass
@@ -36,19 +33,30 @@ class App:
     root: Path = Path(".")  # the workspace, as found (SPEC §9)
     explicit: Path | None = None  # the -C folder, if one was given
     verbose: bool = False
-    hubs: Hubs = field(default_factory=Hubs)
     # This process runs inside a supervised agent's session (SPEC §11): what it asks is the
     # agent's, and the supervisor sends it (see :meth:`escalator`).
     agent_session: bool = field(default_factory=agentsession.inside)
     _config: Config | None = field(default=None, repr=False)
     _store: RequestStore | None = field(default=None, repr=False)
     _stores: Stores | None = field(default=None, repr=False)
+    _hubs: Hubs | None = field(default=None, repr=False)
+
+    @property
+    def hubs(self) -> Hubs:
+        """One hub per fleet DSN for the whole invocation (SPEC §15)."""
+        if self._hubs is None:
+            from loopkit.fleet import Hubs
+
+            self._hubs = Hubs()
+        return self._hubs
 
     def config(self, *, console_level: str = "warning", anywhere: bool = False) -> Config:
         """The Config; the first call also sets up logging (console from ``console_level``).
 
         ``anywhere``: the command works from any folder (``reply``, ``requests``, ``inbox``):
         run in a folder that is no workspace, it writes nothing there (no ``.loopkit/``)."""
+        from loopkit import config as config_mod
+
         if self._config is None:
             self._config = config_mod.load(self.root)
             self.setup_logging(self._config, console_level, anywhere=anywhere)
@@ -60,16 +68,23 @@ class App:
         try:
             return self.config(), None
         except ConfigError as exc:
+            from loopkit import config as config_mod
+
             self._config = config_mod.load(self.root, lenient=True)
             self.setup_logging(self._config, "warning")
             return self._config, exc
 
     def workspace(self) -> Workspace:
+        from loopkit.workspace import Workspace
+
         return Workspace.of(self.config())
 
     def register(self) -> None:
         """Record this workspace in the machine's loopkit home (SPEC §10); a home that cannot
         be written is a warning, never a lost block."""
+        from loopkit.home import Registry
+        from loopkit.workspace import Workspace
+
         config = self._config or self.config()
         try:
             Registry().register(config.workspace, Workspace.of(config).repo_name())
@@ -82,6 +97,9 @@ class App:
     def store(self) -> RequestStore:
         """The one request store of this invocation, with the hub its Config names."""
         if self._store is None:
+            from loopkit.requests.store import RequestStore
+            from loopkit.workspace import Workspace
+
             config = self._config or self.config()
             self._store = RequestStore(Workspace.of(config), hub=self.hubs.for_config(config))
         return self._store
@@ -99,6 +117,8 @@ class App:
     def stores(self) -> Stores:
         """Every registered workspace's store (this one's is :meth:`store`)."""
         if self._stores is None:
+            from loopkit.requests.locate import Stores
+
             self._stores = Stores(self.hubs.for_config)
             if self._config is not None:
                 self._stores.add(self._config, self.store())
@@ -111,7 +131,10 @@ class App:
         return self.stores().holding(request_id, here) or here
 
     def setup_logging(self, config: Config, console_level: str, *, anywhere: bool = False) -> None:
-        from loopkit import log as events  # structlog: loaded once a command logs
+        from loopkit import log as events
+        from loopkit.config import CONFIG_NAME
+        from loopkit.redact import Redactor
+        from loopkit.workspace import Workspace
 
         workspace = Workspace.of(config)
         is_workspace = (config.workspace / CONFIG_NAME).exists() or workspace.state_dir.is_dir()

@@ -16,7 +16,6 @@ import errno
 import json
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,25 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+_LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new file ``.<name>.XXXXXXXX.tmp`` beside ``path``, created exclusively (0600) —
+    ``tempfile.mkstemp``'s naming and guarantees, without tempfile's imports (SPEC §20)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        suffix = "".join(_LETTERS[b % len(_LETTERS)] for b in os.urandom(8))
+        tmp = os.path.join(path.parent, f".{path.name}.{suffix}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(path.parent))
+
+
 def _write_temp(path: Path, data: bytes, mode: int, durable: bool = True) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path)
     try:
         os.fchmod(fd, mode)
         view = memoryview(data)
@@ -112,17 +128,28 @@ def sweep(folder: Path, *, names: tuple[str, ...] | None = None, now: float | No
     (in a folder loopkit shares with the user). Returns how many were removed.
     """
     removed = 0
+    for path in stale(folder, names=names, now=now):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed += 1
+    return removed
+
+
+def stale(
+    folder: Path, *, names: tuple[str, ...] | None = None, now: float | None = None
+) -> list[str]:
+    """The paths :func:`sweep` would remove from ``folder``, removing nothing."""
+    found: list[str] = []
     cutoff = (time.time() if now is None else now) - STALE_AFTER
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return 0
+        return found
     for entry in entries:
         match = _TEMP.match(entry.name)
         if not match or (names is not None and match["name"] not in names):
             continue
         with contextlib.suppress(OSError):
             if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
-                os.unlink(entry.path)
-                removed += 1
-    return removed
+                found.append(entry.path)
+    return found

@@ -1,46 +1,40 @@
 """Structured events: JSON lines in ``.loopkit/events.jsonl``, concise lines on the console.
 
-Our own events go through structlog; stdlib logging (httpx logs each request, with the full
-URL and so the bot token, at INFO) is bridged through the same processors, and every line
-passes the redaction processor before it is rendered anywhere.
+An event is a name and its fields — ``log.info("block_raised", request_id=…, msg="…")`` —
+handed to stdlib logging as a dict, with the logger's name, the level and a UTC timestamp.
+Other libraries' stdlib records (httpx logs each request, with the full URL and so the bot
+token, at INFO) go to the same handlers; every line passes the redaction of the last
+:func:`setup` before it is written anywhere.
+
+This is all loopkit ever asked of structlog, which it used before: ~60 lines here, where
+``import structlog`` alone imports asyncio, 15–40 ms of every short command's start-up
+(SPEC §20).
 
 Call :func:`setup` once per process, from the command line layer. Library code only does
-``get_logger(name)``.
-
-structlog is imported only by a process that logs (SPEC §20): its stdlib bridge imports
-asyncio, ~15–90 ms of a command's start-up. :func:`get_logger` hands out a logger that
-becomes structlog's on its first call, :func:`setup` installs handlers whose formatters are
-built on their first record, and structlog is configured when it is first imported here (at
-once, if something already imported it).
+``get_logger(name)``; tests read what was logged with :func:`capture`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+import time
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from loopkit.redact import Redactor
 
-if TYPE_CHECKING:
-    from types import ModuleType
-
-    from structlog.typing import EventDict, Processor, WrappedLogger
-
 _HANDLER_MARK = "_loopkit_handler"
-
-
-class _RedactProcessor:
-    def __init__(self, redactor: Redactor) -> None:
-        self.redactor = redactor
-
-    def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
-        return {k: self.redactor.value(v) for k, v in event_dict.items()}
+# The redaction the last setup() chose is kept on the root logger: logging is process-wide
+# state already, and stdlib's own.
+_REDACT = "_loopkit_redact"
+_ONLY_HERE = ("_console",)  # fields that steer a handler and are never written
 
 
 ROTATE_AT = 10 * 1024 * 1024  # bytes: events.jsonl moves to events.jsonl.1 from this size
@@ -131,84 +125,53 @@ class _ConsoleFilter(logging.Filter):
         return record.levelno >= max(self.level, logging.WARNING)
 
 
-def _console_renderer(logger: WrappedLogger, name: str, event_dict: EventDict) -> str:
-    level = str(event_dict.get("level", "info"))
-    text = str(event_dict.get("msg") or event_dict.get("event", ""))
-    prefix = "loopkit: " if level == "info" else f"loopkit: {level}: "
-    return prefix + text
+def _timestamp(now: float) -> str:
+    """ISO 8601 in UTC with microseconds, as ``2026-12-03T20:27:22.123456Z``."""
+    seconds = int(now)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + (
+        f".{int((now - seconds) * 1_000_000):06d}Z"
+    )
 
 
-def _drop_console_only(logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
-    event_dict.pop("_record", None)
-    event_dict.pop("_from_structlog", None)
-    return event_dict
+def _exception_text(exc_info: Any) -> str:
+    if isinstance(exc_info, BaseException):
+        return "".join(traceback.format_exception(exc_info)).rstrip()
+    if isinstance(exc_info, tuple):
+        return "".join(traceback.format_exception(*exc_info)).rstrip()
+    return traceback.format_exc().rstrip()
 
 
-class _Deferred(logging.Formatter):
-    """A formatter built on the first record it formats (so structlog is imported then)."""
+def _event(record: logging.LogRecord) -> dict[str, Any]:
+    """The record's event: ours as logged, another library's from its message; redacted."""
+    if isinstance(record.msg, dict):
+        event = {k: v for k, v in record.msg.items() if k not in _ONLY_HERE}
+    else:
+        event = {
+            "event": record.getMessage(),
+            "logger": record.name,
+            "level": record.levelname.lower(),
+            "timestamp": _timestamp(record.created),
+        }
+        if record.exc_info:
+            event["exception"] = _exception_text(record.exc_info)
+    redactor: Redactor | None = getattr(logging.getLogger(), _REDACT, None)
+    if redactor is None:
+        return event
+    return {k: redactor.value(v) for k, v in event.items()}
 
-    def __init__(self, make: Callable[[], logging.Formatter]) -> None:
-        super().__init__()
-        self._make = make
-        self._made: logging.Formatter | None = None
 
+class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        if self._made is None:
-            self._made = self._make()
-        return self._made.format(record)
+        return json.dumps(_event(record), default=str)
 
 
-def _shared(redact: _RedactProcessor) -> list[Processor]:
-    import structlog
-
-    return [
-        structlog.stdlib.add_logger_name,
-        structlog.stdlib.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.format_exc_info,
-        redact,
-    ]
-
-
-def _file_formatter(redact: _RedactProcessor) -> logging.Formatter:
-    import structlog
-
-    return structlog.stdlib.ProcessorFormatter(
-        processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.JSONRenderer(sort_keys=False, default=str),
-        ],
-        foreign_pre_chain=_shared(redact),
-    )
-
-
-def _console_formatter(redact: _RedactProcessor) -> logging.Formatter:
-    import structlog
-
-    return structlog.stdlib.ProcessorFormatter(
-        processors=[_drop_console_only, _console_renderer], foreign_pre_chain=_shared(redact)
-    )
-
-
-def _configure(redact: _RedactProcessor) -> None:
-    import structlog
-
-    structlog.configure(
-        processors=[
-            structlog.stdlib.filter_by_level,
-            *_shared(redact),
-            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
-        ],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=False,
-    )
-
-
-# The redaction the last setup() chose, and the one structlog was last configured with, are
-# kept on the root logger: logging is process-wide state already, and stdlib's own.
-_REDACT = "_loopkit_redact"
-_CONFIGURED = "_loopkit_configured"
+class _ConsoleFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        event = _event(record)
+        level = str(event.get("level", "info"))
+        text = str(event.get("msg") or event.get("event", ""))
+        prefix = "loopkit: " if level == "info" else f"loopkit: {level}: "
+        return prefix + text
 
 
 def setup(
@@ -219,13 +182,12 @@ def setup(
     console_level: str = "info",
     console: bool = True,
 ) -> None:
-    """Route structlog and stdlib logging to ``events_file`` (JSON) and the console.
+    """Route loopkit's events and stdlib logging to ``events_file`` (JSON) and the console.
 
     The file gets INFO and above from everyone; the console gets loopkit's events from
     ``console_level`` up (``debug``, ``info``, ``warning``) and other libraries' warnings.
     """
     level = logging.getLevelNamesMapping()[console_level.upper()]
-    redact = _RedactProcessor(redactor)
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, _HANDLER_MARK, False):
@@ -237,50 +199,79 @@ def setup(
 
     if events_file is not None:
         file_handler = _JsonlHandler(events_file)
-        file_handler.setFormatter(_Deferred(lambda: _file_formatter(redact)))
+        file_handler.setFormatter(_JsonFormatter())
         setattr(file_handler, _HANDLER_MARK, True)
         root.addHandler(file_handler)
     if console:
         console_handler = logging.StreamHandler(stream or sys.stderr)
         console_handler.addFilter(_ConsoleFilter(level))
-        console_handler.setFormatter(_Deferred(lambda: _console_formatter(redact)))
+        console_handler.setFormatter(_ConsoleFormatter())
         setattr(console_handler, _HANDLER_MARK, True)
         root.addHandler(console_handler)
-
-    setattr(root, _REDACT, redact)
-    if "structlog" in sys.modules:
-        _structlog()
+    setattr(root, _REDACT, redactor)
 
 
-def _structlog() -> ModuleType:
-    """structlog, configured by the last :func:`setup` (imported now if it was not yet).
-    Two threads logging first at once may both configure it: the same configuration, twice.
-    """
-    import structlog
+class Logger:
+    """Events of one component: ``log.info("name", field=value, msg="the console line")``.
 
-    root = logging.getLogger()
-    redact = getattr(root, _REDACT, None)
-    if redact is not None and getattr(root, _CONFIGURED, None) is not redact:
-        _configure(redact)
-        setattr(root, _CONFIGURED, redact)
-    return structlog
-
-
-class _Logger:
-    """A structlog logger, made on its first call: a module may hold one at import time."""
+    ``exc_info`` (an exception, or true for the one being handled) adds its traceback as
+    ``exception``; ``_console=False`` keeps an event off the console."""
 
     def __init__(self, name: str) -> None:
-        self._name = name
-        self._logger: Any = None
+        self.name = name
 
-    def __getattr__(self, attribute: str) -> Any:
-        if attribute.startswith("_"):
-            raise AttributeError(attribute)
-        if self._logger is None:
-            self._logger = _structlog().get_logger(self._name)
-        return getattr(self._logger, attribute)
+    def _log(self, level: int, event: str, fields: dict[str, Any]) -> None:
+        logger = logging.getLogger(self.name)
+        if not logger.isEnabledFor(level):
+            return
+        exc_info = fields.pop("exc_info", None)
+        record: dict[str, Any] = {"event": event, **fields}
+        record["logger"] = self.name
+        record["level"] = logging.getLevelName(level).lower()
+        record["timestamp"] = _timestamp(time.time())
+        if exc_info:
+            record["exception"] = _exception_text(exc_info)
+        logger.log(level, record)
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._log(logging.DEBUG, event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._log(logging.INFO, event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._log(logging.WARNING, event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._log(logging.ERROR, event, fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        self._log(logging.ERROR, event, {"exc_info": True, **fields})
 
 
-def get_logger(name: str) -> Any:
-    """A structlog logger; events carry ``msg`` for the console line when one is wanted."""
-    return _Logger(name)
+def get_logger(name: str) -> Logger:
+    return Logger(name)
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.events: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if isinstance(record.msg, dict):  # loopkit's own events
+            self.events.append(_event(record))
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[list[dict[str, Any]]]:
+    """loopkit's events logged in the block, at any level, as the file gets them (for tests)."""
+    root = logging.getLogger()
+    handler, level = _Capture(), root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield handler.events
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)

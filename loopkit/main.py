@@ -24,12 +24,22 @@ def _fast_check(args: list[str]) -> tuple[str | None, bool] | None:
     return None
 
 
-def _fast_hook(args: list[str]) -> tuple[str | None] | None:
-    """``[-C DIR] hook claude pretooluse``: it runs before every tool call Claude Code makes."""
+# The gate hooks' words → the module whose ``main`` answers them.
+_GATES: dict[tuple[str, ...], str] = {
+    ("hook", "claude", "pretooluse"): "pretooluse",
+    ("hook", "codex", "pretooluse"): "codex",
+    ("hook", "gemini", "beforetool"): "gemini",
+}
+
+
+def _fast_hook(args: list[str]) -> tuple[str, str | None] | None:
+    """``[-C DIR] hook <agent> <event>`` of a gate hook: it runs before every tool call the
+    agent makes. ``(module, workspace)``, else None."""
     workspace: str | None = None
     if len(args) >= 2 and args[0] in ("-C", "--workspace"):
         workspace, args = args[1], args[2:]
-    return (workspace,) if args == ["hook", "claude", "pretooluse"] else None
+    module = _GATES.get(tuple(args))
+    return (module, workspace) if module is not None else None
 
 
 def _fast_ps(args: list[str]) -> bool | None:
@@ -46,9 +56,14 @@ def main(argv: list[str] | None = None) -> int:
         return print_loops(as_json=as_json)
     hook = _fast_hook(args)
     if hook is not None:
-        from loopkit.hooks.pretooluse import main as pretooluse
-
-        return pretooluse(*hook)
+        module, workspace = hook
+        if module == "codex":
+            from loopkit.hooks.codex import main as gate
+        elif module == "gemini":
+            from loopkit.hooks.gemini import main as gate
+        else:
+            from loopkit.hooks.pretooluse import main as gate
+        return gate(workspace)
     fast = _fast_check(args)
     if fast is not None:
         from loopkit.check import check

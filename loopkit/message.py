@@ -134,6 +134,7 @@ class Reminder:
     waited: float  # seconds since the human was asked
     reply_to: int | str | None = None
     choices: tuple[str, ...] = ()
+    link: str | None = None  # the request's page in the web inbox
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -149,13 +150,14 @@ class Reminder:
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """``[loopkit] Claude Code in <repo>: <what it says>`` — one line, no block, no buttons."""
+    """``[loopkit] <agent> in <repo>: <what it says>`` — one line, no block, no buttons."""
 
     repo: str
-    question: str  # what Claude Code says (a permission prompt, "waiting for your input")
+    question: str  # what the agent says (a permission prompt, "waiting for your input")
     request_id: str = ""
     reply_to: int | str | None = None
     choices: tuple[str, ...] = ()
+    agent: str = "Claude Code"
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -163,7 +165,15 @@ class Notice:
 
     @property
     def text(self) -> str:
-        return f"[loopkit] Claude Code in {fold(self.repo, 100)}: {for_phone(self.question, 200)}"
+        return f"[loopkit] {self.agent} in {fold(self.repo, 100)}: {for_phone(self.question, 200)}"
 
 
 Note = Message | Reminder | Notice  # what a channel sends
+
+
+def one_way(note: Note) -> str:
+    """What a one-way channel (a Slack webhook, Apprise, dial) sends: the note's text, ending
+    with the request's page in the web inbox when ``LOOPKIT_INBOX_URL`` gives one — one tap
+    opens the answer page (SPEC §21)."""
+    link = getattr(note, "link", None)
+    return f"{note.text}\nAnswer: {link}" if link else note.text

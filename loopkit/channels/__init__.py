@@ -23,8 +23,11 @@ CHANNELS: dict[str, str] = {
     "telegram": "loopkit.channels.telegram:TelegramChannel",
     "slack": "loopkit.channels.slack:SlackChannel",
     "dial": "loopkit.channels.dial:DialChannel",
+    "apprise": "loopkit.channels.apprise:AppriseChannel",
     "none": "loopkit.channels.none:NoChannel",
 }
+# ``slack`` with ``[escalation] slack_mode = "socket"``: the two-way Slack app.
+SLACK_APP = "loopkit.channels.slack_app:SlackAppChannel"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,7 @@ class Outcome:
     error: str | None = None
     message_id: int | str | None = None
     earlier: tuple[Outcome, ...] = ()  # failed tries within this send, each one attempt
+    hard: bool = False  # retrying this channel cannot help (a revoked token, a missing scope)
 
     @staticmethod
     def of(response: Response, *, message_id: int | str | None = None) -> Outcome:
@@ -63,6 +67,8 @@ def create(name: str, settings: ChannelSettings, **options: Any) -> Channel:
             f"unknown channel {name!r} (LOOPKIT_HITL_CHANNEL or [escalation] channel); "
             f"valid: {', '.join(CHANNELS)}"
         ) from None
+    if name == "slack" and settings.slack_socket:
+        target = SLACK_APP
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     channel: Channel = cls(settings, **options)

@@ -20,7 +20,7 @@ from typing import Any
 from loopkit import prctl
 from loopkit.channels import Outcome
 from loopkit.config import ChannelSettings
-from loopkit.message import Note, fold
+from loopkit.message import Note, fold, one_way
 from loopkit.redact import Redactor
 
 DIAL_TIMEOUT = 30.0
@@ -84,7 +84,8 @@ class DialChannel:
             )
         try:
             # Newline-terminated, so a `while read line` script sees the last line too.
-            text = message.text if message.text.endswith("\n") else message.text + "\n"
+            sent = one_way(message)
+            text = sent if sent.endswith("\n") else sent + "\n"
             _, stderr = proc.communicate(text.encode("utf-8"), timeout=self.timeout)
         except subprocess.TimeoutExpired:
             self._kill(proc)

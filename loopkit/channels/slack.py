@@ -1,7 +1,9 @@
 """Channel ``slack``: the five lines as ``{"text": ...}`` to an incoming webhook.
 
-Incoming webhooks are one-way: the human answers with ``loopkit unblock --reply …`` or by
-deleting BLOCKED.md (the hint closing BLOCKED.md's Choices section says so).
+Incoming webhooks are one-way: the human answers with ``loopkit unblock --reply …``, by
+deleting BLOCKED.md (the hint closing BLOCKED.md's Choices section says so), or — with
+``LOOPKIT_INBOX_URL`` set — on the request's page, whose link ends the message. The two-way
+Slack app (``slack_mode = "socket"``) is :mod:`loopkit.channels.slack_app`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import httpx
 from loopkit.channels import Outcome
 from loopkit.channels.http import post_json
 from loopkit.config import ChannelSettings
-from loopkit.message import Note
+from loopkit.message import Note, one_way
 from loopkit.redact import Redactor
 
 
@@ -53,7 +55,7 @@ class SlackChannel:
             answer = post_json(
                 client,
                 self.settings.slack_webhook,
-                {"text": message.text},
+                {"text": one_way(message)},
                 budget=self.budget,
                 redactor=Redactor(self.settings.secrets()),
                 sleep=self._sleep,

@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "hook": (
         "loopkit.cli.hook:hook",
-        "Claude Code hooks: gate destructive tool calls on a human's approval (SPEC §12).",
+        "Agent hooks: gate destructive tool calls on a human's approval (SPEC §12, §18).",
     ),
     "inbox": (
         "loopkit.cli.inbox:inbox",

@@ -1,4 +1,5 @@
-"""``hook``: Claude Code's hooks — the PreToolUse gate, notifications, and their install."""
+"""``hook``: the agents' hooks — Claude Code's, Codex's and Gemini CLI's gate, notifications,
+and their install."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from loopkit.errors import EXIT_OK
 
 @click.group()
 def hook() -> None:
-    """Claude Code hooks: gate destructive tool calls on a human's approval (SPEC §12).
+    """Agent hooks: gate destructive tool calls on a human's approval (SPEC §12, §18).
 
     \b
     Set up:  loopkit hook install claude   (.claude/settings.json; --user for ~/.claude)
+             loopkit hook install codex    (.codex/hooks.json, notify in .codex/config.toml)
+             loopkit hook install gemini   (.gemini/settings.json)
     """
 
 
@@ -45,8 +48,6 @@ def pretooluse(app: App) -> int:
 def notification(app: App) -> int:
     """Permission and idle notifications go to the phone as one line (at most one per
     session every 10 minutes). Never fails the hook."""
-    from loopkit.hooks.notify import notify
-
     try:
         event = json.loads(sys.stdin.buffer.read(1 << 20))
         if not isinstance(event, dict):
@@ -54,32 +55,107 @@ def notification(app: App) -> int:
     except ValueError as exc:
         click.echo(f"loopkit: notification hook: cannot read stdin ({exc}); ignored", err=True)
         return EXIT_OK
+    return _notify(app, event)
+
+
+def _notify(app: App, event: dict[str, object], agent: str = "Claude Code") -> int:
     from loopkit import config as config_mod
     from loopkit import log
+    from loopkit.hooks.notify import notify
     from loopkit.redact import Redactor
 
     config = config_mod.load(app.root, lenient=True)
     log.setup(app.root / ".loopkit" / "events.jsonl", Redactor(config.channels.secrets()),
               stream=sys.stderr, console_level="warning")  # fmt: skip
     try:
-        outcome = notify(str(app.root), event)
-    except Exception as exc:  # a notification must never fail Claude's turn
+        outcome = notify(str(app.root), event, agent=agent)
+    except Exception as exc:  # a notification must never fail the agent's turn
         outcome = f"failed: {exc}"
     click.echo(f"loopkit: notification {outcome}", err=True)
     return EXIT_OK
 
 
+@hook.group()
+def codex() -> None:
+    """The hook commands Codex runs (PreToolUse: JSON on stdin; notify: JSON argument)."""
+
+
+@codex.command("pretooluse")
+@click.pass_obj
+def codex_pretooluse(app: App) -> int:
+    """Before each tool call: the gate, in Codex's words. A gated call is denied with its
+    reason (Codex has no "ask": waiting is a deny saying so) until a human approves it; an
+    approved call goes ahead once. Any other call: exit 0, no output."""
+    from loopkit.hooks.codex import main
+
+    return main(str(app.explicit) if app.explicit else None)
+
+
+@codex.command("notify")
+@click.argument("payload", required=False, default="")
+@click.pass_obj
+def codex_notify(app: App, payload: str) -> int:
+    """Codex's notify program: agent-turn-complete goes to the phone as one line (at most
+    one per session every 10 minutes; not under `loopkit run`). Never fails."""
+    from loopkit.hooks.codex import notice
+
+    try:
+        given = json.loads(payload)
+        event = notice(given) if isinstance(given, dict) else None
+    except ValueError:
+        event = None
+    if event is None:
+        click.echo("loopkit: codex notify: not an agent-turn-complete payload; ignored", err=True)
+        return EXIT_OK
+    from loopkit import agentsession
+
+    if agentsession.inside():
+        click.echo("loopkit: codex notify: under loopkit run the loop tells the human", err=True)
+        return EXIT_OK
+    return _notify(app, event, agent="Codex")
+
+
+@hook.group()
+def gemini() -> None:
+    """The hook commands Gemini CLI runs (JSON on stdin)."""
+
+
+@gemini.command("beforetool")
+@click.pass_obj
+def gemini_beforetool(app: App) -> int:
+    """Before each tool call: the gate, in Gemini CLI's words ({"decision": "deny",
+    "reason": …} until a human approves the call; approved: allowed once). Any other call:
+    exit 0, no output."""
+    from loopkit.hooks.gemini import main
+
+    return main(str(app.explicit) if app.explicit else None)
+
+
 @hook.command()
-@click.argument("agent", type=click.Choice(["claude"]))
-@click.option("--user", is_flag=True, help="Into ~/.claude/settings.json (every project).")
+@click.argument("agent", type=click.Choice(["claude", "codex", "gemini"]))
+@click.option("--user", is_flag=True, help="Into your home folder's settings (every project).")
 @click.pass_obj
 def install(app: App, agent: str, user: bool) -> int:
-    """Merge loopkit's hooks into Claude Code's settings: idempotent, other hooks kept.
+    """Merge loopkit's hooks into the agent's settings: idempotent, other hooks kept.
 
-    The commands name this loopkit by its absolute path (a hook Claude Code cannot find
-    exits 127, and Claude Code lets the call through); loopkit's entries written before
+    \b
+    claude: .claude/settings.json (PreToolUse, Notification)
+    codex:  .codex/hooks.json (PreToolUse) and notify in .codex/config.toml
+    gemini: .gemini/settings.json (BeforeTool, timeout in milliseconds)
+
+    The commands name this loopkit by its absolute path (a hook the agent cannot find
+    exits 127, and the agent lets the call through); loopkit's entries written before
     are updated to it. `loopkit doctor` runs each one.
     """
+    if agent != "claude":
+        from loopkit.hooks.agentconfig import install as install_agent
+
+        lines = install_agent(agent, app.root, user=user)
+        for line in lines:
+            click.echo(line)
+        if not lines:
+            click.echo(f"{agent}: loopkit's hooks are there already; nothing changed")
+        return EXIT_OK
     from loopkit.hooks.install import install as do_install
     from loopkit.hooks.install import settings_path
 

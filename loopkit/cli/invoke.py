@@ -32,7 +32,6 @@ def _usage_line(exc: click.UsageError) -> str:
 def run(args: list[str]) -> int:
     from loopkit.app import App
     from loopkit.cli.app import root
-    from loopkit.cli.context import report_bug
 
     app = App()
     try:
@@ -57,6 +56,8 @@ def run(args: list[str]) -> int:
     except BrokenPipeError:
         return EXIT_FAILURE
     except Exception as exc:
+        from loopkit.cli.context import report_bug
+
         report_bug(exc, app, traceback=bool(os.environ.get("LOOPKIT_DEBUG")))
         return EXIT_FAILURE
     return result if isinstance(result, int) else 0

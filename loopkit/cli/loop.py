@@ -63,12 +63,13 @@ def status(app: App, as_json: bool) -> int:
     since when, the request, the deadline and its timeout action, the last delivery per
     channel and the next send.
     """
-    from loopkit.escalation.repair import repair
+    from loopkit.escalation import repair
     from loopkit.supervisor.status import render
     from loopkit.supervisor.status import status as read_status
 
     config = app.config(anywhere=True)
-    repair(app.escalator(config))  # a block a crash left half-raised
+    if repair.needed(config, app.store()):
+        repair.repair(app.escalator(config))  # a block a crash left half-raised
     info = read_status(config, store=app.store())
     click.echo(json.dumps(info) if as_json else render(info))
     return EXIT_OK

@@ -13,7 +13,11 @@ from loopkit.errors import EXIT_FAILURE, EXIT_OK
 
 
 @click.command()
-@click.option("--agent", help="The agent command (a shell string), e.g. \"claude -p '…'\".")
+@click.option(
+    "--agent",
+    help="claude, codex or gemini: set that agent up (agent line, hooks, escalation notes, "
+    '.gitignore); anything else: the agent command itself, e.g. "./agent.sh".',
+)
 @click.option("--verify", help='The verify command, e.g. "pytest -q".')
 @click.option(
     "--channel",
@@ -22,23 +26,41 @@ from loopkit.errors import EXIT_FAILURE, EXIT_OK
     show_default=True,
     help="How the human is told (secrets stay in the environment).",
 )
+@click.option("--task-file", help="The task list (- [ ] lines); with --agent, also a done.")
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @click.pass_obj
-def init(app: App, agent: str | None, verify: str | None, channel: str, force: bool) -> int:
+def init(
+    app: App, agent: str | None, verify: str | None, channel: str, task_file: str | None,
+    force: bool,
+) -> int:  # fmt: skip
     """Write loopkit.toml and templates/BLOCKED.md.j2; existing files are kept unless --force.
 
     It writes into -C DIR, else the current folder: init makes a workspace where you are
     (it does not look upward for one, as the other commands do).
+
+    \b
+    --agent claude|codex|gemini also sets that agent up, each step shown, and skipped when
+    it is there already (a second run changes nothing): working agent (and for claude
+    resume) lines, with --task-file a done that holds once every task is ticked, the
+    agent's hooks, a "when and how to escalate" section in CLAUDE.md / AGENTS.md /
+    GEMINI.md, and .loopkit/ and BLOCKED.md in .gitignore.
     """
+    from loopkit.setup.kit import KITS
     from loopkit.setup.scaffold import init as do_init
 
-    result = do_init(
-        app.explicit or Path("."), agent=agent, verify=verify, channel=channel, force=force
-    )
+    root = app.explicit or Path(".")
+    kit = agent if agent in KITS else None
+    result = do_init(root, agent=None if kit else agent, verify=verify, channel=channel,
+                     force=force, task_file=None if kit else task_file)  # fmt: skip
     for path in result.written:
         click.echo(f"wrote {path}")
     for path in result.kept:
         click.echo(f"kept  {path} (exists; --force overwrites it)")
+    if kit:
+        from loopkit.setup.kit import setup
+
+        for step in setup(root, kit, task_file=task_file, blocked_file=result.blocked_file):
+            click.echo(step.line())
     return EXIT_OK
 
 

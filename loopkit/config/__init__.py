@@ -12,7 +12,6 @@ they never need to live in a file.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import re
 import tomllib
@@ -32,12 +31,16 @@ from loopkit.redact import dial_secrets
 
 CONFIG_NAME = "loopkit.toml"
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"
+DEFAULT_SLACK_API = "https://slack.com/api/"
 
 # Secrets that never reach the agent's environment (SPEC §11): the channels', the fleet's,
 # the inbox's. verify, done and preflight are the user's own commands and keep them.
 AGENT_HIDDEN_ENV = (
     "LOOPKIT_HITL_TELEGRAM_TOKEN",
     "LOOPKIT_HITL_SLACK_WEBHOOK",
+    "LOOPKIT_HITL_SLACK_BOT_TOKEN",
+    "LOOPKIT_HITL_SLACK_APP_TOKEN",
+    "LOOPKIT_HITL_APPRISE_URLS",
     "LOOPKIT_HITL_DIAL_CMD",
     "LOOPKIT_FLEET_DSN",
     "LOOPKIT_INBOX_TOKEN",
@@ -47,6 +50,7 @@ AGENT_HIDDEN_ENV = (
 @dataclass(frozen=True, slots=True)
 class LoopConfig:
     agent: Command | None = None
+    resume: str | None = None  # the command that continues the agent's session ({session_id})
     verify: Command | None = None
     done: Command | None = None
     pause: float = 5.0
@@ -78,6 +82,7 @@ class EscalationConfig:
     escalate_after: float | None = None  # seconds without an answer before the next rung
     remind_every: float | None = None  # seconds between reminders
     max_reminders: int = 2
+    slack_mode: str = "webhook"  # or "socket": a Slack app, buttons over Socket Mode
 
     @property
     def channel(self) -> str:
@@ -114,15 +119,29 @@ class ChannelSettings:
     telegram_api: str = DEFAULT_TELEGRAM_API
     telegram_allowed_users: tuple[int, ...] = ()
     slack_webhook: str | None = None
+    slack_mode: str = "webhook"  # [escalation] slack_mode: "socket" is a two-way Slack app
+    slack_bot_token: str | None = None  # xoxb-…: chat.postMessage, chat.update
+    slack_app_token: str | None = None  # xapp-…: apps.connections.open (Socket Mode)
+    slack_channel: str | None = None  # a channel id (C…) or name
+    slack_allowed_users: tuple[str, ...] = ()  # Slack user ids (U…, W…) who may answer
+    slack_api: str = DEFAULT_SLACK_API  # Web API base URL (tests point it at 127.0.0.1)
+    apprise_urls: tuple[str, ...] = ()  # Apprise's own URLs (discord://, mailto://, ntfy://…)
     dial_cmd: str | None = None
     inbox_url: str | None = None  # the web inbox as the phone reaches it: an "Open" button
     fleet_dsn: str | None = None  # [fleet] dsn / LOOPKIT_FLEET_DSN: PostgreSQL, shared
 
+    @property
+    def slack_socket(self) -> bool:
+        """Slack is the two-way app (Socket Mode), not the one-way webhook."""
+        return self.slack_mode == "socket"
+
     def secrets(self) -> tuple[str, ...]:
-        """Values that must be redacted wherever they might appear: the token, the webhook,
-        the dial command whole and its secret-shaped arguments (:func:`dial_secrets`), the
-        fleet's DSN and its password."""
-        found = [s for s in (self.telegram_token, self.slack_webhook, self.dial_cmd) if s]
+        """Values that must be redacted wherever they might appear: the tokens, the webhook,
+        the Apprise URLs (they carry keys), the dial command whole and its secret-shaped
+        arguments (:func:`dial_secrets`), the fleet's DSN and its password."""
+        own = (self.telegram_token, self.slack_webhook, self.slack_bot_token,
+               self.slack_app_token, *self.apprise_urls, self.dial_cmd)  # fmt: skip
+        found = [s for s in own if s]
         fleet = [self.fleet_dsn, *dial_secrets(self.fleet_dsn)] if self.fleet_dsn else []
         return (*found, *dial_secrets(self.dial_cmd or ""), *fleet)
 
@@ -148,6 +167,7 @@ Validator = Callable[[object], Any]
 _SCHEMA: dict[str, dict[str, Validator]] = {
     "loop": {
         "agent": config_values.optional_command,
+        "resume": config_values.a_string,
         "verify": config_values.optional_command,
         "done": config_values.optional_command,
         "pause": config_values.parse_duration,
@@ -173,6 +193,7 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
         "escalate_after": config_values.optional_duration,
         "remind_every": config_values.optional_duration,
         "max_reminders": config_values.count,
+        "slack_mode": config_values.slack_mode,
     },
     "policy": {
         "escalate_words": config_values.strings,
@@ -210,6 +231,8 @@ def _where(path: Path, text: str, table: str | None, key: str | None) -> str:
 
 
 def _suggest(name: str, known: list[str]) -> str:
+    import difflib  # only to name a typo's fix
+
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     return f"{hint}known: {', '.join(known)}"
@@ -315,10 +338,23 @@ def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> Chan
         telegram_api=(env("LOOPKIT_HITL_TELEGRAM_API") or DEFAULT_TELEGRAM_API).rstrip("/"),
         telegram_allowed_users=tuple(allowed),
         slack_webhook=env("LOOPKIT_HITL_SLACK_WEBHOOK"),
+        slack_bot_token=env("LOOPKIT_HITL_SLACK_BOT_TOKEN"),
+        slack_app_token=env("LOOPKIT_HITL_SLACK_APP_TOKEN"),
+        slack_channel=env("LOOPKIT_HITL_SLACK_CHANNEL"),
+        slack_allowed_users=_words(env("LOOPKIT_HITL_SLACK_ALLOWED_USERS")),
+        slack_api=(env("LOOPKIT_HITL_SLACK_API") or DEFAULT_SLACK_API).rstrip("/") + "/",
+        apprise_urls=_words(env("LOOPKIT_HITL_APPRISE_URLS"), ", \n"),
         dial_cmd=env("LOOPKIT_HITL_DIAL_CMD"),
         inbox_url=inbox_url.rstrip("/") if inbox_url else None,
         fleet_dsn=_env_dsn(env("LOOPKIT_FLEET_DSN"), lenient),
     )
+
+
+def _words(value: str | None, separators: str = ", ") -> tuple[str, ...]:
+    """``U1,U2`` (or spaced): the non-empty parts, in order."""
+    for sep in separators[1:]:
+        value = (value or "").replace(sep, separators[0])
+    return tuple(part.strip() for part in (value or "").split(separators[0]) if part.strip())
 
 
 def _env_dsn(value: str | None, lenient: bool) -> str | None:
@@ -378,6 +414,13 @@ def load(
         except ValueError as exc:
             if not lenient:
                 raise ConfigError(f"LOOPKIT_HITL_CHANNEL={channel!r}: {exc}") from None
+    mode = environ.get("LOOPKIT_HITL_SLACK_MODE", "").strip()
+    if mode:
+        try:
+            values["escalation"]["slack_mode"] = config_values.slack_mode(mode)
+        except ValueError as exc:
+            if not lenient:
+                raise ConfigError(f"LOOPKIT_HITL_SLACK_MODE={mode!r}: {exc}") from None
     escalation = dict(values["escalation"])
     if "channel" in escalation:
         escalation["ladder"] = escalation.pop("channel")
@@ -393,6 +436,8 @@ def load(
         dsn = None  # lenient: this machine alone, as without a fleet
     if dsn != channels.fleet_dsn:
         channels = replace(channels, fleet_dsn=dsn)
+    if escalation.get("slack_mode", "webhook") != channels.slack_mode:
+        channels = replace(channels, slack_mode=escalation["slack_mode"])
     return Config(
         workspace=workspace,
         file=file,

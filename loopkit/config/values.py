@@ -182,6 +182,17 @@ def ladder(value: object) -> tuple[str, ...]:
     return tuple(names)
 
 
+SLACK_MODES = ("webhook", "socket")
+
+
+def slack_mode(value: object) -> str:
+    """``webhook`` (one-way, an incoming webhook) or ``socket`` (two-way: a Slack app over
+    Socket Mode)."""
+    if value not in SLACK_MODES:
+        raise ValueError('expected "webhook" (one-way) or "socket" (buttons, over Socket Mode)')
+    return str(value)
+
+
 def optional_duration(value: object) -> float | None:
     """A duration, or ``"off"`` (also ``0`` or ``""``): not at all."""
     if value in ("off", "", 0):

@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopkit import readfile
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
-from loopkit.escalation.escalator import Escalation, parse_choice
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import State, StateFile
+
+if TYPE_CHECKING:  # the escalator only when a hand-written block is read
+    from loopkit.escalation.escalator import Escalation
 
 READ_LIMIT = 64 * 1024
 MAX_CHOICES = 3
@@ -108,6 +111,8 @@ def _question(sections: dict[str, list[str]], loose: list[str]) -> str:
 
 
 def _choices(lines: list[str]) -> list[Choice]:
+    from loopkit.escalation.escalator import parse_choice
+
     found: list[Choice] = []
     labels: set[str] = set()
     for line in _text(lines):
@@ -129,6 +134,8 @@ def _choices(lines: list[str]) -> list[Choice]:
 
 
 def parse(text: str) -> Escalation:
+    from loopkit.escalation.escalator import Escalation
+
     sections, loose = _sections(text)
     attempted = [_BULLET.sub("", line) for line in _text(sections.get("attempted", []))]
     return Escalation(

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loopkit.escalation import blockfile
-from loopkit.requests.answer import dismiss_record
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 
@@ -41,6 +40,8 @@ def dismiss(
     RequestConflict (4) when it is closed already: the first ending stands."""
 
     def close(record: Request) -> None:
+        from loopkit.requests.answer import dismiss_record  # the reply parser: on use only
+
         dismiss_record(record, by=by, via=via, reason=reason)
         store.hub.claim(store.workspace, record)  # fleet-wide, as an answer is (SPEC §13)
 

@@ -120,13 +120,20 @@ class Result:
 
 
 def answer_hint(
-    ladder: str | tuple[str, ...], choices: int = 3, *, irreversible: bool = False
+    ladder: str | tuple[str, ...],
+    choices: int = 3,
+    *,
+    irreversible: bool = False,
+    slack_app: bool = False,
 ) -> str:
     """The last line of the Choices section: how this ladder's human answers. For an
     irreversible approval it offers ``reject`` and names ``approve``, never the letter that
-    approves (SPEC §16): a copied hint must not run a ``DROP TABLE``."""
+    approves (SPEC §16): a copied hint must not run a ``DROP TABLE``. ``slack_app``: Slack is
+    the two-way app (``slack_mode = "socket"``), not the one-way webhook."""
     names = (ladder,) if isinstance(ladder, str) else ladder
-    tap = "tap a button in Telegram, " if "telegram" in names else ""
+    places = [n for n, on in (("Telegram", "telegram" in names),
+                              ("Slack", slack_app and "slack" in names)) if on]  # fmt: skip
+    tap = f"tap a button in {' or '.join(places)}, " if places else ""
     one_way = "Slack cannot answer back: " if names[0] == "slack" and not tap else ""
     if irreversible:
         return (
@@ -351,7 +358,10 @@ class Escalator:
             choices=choices,
             meta=meta,
             answer_hint=answer_hint(
-                self.config.escalation.ladder, len(choices), irreversible=is_irreversible(record)
+                self.config.escalation.ladder,
+                len(choices),
+                irreversible=is_irreversible(record),
+                slack_app=self.config.channels.slack_socket,
             ),
             repo=self.workspace.repo_name(),
             trigger=trigger,

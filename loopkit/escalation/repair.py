@@ -1,6 +1,7 @@
 """Putting a block and its request back in step after a crash.
 
-An escalation is one transaction (:meth:`Escalator.place`): the request is saved
+An escalation is one transaction
+(:meth:`~loopkit.escalation.escalator.Escalator.place`): the request is saved
 ``block: pending``, BLOCKED.md is created, the request becomes ``raised``, then the message
 is sent with an ``ok: null`` attempt recorded first. A ``kill -9`` anywhere in it leaves one
 of three states, each finished here at the next start of ``run``, ``escalate``, ``status``
@@ -17,11 +18,17 @@ send once. Temporary files a crash left between write and rename are removed too
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from loopkit import readfile
+from loopkit.config import Config
 from loopkit.errors import BadInput, LoopkitError
-from loopkit.escalation import blockfile
-from loopkit.escalation.escalator import Escalation, Escalator, Result
+from loopkit.escalation import blockfile, delivery
 from loopkit.log import get_logger
+from loopkit.requests.store import RequestStore
+
+if TYPE_CHECKING:  # the escalator (the sender, the channels) only once there is work
+    from loopkit.escalation.escalator import Escalation, Escalator, Result
 
 log = get_logger("loopkit.repair")
 
@@ -61,21 +68,47 @@ def repair(escalator: Escalator, *, send: bool = True) -> list[str]:
     return done
 
 
+def needed(config: Config, store: RequestStore) -> bool:
+    """Would :func:`repair` find anything to do? Cheap, and never wrong the unsafe way: a
+    command that only reads (``status``) builds the escalator — the sender, the channels —
+    only when a crash left work behind (SPEC §20)."""
+    workspace = store.workspace
+    if workspace.stale_temps() or _pending_in(store):
+        return True
+    if not delivery.rungs(config.escalation):
+        return False
+    if blockfile.state(workspace.blocked) != "file":
+        return False
+    request_id = blockfile.request_id_of(workspace.blocked)
+    if request_id is None:
+        return False
+    try:
+        record = store.load(request_id)
+    except LoopkitError:
+        return False
+    unsent = record.has_own_block and not record.delivery
+    return record.is_open and (unsent or any(e.in_flight for e in record.delivery))
+
+
 def _pending(escalator: Escalator) -> list[str]:
+    return _pending_in(escalator.store)
+
+
+def _pending_in(store: RequestStore) -> list[str]:
     """The ids of records saved ``block: pending``. Every start looks, so each file is only
     searched for the word (``"pending"``; ``"block_pending"`` in a version-1 record) and
     parsed when it has it: a workspace with a thousand answered requests costs a thousand
     small reads, not a thousand parses."""
     found: list[tuple[str, str]] = []
-    for request_id in escalator.store.ids():
+    for request_id in store.ids():
         try:
-            raw = readfile.read_bytes(escalator.store.path(request_id))
+            raw = readfile.read_bytes(store.path(request_id))
         except OSError:
             continue
         if b'pending"' not in raw:
             continue
         try:
-            record = escalator.store.load(request_id)
+            record = store.load(request_id)
         except LoopkitError:
             continue  # corrupt: its own commands say so
         if record.block == "pending":

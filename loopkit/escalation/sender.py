@@ -145,6 +145,7 @@ class Sender:
             outcome = Outcome(ok=False, status="error", error=str(exc))
         except Exception as exc:  # a channel bug must not lose the block
             outcome = Outcome(ok=False, status="error", error=f"{type(exc).__name__}: {exc}")
+        hard = hard or outcome.hard
         self._finish_delivery(record.request_id, index, self._redacted(outcome), hard=hard)
         what = "reminder" if due.kind == "reminder" else "message"
         if outcome.ok:
@@ -176,6 +177,7 @@ class Sender:
             question=record.prompt,
             waited=waited,
             reply_to=delivery.message_id(record, due.channel),
+            link=self._link(record),
         )
 
     def _link(self, record: Request) -> str | None:

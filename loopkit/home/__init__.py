@@ -11,7 +11,6 @@ cannot be written is reported once and skipped.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,6 +44,8 @@ class Registered:
 
 
 def workspace_id(path: Path) -> str:
+    import hashlib  # OpenSSL's loading: ~2 ms, only where a key is made
+
     return hashlib.sha256(str(path).encode()).hexdigest()[:16]
 
 

@@ -55,19 +55,28 @@ def shown_call(tool_name: str, tool_input: Any) -> list[str]:
     return [clean(tool_name)]
 
 
-def _request(config: config_mod.Config, event: dict[str, Any], hit: str, digest: str) -> Request:
+def _request(
+    config: config_mod.Config,
+    event: dict[str, Any],
+    hit: str,
+    digest: str,
+    *,
+    agent: str = "Claude",
+    shown: list[str] | None = None,
+) -> Request:
     tool_name, tool_input, cwd = event["tool_name"], event.get("tool_input", {}), event["cwd"]
-    shown = shown_call(tool_name, tool_input)
-    text = shlex.join(shown) if tool_name == "Bash" else " ".join(shown)
-    room = 120 - len("Approve Claude's ``?")
+    shown = shown if shown is not None else shown_call(tool_name, tool_input)
+    text = shlex.join(shown) if _is_command(tool_name, shown) else " ".join(shown)
+    room = 120 - len(f"Approve {agent}'s ``?")
+    hook = "Claude Code" if agent == "Claude" else agent
     return gate.approval_request(
         config,
         key=f"hook:{digest}",
-        prompt=f"Approve Claude's `{fold(text, room)}`?",
+        prompt=f"Approve {agent}'s `{fold(text, room)}`?",
         situation=f"Command: {text}\nFolder: {cwd}\nTool: {tool_name} (rule {hit})",
-        policy="loopkit's Claude Code hook: this exact tool call runs only after its approval",
-        trigger="claude-hook",
-        attempted="nothing: Claude Code holds the call until it is approved",
+        policy=f"loopkit's {hook} hook: this exact tool call runs only after its approval",
+        trigger=f"{agent.split()[0].lower()}-hook",
+        attempted=f"nothing: {hook} holds the call until it is approved",
         binding={
             "argv": shown,
             "cwd": cwd,
@@ -77,6 +86,11 @@ def _request(config: config_mod.Config, event: dict[str, Any], hit: str, digest:
             "session": str(event.get("session_id") or ""),
         },
     )
+
+
+def _is_command(tool_name: str, shown: list[str]) -> bool:
+    """A shell call is shown as the command it runs; a file tool as ``tool path``."""
+    return tool_name not in FILE_TOOLS and not (shown and shown[0] == tool_name)
 
 
 def _output(decision: str, reason: str) -> dict[str, Any]:
@@ -90,12 +104,25 @@ def _output(decision: str, reason: str) -> dict[str, Any]:
 
 
 def decide(workspace: str, event: dict[str, Any], hit: str) -> dict[str, Any]:
-    """The hook's answer for a gated call: allow (approved, once) or deny (with why)."""
+    """Claude Code's answer for a gated call: allow (approved, once) or deny (with why)."""
+    return _output(*verdict(workspace, event, hit))
+
+
+def verdict(
+    workspace: str,
+    event: dict[str, Any],
+    hit: str,
+    *,
+    agent: str = "Claude",
+    shown: list[str] | None = None,
+) -> tuple[str, str]:
+    """``("allow", how)`` for a call approved (once), else ``("deny", why)``; ``agent``
+    names the asker in the question, ``shown`` the call as the human sees it."""
     if not Path(workspace).is_dir():
         # A session folder deleted meanwhile: nowhere to ask, and nothing is made there.
-        return _output("deny", f"the call's folder {workspace} does not exist; nothing asked")
+        return "deny", f"the call's folder {workspace} does not exist; nothing asked"
     config = config_mod.load(Path(workspace))
-    # stdout is the hook's answer to Claude Code: events go to the file and to stderr only.
+    # stdout is the hook's answer to the agent: events go to the file and to stderr only.
     log.setup(Workspace.of(config).events_file, Redactor(config.channels.secrets()),
               stream=sys.stderr, console_level="warning")  # fmt: skip
     event = {**event, "cwd": event.get("cwd") or workspace}
@@ -107,19 +134,19 @@ def decide(workspace: str, event: dict[str, Any], hit: str) -> dict[str, Any]:
         escalator = Escalator(config, store=store, agent_session=supervised)
         record = gate.approval(
             f"hook:{digest}",
-            lambda: _request(config, event, hit, digest),
+            lambda: _request(config, event, hit, digest, agent=agent, shown=shown),
             escalator=escalator,
             wait=not supervised,
             timeout=config.hooks.wait,
         )
-        verdict = gate.consume(escalator.store, record, digest)
-        if verdict.state == "approved":
-            return _output("allow", verdict.reason)
-        if verdict.state == "open":
+        found = gate.consume(escalator.store, record, digest)
+        if found.state == "approved":
+            return "allow", found.reason
+        if found.state == "open":
             if supervised:
-                return _output("deny", WAITING)
+                return "deny", WAITING
             waited = f"no human approved it within {config.hooks.wait:g} s"
-            return _output("deny", f"{waited} (requests/{record.request_id}.json stays open)")
-        return _output("deny", verdict.reason)
+            return "deny", f"{waited} (requests/{record.request_id}.json stays open)"
+        return "deny", found.reason
     finally:
         hubs.close()

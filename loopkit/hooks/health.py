@@ -1,4 +1,4 @@
-"""Do loopkit's installed Claude Code hooks run? (``loopkit doctor``, SPEC section 17)
+"""Do loopkit's installed hooks run? (``loopkit doctor``, SPEC sections 17 and 18)
 
 Claude Code runs a command hook in a shell; exit 2 blocks the call, and any other failure —
 127 when the program is not found, 126 when it cannot run, a crash — is a non-blocking
@@ -13,7 +13,8 @@ settings Claude Code reads for this project is run once, as Claude Code would ru
   program with ``--version`` (a notification could reach the phone).
 
 A command that names ``loopkit`` without a path runs where PATH finds it, which Claude Code's
-PATH may not: it is reported too.
+PATH may not: it is reported too. Codex's and Gemini CLI's gate hooks (``.codex/hooks.json``,
+``.gemini/settings.json``) fail open the same way and are run the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from loopkit.hooks.pretooluse import load_rules
 from loopkit.hooks.rules import match
 
 TIMEOUT = 30.0
-FIX = "run `loopkit hook install claude` (with --user for ~/.claude) to write loopkit's path"
+FIX = "run `loopkit hook install claude` (with --user for your home's) to write loopkit's path"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class Installed:
     event: str
     command: str
     program: list[str]
+    agent: str = "claude"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,31 @@ def installed(files: list[Path]) -> list[Installed]:
     return found
 
 
+def installed_agents(root: Path, home: Path) -> list[Installed]:
+    """loopkit's gate hooks in Codex's and Gemini CLI's files of this project and of ``home``."""
+    from loopkit.hooks.agentconfig import AGENTS
+    from loopkit.hooks.agentconfig import ours as runs_ours
+
+    found: list[Installed] = []
+    for agent, spec in AGENTS.items():
+        for base in (root, home):
+            path = base / spec.folder / spec.file
+            try:
+                data = readfile.json_document(readfile.read_text(path))
+            except (OSError, ValueError):
+                continue
+            hooks = data.get("hooks") if isinstance(data, dict) else None
+            groups = hooks.get(spec.event) if isinstance(hooks, dict) else None
+            for group in groups if isinstance(groups, list) else ():
+                entries = group.get("hooks") if isinstance(group, dict) else None
+                for entry in entries if isinstance(entries, list) else ():
+                    text = entry.get("command") if isinstance(entry, dict) else None
+                    head = runs_ours(text, spec.words)
+                    if isinstance(text, str) and head is not None:
+                        found.append(Installed(path, spec.event, text, head, agent))
+    return found
+
+
 def _probe_event(root: Path) -> dict[str, object] | None:
     """A PreToolUse event for a call no rule of this workspace holds, or None."""
     rules = load_rules(str(root))
@@ -100,9 +127,12 @@ def _probe_event(root: Path) -> dict[str, object] | None:
 
 def check(hook: Installed, root: Path) -> Health:
     """Run ``hook`` once as Claude Code would, in ``root``; what came of it."""
-    event = _probe_event(root) if hook.event == "PreToolUse" else None
+    event = _probe_event(root) if hook.event in ("PreToolUse", "BeforeTool") else None
+    if event is not None:
+        event["hook_event_name"] = hook.event
     command = hook.command if event is not None else shlex.join([*hook.program, "--version"])
     where = f"{hook.settings} {hook.event}"
+    fix = FIX.replace("install claude", f"install {hook.agent}")
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(root)}
     for name in ("LOOPKIT_WORKSPACE", "LOOPKIT_AGENT_SESSION"):
         env.pop(name, None)
@@ -118,21 +148,21 @@ def check(hook: Installed, root: Path) -> Health:
             timeout=TIMEOUT,
         )
     except subprocess.TimeoutExpired:
-        return Health(False, f"{where}: `{command}` did not finish in {TIMEOUT:g} s; {FIX}")
+        return Health(False, f"{where}: `{command}` did not finish in {TIMEOUT:g} s; {fix}")
     except OSError as exc:
-        return Health(False, f"{where}: `{command}` cannot run ({exc.strerror}); {FIX}")
+        return Health(False, f"{where}: `{command}` cannot run ({exc.strerror}); {fix}")
     said = (done.stderr.strip().splitlines() or [""])[-1][:200]
     if done.returncode != 0 or (event is not None and done.stdout.strip()):
         outcome = (
             "every call goes ahead unchecked" if done.returncode != 2 else "every call is denied"
         )
         text = f"`{command}` exited {done.returncode}" + (f" ({said})" if said else "")
-        return Health(False, f"{where}: {text}: {outcome}; {FIX}")
+        return Health(False, f"{where}: {text}: {outcome}; {fix}")
     if not os.path.isabs(hook.program[0]):
         return Health(
             False,
             f"{where}: `{hook.command}` runs here, but names {hook.program[0]!r} without a path: "
-            f"where Claude Code's PATH lacks it the hook exits 127 and the call runs; {FIX}",
+            f"where the agent's PATH lacks it the hook exits 127 and the call runs; {fix}",
         )
     how = "a call no rule holds goes ahead" if event is not None else "--version answers"
     return Health(True, f"{where}: `{hook.command}` runs ({how})")

@@ -49,8 +49,9 @@ def _due(session: str, now: float) -> Path | None:
     return path if now - last >= EVERY else None
 
 
-def notify(workspace: str, event: dict[str, Any]) -> str:
-    """Send the line if it is one to send; returns what happened (for the log and tests)."""
+def notify(workspace: str, event: dict[str, Any], *, agent: str = "Claude Code") -> str:
+    """Send the line if it is one to send; returns what happened (for the log and tests).
+    ``agent`` names who is waiting (Codex's notify program sends its turns here too)."""
     kind = kind_of(event)
     if kind is None:
         return "ignored: not a permission or idle notification"
@@ -65,9 +66,10 @@ def notify(workspace: str, event: dict[str, Any]) -> str:
         return "ignored: no channel configured"
     repo = Workspace.of(config).repo_name()
     channel = channels.create(ladder[0], config.channels, budget=config.escalation.send_timeout)
-    outcome = channel.send(Notice(repo, str(event.get("message") or kind.replace("_", " "))))
+    said = str(event.get("message") or kind.replace("_", " "))
+    outcome = channel.send(Notice(repo, said, agent=agent))
     if not outcome.ok:
-        log.warning("notice_failed", msg=f"claude notification not sent: {outcome.error}")
+        log.warning("notice_failed", msg=f"{agent} notification not sent: {outcome.error}")
         return f"not sent: {outcome.error}"
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     atomicfile.write_json(path, {"session": session, "sent_at": now}, durable=False)

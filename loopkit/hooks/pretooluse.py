@@ -16,11 +16,49 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import Any
 
 from loopkit import discover
 from loopkit.hooks.rules import WORDS, Rules, match
 
 MAX_INPUT = 8 * 1024 * 1024
+
+
+class Dialect:
+    """How one agent's tool-call hook speaks (this class: Claude Code's PreToolUse).
+
+    ``shell``/``files``: the agent's names of the tools a default rule can hold, read on
+    the fast path; :meth:`calls`: the call in the rules' vocabulary (Bash, Write, …), one
+    entry per thing to check; :meth:`answer`: the agent's JSON for an allow or a deny.
+    Codex's and Gemini CLI's are in :mod:`~loopkit.hooks.codex`, :mod:`~loopkit.hooks.gemini`.
+    """
+
+    agent = "Claude"
+    event = "PreToolUse"
+    shell: tuple[str, ...] = ("Bash",)
+    files: tuple[str, ...] = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+
+    def __init__(self) -> None:
+        names = "|".join(re.escape(name) for name in (*self.shell, *self.files))
+        self.gated_tool = re.compile(rb'"tool_name"\s*:\s*"(' + names.encode() + rb')"')
+
+    def calls(self, tool_name: str, tool_input: Any) -> list[tuple[str, Any]]:
+        return [(tool_name, tool_input)]
+
+    def shown(self, tool_name: str, tool_input: Any) -> list[str]:
+        """The call as the human sees it (masked)."""
+        from loopkit.hooks.approve import shown_call
+
+        return shown_call(tool_name, tool_input)
+
+    def answer(self, decision: str, reason: str) -> dict[str, Any] | None:
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": decision,
+                "permissionDecisionReason": reason,
+            }
+        }
 
 
 def _deny_on_error(message: str) -> int:
@@ -33,20 +71,20 @@ def _deny_on_error(message: str) -> int:
 
 
 # With the default rules, a call can only match if one of these is in it. Every tool a
-# default rule names, and a word each default Bash rule needs at the start of a word (the
-# rules' own :data:`~loopkit.hooks.rules.WORDS`; a prefix is enough: `rmdir` is read too),
-# or a protected path's.
-_GATED_TOOL = re.compile(rb'"tool_name"\s*:\s*"(Bash|Write|Edit|MultiEdit|NotebookEdit)"')
+# default rule names (the dialect's ``gated_tool``), and a word each default Bash rule needs
+# at the start of a word (the rules' own :data:`~loopkit.hooks.rules.WORDS`; a prefix is
+# enough: `rmdir` is read too), or a protected path's.
 _BASH_WORDS = re.compile(
     rb"(?i)\b(?:" + b"|".join(sorted({w.encode() for ws in WORDS.values() for w in ws})) + rb")"
 )
 _PATH_WORDS = re.compile(rb"(?i)\.env|\.pem|\.key|migrations")
 
 
-def _surely_ungated(raw: bytes, explicit: str | None) -> bool:
+def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = None) -> bool:
     """True when no default rule can match ``raw`` and the workspace has no ``[gate]`` of its
     own — decided without parsing the JSON (the common call's whole cost is start-up). Any
     doubt (an escape sequence, a session folder other than ours) says False: parse it."""
+    dialect = dialect or CLAUDE
     if b"\\" in raw:
         return False
     named = explicit if explicit is not None else os.environ.get("LOOPKIT_WORKSPACE", "").strip()
@@ -63,11 +101,11 @@ def _surely_ungated(raw: bytes, explicit: str | None) -> bool:
         workspace = discover.find_workspace(None, cwd=here)
     if may_hold_gate(workspace):
         return False
-    tool = _GATED_TOOL.search(raw)
+    tool = dialect.gated_tool.search(raw)
     if tool is None:
         return True
     given = raw.split(b'"tool_input"', 1)[-1]
-    if tool.group(1) != b"Bash":
+    if tool.group(1).decode() not in dialect.shell:
         return _PATH_WORDS.search(given) is None
     # The rules read the command as text, where a non-ASCII letter can match an ASCII one
     # case-insensitively ("ſ" is an "s"): only ASCII is decided on its bytes.
@@ -135,16 +173,17 @@ def _regular(fd: int) -> bool:
     return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
-def main(explicit: str | None = None) -> int:
+def main(explicit: str | None = None, dialect: Dialect | None = None) -> int:
     """The hook's exit: 0 — no output (the call goes ahead) or Claude Code's decision JSON on
     stdout — or 2, denied, with one line on stderr. Whatever goes wrong, a bug included,
     denies: Claude Code's hooks reference makes any other exit (1 for a traceback) a
     non-blocking error, and the call would run."""
+    dialect = dialect or CLAUDE
     try:
-        return _main(explicit)
+        return _main(explicit, dialect)
     except BaseException as exc:  # even KeyboardInterrupt: exit 2, never 1
         _quiet_stdout()
-        return _deny_on_error(f"PreToolUse hook failed ({type(exc).__name__}: {exc})")
+        return _deny_on_error(f"{dialect.event} hook failed ({type(exc).__name__}: {exc})")
 
 
 def _quiet_stdout() -> None:
@@ -158,10 +197,10 @@ def _quiet_stdout() -> None:
         pass
 
 
-def _main(explicit: str | None) -> int:
+def _main(explicit: str | None, dialect: Dialect) -> int:
     raw = sys.stdin.buffer.read(MAX_INPUT)
     try:
-        if _surely_ungated(raw, explicit):
+        if _surely_ungated(raw, explicit, dialect):
             return 0
     except (OSError, discover.NotAFolder):
         pass  # the full path below says what is wrong
@@ -175,23 +214,33 @@ def _main(explicit: str | None) -> int:
         if not isinstance(tool_name, str) or not isinstance(cwd, str):
             raise TypeError("tool_name and cwd must be strings")
     except (ValueError, KeyError, TypeError) as exc:
-        return _deny_on_error(f"PreToolUse hook: cannot read the call from stdin ({exc})")
+        return _deny_on_error(f"{dialect.event} hook: cannot read the call from stdin ({exc})")
     try:
         workspace = discover.find_workspace(explicit, cwd=cwd)
     except discover.NotAFolder as exc:
         return _deny_on_error(str(exc))
     rules = load_rules(workspace)
-    hit = match(rules, tool_name, tool_input, cwd)
+    hit = next(
+        (h for name, given in dialect.calls(tool_name, tool_input)
+         if (h := match(rules, name, given, cwd)) is not None),
+        None,
+    )  # fmt: skip
     if hit is None:
         return 0
     try:
-        from loopkit.hooks.approve import decide
+        from loopkit.hooks.approve import verdict
 
         if rules.problems:
             return _deny_on_error(f"{rules.problems[0]} (fix loopkit.toml to let gated calls ask)")
-        decision = decide(workspace, event, hit)
+        shown = dialect.shown(tool_name, tool_input)
+        decision = dialect.answer(*verdict(workspace, event, hit, agent=dialect.agent, shown=shown))
     except Exception as exc:  # any failure on a matched call denies it
-        return _deny_on_error(f"PreToolUse hook failed on a gated call: {exc}")
+        return _deny_on_error(f"{dialect.event} hook failed on a gated call: {exc}")
+    if decision is None:
+        return 0
     sys.stdout.write(json.dumps(decision) + "\n")
     sys.stdout.flush()  # a decision that cannot be given is a failure, and denies
     return 0
+
+
+CLAUDE = Dialect()

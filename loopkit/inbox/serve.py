@@ -42,6 +42,7 @@ from loopkit.workspace.state import SupervisorLock
 
 if TYPE_CHECKING:
     from loopkit.inbox.guard import ConnectionGuard
+    from loopkit.inbox.relay.slack_socket import SlackRelay
 
 log = get_logger("loopkit.serve")
 
@@ -241,6 +242,7 @@ def serve(
     stores = Stores(hubs.for_config)
     server = _Server(sock, app(Inbox(token, user, Throttle(), stores, hubs)))
     poller = _poller(settings, hubs, stores)
+    slack = _slack(settings, hubs, stores)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
@@ -261,6 +263,8 @@ def serve(
         stop.set()
         if poller is not None:
             poller.stop()
+        if slack is not None:
+            slack.stop()
         hubs.close()
         sock.close()
     return EXIT_SIGINT if server.signal == signal.SIGINT else EXIT_SIGTERM
@@ -276,3 +280,17 @@ def _poller(settings: ChannelSettings, hubs: Hubs, stores: Stores) -> UpdatePoll
     poller.active.set()
     poller.start()
     return poller
+
+
+def _slack(settings: ChannelSettings, hubs: Hubs, stores: Stores) -> SlackRelay | None:
+    """The Slack app's Socket Mode connection for the whole machine, when the app is
+    configured (``slack_mode = "socket"``, both tokens): clicks answer any registered
+    workspace's block, as taps do."""
+    if not (settings.slack_socket and settings.slack_bot_token and settings.slack_app_token):
+        return None
+    from loopkit.inbox.relay.slack_socket import SlackRelay
+
+    relay = SlackRelay.relay(settings, hubs=hubs, stores=stores)
+    relay.active.set()
+    relay.start()
+    return relay

@@ -11,7 +11,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from loopkit import channels, clock
 from loopkit.channels import Outcome
@@ -73,6 +73,8 @@ def _channel_findings(config: Config) -> list[Finding]:
             found.append(Finding("note", "channel", text))
         elif name == "telegram":
             found += _telegram_findings(config)
+        elif name == "slack" and config.channels.slack_socket:
+            found += _slack_app_findings(config)
         else:
             found.append(Finding("ok", f"channel {name}", "settings present (send-test sends one)"))
     return found
@@ -142,6 +144,48 @@ def _telegram_findings(config: Config) -> list[Finding]:
     return found
 
 
+def _slack_app_findings(config: Config) -> list[Finding]:
+    """The Slack app (``slack_mode = "socket"``): the bot token (``auth.test``), the channel
+    (``conversations.info``: there, and the app in it), the app-level token and Socket Mode
+    (``apps.connections.open``, whose one-use URL is never opened). Each problem is one line
+    with its fix."""
+    from loopkit.channels.slack_web import SlackCallError, SlackWeb
+
+    topic = "channel slack"
+    web = SlackWeb(config.channels)
+    channel = config.channels.slack_channel
+    found: list[Finding] = []
+    try:
+        me = web.call("auth.test", {}, budget=5)
+        found.append(Finding("ok", topic, f"the bot token works: {me.get('user')} in "
+                             f"{me.get('team')}"))  # fmt: skip
+    except SlackCallError as exc:
+        return [Finding("problem", topic, str(exc))]
+    try:
+        info = web.call("conversations.info", {"channel": channel}, budget=5)
+        raw = info.get("channel")
+        about: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if about.get("is_member") is False:
+            found.append(Finding("problem", topic, f"the app is not in {channel}: type "
+                                 "/invite @<your app> there"))  # fmt: skip
+        else:
+            found.append(Finding("ok", topic, f"the app is in #{about.get('name') or channel}"))
+    except SlackCallError as exc:
+        if exc.code == "missing_scope":  # reading a channel's details is a scope of its own
+            found.append(Finding("note", topic, f"cannot look at {channel} without "
+                                 "channels:read; `loopkit send-test` posts there"))  # fmt: skip
+        else:
+            found.append(Finding("problem", topic, str(exc)))
+    try:
+        web.call("apps.connections.open", {}, budget=5)
+        found.append(Finding("ok", topic, "the app-level token opens Socket Mode: clicks and "
+                             "thread replies can be read"))  # fmt: skip
+    except SlackCallError as exc:
+        found.append(Finding("problem", topic, f"{exc} (and Socket Mode must be on in the "
+                             "app's settings)"))  # fmt: skip
+    return found
+
+
 def _workspace_findings(config: Config) -> list[Finding]:
     workspace = Workspace.of(config)
     found: list[Finding] = []
@@ -177,12 +221,13 @@ def _workspace_findings(config: Config) -> list[Finding]:
 
 
 def _hook_findings(root: Path) -> list[Finding]:
-    """loopkit's Claude Code hooks, each run once as Claude Code runs it: one that cannot
-    start exits 127, and Claude Code lets the call through."""
+    """loopkit's hooks (Claude Code's, Codex's, Gemini CLI's), each run once as the agent runs
+    it: one that cannot start exits 127, and the agent lets the call through."""
     from loopkit.hooks import health
 
     found = []
-    for hook in health.installed(health.settings_files(root, Path.home())):
+    hooks = health.installed(health.settings_files(root, Path.home()))
+    for hook in hooks + health.installed_agents(root, Path.home()):
         result = health.check(hook, root)
         found.append(Finding("ok" if result.ok else "problem", "hook", result.text))
     return found
@@ -222,7 +267,7 @@ def send_test(
     if name == "none":
         raise ChannelError(
             "the channel is none, so there is nothing to send; set LOOPKIT_HITL_CHANNEL "
-            "to telegram, slack or dial"
+            "to telegram, slack, apprise or dial"
         )
     create = factory or (
         lambda n: channels.create(n, config.channels, budget=config.escalation.send_timeout)

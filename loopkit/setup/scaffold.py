@@ -23,14 +23,19 @@ HEADER = """\
 class InitResult:
     written: list[Path]
     kept: list[Path]
+    blocked_file: str = "BLOCKED.md"
 
 
-def config_data(agent: str | None, verify: str | None, channel: str) -> dict[str, Any]:
+def config_data(
+    agent: str | None, verify: str | None, channel: str, task_file: str | None = None
+) -> dict[str, Any]:
     loop: dict[str, Any] = {}
     if agent:
         loop["agent"] = agent
     if verify:
         loop["verify"] = verify
+    if task_file:
+        loop["task_file"] = task_file
     loop.update(
         {
             "pause": "5s",
@@ -52,10 +57,16 @@ def config_data(agent: str | None, verify: str | None, channel: str) -> dict[str
 
 
 def init(
-    root: Path, *, agent: str | None, verify: str | None, channel: str, force: bool
+    root: Path,
+    *,
+    agent: str | None,
+    verify: str | None,
+    channel: str,
+    force: bool,
+    task_file: str | None = None,
 ) -> InitResult:
     files = {
-        root / CONFIG_NAME: HEADER + tomli_w.dumps(config_data(agent, verify, channel)),
+        root / CONFIG_NAME: HEADER + tomli_w.dumps(config_data(agent, verify, channel, task_file)),
         root / "templates" / "BLOCKED.md.j2": blockfile.packaged_template(),
     }
     written, kept = [], []
@@ -71,4 +82,15 @@ def init(
                 f"cannot write {path}: {exc.strerror}; make the folder writable"
             ) from None
         written.append(path)
-    return InitResult(written, kept)
+    return InitResult(written, kept, _blocked_file(root / CONFIG_NAME))
+
+
+def _blocked_file(path: Path) -> str:
+    """``[escalation] blocked_file`` of the workspace's file (the default when unreadable)."""
+    import tomllib
+
+    try:
+        name = tomllib.loads(path.read_text()).get("escalation", {}).get("blocked_file")
+    except (OSError, ValueError, AttributeError):
+        return "BLOCKED.md"
+    return name if isinstance(name, str) and name else "BLOCKED.md"

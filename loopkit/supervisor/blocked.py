@@ -216,9 +216,12 @@ class BlockedPhase:
         assert self.parts.watch is not None
         path = self.parts.workspace.blocked
         phone = self.parts.phone()
+        slack = self.parts.slack()
         while True:
             if phone is not None:
                 phone.active.set()  # long-poll Telegram for taps and replies meanwhile
+            if slack is not None:
+                slack.active.set()  # and listen to the Slack app's clicks
             try:
                 outcome: Outcome = wait_unblock(
                     path,

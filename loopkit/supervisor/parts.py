@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -34,6 +35,7 @@ from loopkit.workspace.state import State, StateFile
 
 if TYPE_CHECKING:
     from loopkit.inbox.relay.poller import UpdatePoller
+    from loopkit.inbox.relay.slack_socket import SlackRelay
 
 log = get_logger("loopkit.supervisor")
 
@@ -114,6 +116,7 @@ class Parts:
         self.state = State()
         self.watch: FolderWatch | None = None  # while the loop runs
         self._poller: UpdatePoller | None = None
+        self._slack: SlackRelay | None = None
         self.use(config)
 
     def use(self, config: Config) -> None:
@@ -133,6 +136,9 @@ class Parts:
         if self._poller is not None:  # the phone poller restarts, on its next use, as set now
             self._poller.stop()
             self._poller = None
+        if self._slack is not None:  # so does the Slack app's connection
+            self._slack.stop()
+            self._slack = None
 
     def phone(self) -> UpdatePoller | None:
         """The Telegram answer poller, when the channel is telegram (started on first use)."""
@@ -155,6 +161,28 @@ class Parts:
             self._poller.start()
         return self._poller
 
+    def slack(self) -> SlackRelay | None:
+        """The Slack app's Socket Mode relay, when the channel is slack with ``slack_mode =
+        "socket"`` and its settings are there (started on first use)."""
+        channels = self.config.channels
+        if "slack" not in self.config.escalation.ladder or not channels.slack_socket:
+            return None
+        if not (channels.slack_bot_token and channels.slack_app_token):
+            return None
+        if self._slack is None:
+            from loopkit.inbox.relay.slack_socket import SlackRelay
+
+            self._slack = SlackRelay.relay(
+                channels,
+                hubs=self.hubs,
+                stores=self.stores,
+                hub=self.store.hub,
+                here=self.store,
+                clock=self.clock,
+            )
+            self._slack.start()
+        return self._slack
+
     def flush_echo(self) -> None:
         """The console's last partial line of a command that has ended."""
         self._echo.flush()
@@ -162,17 +190,28 @@ class Parts:
     def close(self) -> None:
         if self._poller is not None:
             self._poller.stop()
+        if self._slack is not None:
+            self._slack.stop()
 
     def announce(self, record: Request, *, now: bool = False) -> None:
-        """Edit the phone's message to show how a block ended (a tap edits it itself)."""
-        phone = self.phone()
+        """Edit the phone's (and Slack's) message to show how a block ended (a tap or a click
+        edits it itself)."""
         answered = record.resolution
-        if phone is None or record.is_open or (answered is not None and answered.via == "telegram"):
+        if record.is_open:
             return
-        if now:
-            phone.show_outcome(record)
-        else:
-            threading.Thread(target=phone.show_outcome, args=(record,), daemon=True).start()
+        via = answered.via if answered is not None else None
+        shows: list[Callable[[Request], None]] = []
+        phone = self.phone()
+        if phone is not None and via != "telegram":
+            shows.append(phone.show_outcome)
+        slack = self.slack()
+        if slack is not None and via != "slack":
+            shows.append(slack.show_outcome)
+        for show in shows:
+            if now:
+                show(record)
+            else:
+                threading.Thread(target=show, args=(record,), daemon=True).start()
 
     def save(self, *, durable: bool = True) -> None:
         self.state_file.save(self.state, durable=durable)

@@ -5,8 +5,14 @@ of a watched folder is created, deleted or moved. It registers a raw callback wi
 watchdog's inotify reader (``watchdog.observers.inotify_c.InotifyFD``) rather than using
 the stock ``Observer``: the Observer holds every ``IN_MOVED_FROM`` for 0.5 s to pair it with
 an ``IN_MOVED_TO`` (and, the queue being ordered, everything behind it too), which would
-make ``mv BLOCKED.md elsewhere/`` a half-second unblock. Events are only a wake-up here:
-callers always look at the file system itself, so pairing is never needed.
+make ``mv BLOCKED.md elsewhere/`` a half-second unblock. Events are a wake-up: callers
+always look at the file system itself. For a file a caller *follows* (:meth:`FolderWatch.follow`,
+BLOCKED.md) the watch also remembers how it last went, pairing a rename's ``IN_MOVED_FROM``
+and ``IN_MOVED_TO`` by their cookie: ``"renamed"`` (to another name in the same folder),
+``"moved_out"`` (an ``IN_MOVED_FROM`` nothing has paired yet: out of the folder),
+``"deleted"``, or None (it came back, or no event said). The pair is usually read together,
+but inotify(7) does not promise it is queued atomically, so a late ``IN_MOVED_TO`` still turns
+``"moved_out"`` into ``"renamed"``.
 
 The watch re-arms itself when a folder is deleted and recreated, when watchdog's reader
 thread dies, and after an exception in the callback. When inotify is not available (not
@@ -33,6 +39,7 @@ POLL_INTERVAL = 0.05  # polling fallback: how often callers re-check
 SAFETY_INTERVAL = 2.0  # with inotify: re-check this often anyway (a lost event costs ≤ 2 s)
 
 Mode = Literal["inotify", "polling"]
+Vanish = Literal["deleted", "moved_out", "renamed"]
 
 
 def _inotify_reader() -> Any:
@@ -73,12 +80,17 @@ class _Callback:
             log.warning("watch_handler_error", msg=f"folder watch handler failed: {exc!r}")
 
     def on_event(self, event: object) -> None:
+        try:
+            self.watch._record(self.folder, event)
+        except Exception:  # an odd event must not end the watch; how it went stays unknown
+            self.watch._forget()
         self._safely(bool(getattr(event, "is_delete_self", False)))
 
     def on_watch_deleted(self, wd: object) -> None:
         self._safely(True)
 
     def on_queue_overflow(self) -> None:
+        self.watch._forget()  # events were lost: how a followed file went is unknown
         self._safely(False)
 
 
@@ -101,6 +113,7 @@ class FolderWatch:
         self._lock = threading.Lock()
         self.mode: Mode = "polling"
         self._warned = False
+        self._followed: dict[Path, tuple[Vanish, int] | None] = {}  # path → (how, cookie)
 
     @property
     def timeout_hint(self) -> float:
@@ -144,6 +157,41 @@ class FolderWatch:
                 "ms instead (raise fs.inotify.max_user_watches/max_user_instances to fix)",
             )
 
+    def follow(self, path: Path) -> None:
+        """Remember how ``path`` (in a watched folder) goes; see :meth:`vanished`."""
+        with self._lock:
+            self._followed.setdefault(Path(path), None)
+
+    def vanished(self, path: Path) -> Vanish | None:
+        """How a followed ``path`` last went, by the events read so far; None when it came
+        back since, or when no event said (not followed, polling, events lost, re-armed)."""
+        with self._lock:
+            how = self._followed.get(Path(path))
+        return how[0] if how else None
+
+    def _forget(self) -> None:
+        with self._lock:
+            self._followed = dict.fromkeys(self._followed)
+
+    def _record(self, folder: Path, event: Any) -> None:
+        if not self._followed or not event.name:
+            return
+        path = folder / os.fsdecode(event.name)
+        with self._lock:
+            followed = path in self._followed
+            if event.is_moved_to and not followed:
+                for other, how in self._followed.items():
+                    if how == ("moved_out", event.cookie) and other.parent == folder:
+                        self._followed[other] = ("renamed", event.cookie)
+            elif not followed:
+                return
+            elif event.is_moved_from:
+                self._followed[path] = ("moved_out", event.cookie)
+            elif event.is_delete:
+                self._followed[path] = ("deleted", 0)
+            elif event.is_create or event.is_moved_to:
+                self._followed[path] = None
+
     def _notify(self, folder: Path, *, dead: bool) -> None:
         if dead:
             with self._lock:
@@ -186,6 +234,10 @@ class FolderWatch:
             return
         if armed:
             self._disarm(folder)
+            with self._lock:
+                for path in self._followed:
+                    if path.parent == folder:
+                        self._followed[path] = None
         if inode is None:
             return  # not there (yet); callers poll until it is
         callback = _Callback(self, folder)

@@ -51,11 +51,17 @@ class Workspace:
                 return folder.name or str(folder)
         return root.name or str(root)
 
+    def stale_temps(self) -> bool:
+        """Whether :meth:`sweep_temps` would remove anything."""
+        return any(atomicfile.stale(folder) for folder in self._temp_folders()) or bool(
+            atomicfile.stale(self.blocked.parent, names=(self.blocked.name,))
+        )
+
+    def _temp_folders(self) -> tuple[Path, ...]:
+        return (self.state_dir, self.requests_dir, self.locks_dir)
+
     def sweep_temps(self) -> int:
         """Remove temporary files a crash left between write and rename (loopkit's own
         naming only; in the workspace root only those of the block file)."""
-        removed = sum(
-            atomicfile.sweep(folder)
-            for folder in (self.state_dir, self.requests_dir, self.locks_dir)
-        )
+        removed = sum(atomicfile.sweep(folder) for folder in self._temp_folders())
         return removed + atomicfile.sweep(self.blocked.parent, names=(self.blocked.name,))

@@ -11,7 +11,6 @@ supervisor reads it afresh whenever it picks the task.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import fcntl
 import os
 from collections.abc import Iterator
@@ -109,6 +108,8 @@ class SkippedTasks:
 def _not_skipped(task: str, skipped: list[str]) -> str:
     if not skipped:
         return f"task {task!r} is not skipped: no task is (`loopkit status` lists skipped tasks)"
+    import difflib  # only to name a typo's fix
+
     near = difflib.get_close_matches(task, skipped, n=1)
     hint = f"did you mean {near[0]!r}?" if near else "skipped: " + ", ".join(map(repr, skipped))
     return f"task {task!r} is not skipped; {hint} (give the task as `loopkit status` lists it)"

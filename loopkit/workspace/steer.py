@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -129,6 +128,8 @@ class Notes:
         if not text:
             raise UsageError("an empty note: say what the agent should know, e.g. "
                              "`loopkit note \"use the staging database\"`")  # fmt: skip
+        import secrets  # only a note's writer needs it: `status` and `ps` only read
+
         note = Note(text[:MAX_NOTE], by, via, clock.iso_millis())
         name = f"{time.time_ns():020d}-{secrets.token_hex(4)}.json"
         path = self.folder / name

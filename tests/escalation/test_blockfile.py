@@ -1,11 +1,17 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopkit import config
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
+from loopkit.message import LETTERS
 from loopkit.workspace import Workspace
 
 
@@ -101,3 +107,64 @@ def test_context_is_capped(ws: Path) -> None:
     lines = blockfile.context_lines(many, ["meta"])
     assert len(lines) == 6  # SPEC: 3-6 lines, the meta line included
     assert lines[-2].startswith("(… 16 more lines") and lines[-1] == "meta"
+
+
+# The packaged template rendered in Python must be what jinja2 renders from BLOCKED.md.j2:
+# arbitrary text (blank lines, braces, Jinja syntax, markdown) in every field.
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    question=_text,
+    context=st.lists(_text, max_size=8).map("\n".join),
+    attempted=st.lists(_text, max_size=4),
+    choices=st.lists(st.tuples(_text, _text), max_size=len(LETTERS)),
+    meta=st.lists(_text, max_size=3),
+    answer_hint=_text,
+    evidence=st.lists(_text, max_size=4),
+)
+def test_the_packaged_template_in_python_is_what_jinja2_renders(
+    question: str,
+    context: str,
+    attempted: list[str],
+    choices: list[tuple[str, str]],
+    meta: list[str],
+    answer_hint: str,
+    evidence: list[str],
+) -> None:
+    values = variables(
+        evidence=evidence,
+        question=question,
+        context=context,
+        attempted=attempted,
+        choices=[Choice(label, consequence) for label, consequence in choices],
+        meta=meta,
+        answer_hint=answer_hint,
+    )
+    assert blockfile.render_packaged(values) == blockfile._render_source(
+        blockfile.packaged_template(), values
+    )
+
+
+def test_a_workspace_copy_of_the_packaged_template_renders_without_jinja2(ws: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from loopkit import config\n"
+        "from loopkit.escalation import blockfile\n"
+        "from loopkit.workspace import Workspace\n"
+        "ws = Workspace.of(config.load(Path(sys.argv[1]), {}))\n"
+        "ws.template_override.parent.mkdir(parents=True, exist_ok=True)\n"
+        "ws.template_override.write_text(blockfile.packaged_template())\n"
+        "vars = blockfile.template_vars(request_id='r1', question='Q?', context='c',\n"
+        "    attempted=[], choices=[], meta=[], answer_hint='',\n"
+        "    repo='x', trigger='agent', at='t')\n"
+        "text, problem = blockfile.render(ws, vars)\n"
+        "assert problem is None and 'loopkit request: r1' in text\n"
+        "print('jinja2' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(ws)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"

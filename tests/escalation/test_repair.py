@@ -18,12 +18,43 @@ from test_escalator import FakeChannel, ask, make
 from loopkit import clock
 from loopkit.channels import Outcome
 from loopkit.escalation import blockfile
+from loopkit.escalation import repair as repair_mod
 from loopkit.escalation.escalator import Escalator
-from loopkit.escalation.repair import repair
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 
 OK = Outcome(ok=True, status=200, message_id=5)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and p.name != "events.jsonl" and not p.name.endswith(".lock")
+    }
+
+
+def repair(esc: Escalator) -> list[str]:
+    """The real repair, holding :func:`repair.needed` to it: whatever a repair changes (a
+    block written, a send recorded, a temporary file removed), ``needed`` foresaw — so a
+    command that asks it first (``status``) never skips a repair."""
+    foreseen = repair_mod.needed(esc.config, esc.store)
+    before = _files(esc.workspace.root)
+    lines = repair_mod.repair(esc)
+    if _files(esc.workspace.root) != before:
+        assert foreseen, "repair changed files that needed() said needed no repair"
+    return lines
+
+
+def test_nothing_to_repair_is_seen_without_the_escalator(ws: Path) -> None:
+    esc = escalator(ws)
+    assert not repair_mod.needed(esc.config, esc.store)  # nothing at all
+    esc.escalate(ask())  # raised and sent: nothing left undone
+    assert not repair_mod.needed(esc.config, esc.store)
+    killed_after_the_record(ws)
+    assert repair_mod.needed(esc.config, esc.store)
+    repair(escalator(ws))
+    assert not repair_mod.needed(esc.config, esc.store)
 
 
 def escalator(ws: Path, fake: FakeChannel | None = None) -> Escalator:

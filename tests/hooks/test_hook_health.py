@@ -65,3 +65,24 @@ def test_installed_hooks_run_and_the_probe_asks_nothing(ws: Path, tmp_path: Path
     code, lines = doctor(ws, home)
     assert code == 0 and "--version answers" in lines[0], lines
     assert not (ws / "requests").exists() and not (ws / "BLOCKED.md").exists()
+
+
+def test_codex_and_gemini_gate_hooks_are_run_too(ws: Path, tmp_path: Path) -> None:
+    """Both CLIs let a call through when the hook cannot start: doctor says so, per agent."""
+    home = tmp_path / "home"
+    write_config(ws, '[escalation]\nchannel = "none"\n')
+    for agent in ("codex", "gemini"):
+        assert loopkit("-C", str(ws), "hook", "install", agent).returncode == 0
+    code, lines = doctor(ws, home)
+    assert code == 0, lines
+    assert [line.split(": ", 2)[1].split()[-1] for line in lines] == ["PreToolUse", "BeforeTool"]
+    assert all(
+        line.startswith("ok") and "a call no rule holds goes ahead" in line for line in lines
+    )
+    hooks = ws / ".gemini" / "settings.json"
+    hooks.write_text(hooks.read_text().replace(str(LOOPKIT), "/gone/venv/bin/loopkit"))
+    code, lines = doctor(ws, home)
+    assert code == 1
+    gone = [line for line in lines if "/gone/venv/bin/loopkit" in line]
+    assert len(gone) == 1 and gone[0].startswith("problem") and "exited 127" in gone[0]
+    assert "run `loopkit hook install gemini`" in gone[0]

@@ -22,7 +22,9 @@ from loopkit.supervisor import triggers
 from loopkit.supervisor.loop import Supervisor
 from loopkit.supervisor.parts import CONTINUE, Step
 from loopkit.watch.folder import FolderWatch
-from loopkit.watch.waits import CONFIRM_WINDOW
+from loopkit.watch.waits import CONFIRM_WINDOW, MOVED_OUT_WINDOW
+
+from helpers import wait_until
 
 pytestmark = pytest.mark.usefixtures("no_subprocesses")
 
@@ -125,6 +127,74 @@ def test_an_editor_saving_blocked_md_is_not_an_unblock(ws: Path) -> None:
     block.at(3600, block.blocked.unlink)
     assert block.run() == CONTINUE
     assert block.clock.elapsed == pytest.approx(3600 + CONFIRM_WINDOW)
+
+
+def _seen(block: Blocked, how: str | None) -> None:
+    """Until the real folder watch has read the change (its reader thread lags the fake time)."""
+    watch = block.sup.parts.watch
+    assert watch is not None
+    wait_until(lambda: watch.vanished(block.blocked) == how, what=f"the watch to see {how}")
+
+
+def test_moved_out_of_the_folder_is_confirmed_without_the_full_window(
+    ws: Path, tmp_path: Path
+) -> None:
+    # An IN_MOVED_FROM no IN_MOVED_TO pairs with: BLOCKED.md left the folder (SPEC section 20).
+    block = Blocked(ws, timeout_minutes=600.0)
+
+    def move_out() -> None:
+        block.blocked.rename(tmp_path / "answered.md")
+        _seen(block, "moved_out")
+
+    block.at(3600, move_out)
+    assert block.run() == CONTINUE
+    assert MOVED_OUT_WINDOW < CONFIRM_WINDOW / 2
+    assert block.clock.elapsed == pytest.approx(3600 + MOVED_OUT_WINDOW, abs=1e-6)
+    record = block.record()
+    assert record.status == "resolved" and record.resolution is not None
+    assert record.resolution.via == "blocked-file-removed"
+
+
+def test_renamed_within_the_folder_is_an_unblock_after_the_full_window(ws: Path) -> None:
+    # `mv BLOCKED.md BLOCKED.done.md`: BLOCKED.md is gone, so the loop goes on (SPEC section 6),
+    # but only once the window an editor's rename-away-then-write needs has passed.
+    block = Blocked(ws, timeout_minutes=600.0)
+
+    def rename_within() -> None:
+        block.blocked.rename(ws / "BLOCKED.done.md")
+        _seen(block, "renamed")
+
+    block.at(3600, rename_within)
+    assert block.run() == CONTINUE
+    assert block.clock.elapsed == pytest.approx(3600 + CONFIRM_WINDOW, abs=1e-6)
+    assert block.record().status == "resolved"
+
+
+@pytest.mark.parametrize(("how", "gap"), [("moved_out", 0.001), ("deleted", 0.006)])
+def test_an_editor_moving_or_deleting_the_original_then_writing_anew_is_not_an_unblock(
+    ws: Path, tmp_path: Path, how: str, gap: float
+) -> None:
+    # vim with `backupdir` elsewhere on the same file system renames the original out of the
+    # folder; with it on another file system it copies, deletes and writes anew (up to ~5 ms
+    # apart, measured). Neither is an unblock.
+    block = Blocked(ws, timeout_minutes=600.0)
+    backup = tmp_path / "backup" / "BLOCKED.md~"
+    backup.parent.mkdir()
+
+    def save() -> None:
+        text = block.blocked.read_text()
+        if how == "moved_out":
+            block.blocked.rename(backup)
+        else:
+            backup.write_text(text)
+            block.blocked.unlink()
+        _seen(block, how)
+        block.clock.after(gap, lambda: block.blocked.write_text(text + "\nnote\n"))
+
+    block.at(100, save)
+    block.at(3600, block.blocked.unlink)
+    assert block.run() == CONTINUE
+    assert block.clock.elapsed == pytest.approx(3600 + CONFIRM_WINDOW, abs=1e-6)
 
 
 def test_a_timeout_abort_exits_3_and_keeps_the_block(ws: Path) -> None:

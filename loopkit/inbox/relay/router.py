@@ -50,6 +50,27 @@ from loopkit.requests.store import RequestStore
 log = get_logger("loopkit.phone")
 
 
+def parse_button(data: Any) -> tuple[str, int, bool] | None:
+    """``(request_id, index, confirmed)`` from a button's data as loopkit writes it —
+    ``<request_id>:<index>``, or ``<request_id>:<index>:confirm`` for the second tap of an
+    irreversible approval — else None. The one reading of a button, Telegram's and Slack's."""
+    data = str(data or "")
+    head, _, tail = data.rpartition(":")
+    confirmed = tail == CONFIRM
+    request_id, _, index_text = (head if confirmed else data).rpartition(":")
+    # Exactly <request_id>:<index> as loopkit writes it: ASCII digits ("²" is a digit to
+    # isdigit()), no leading zero ("01" is no button of ours), at most two of them.
+    if not (
+        request_id
+        and index_text.isascii()
+        and index_text.isdigit()
+        and len(index_text) <= 2
+        and index_text == str(int(index_text))
+    ):
+        return None
+    return request_id, int(index_text), confirmed
+
+
 class Router:
     """Routes a bot's updates to the requests they answer.
 
@@ -95,26 +116,15 @@ class Router:
             )
             self._ack(query_id, "not allowed")
             return
-        data = str(query.get("data") or "")
-        head, _, tail = data.rpartition(":")
-        confirmed = tail == CONFIRM  # <request_id>:<index>:confirm, the second tap
-        request_id, _, index_text = (head if confirmed else data).rpartition(":")
-        # Exactly <request_id>:<index> as loopkit writes it: ASCII digits ("²" is a digit to
-        # isdigit()), no leading zero ("01" is no button of ours), at most two of them.
-        if not (
-            request_id
-            and index_text.isascii()
-            and index_text.isdigit()
-            and len(index_text) <= 2
-            and index_text == str(int(index_text))
-        ):
+        button = parse_button(query.get("data"))
+        if button is None:
             self._ack(query_id, "unknown button")
             return
+        request_id, index, confirmed = button
         target = self._find(request_id)
         if target is None:
             self._ack(query_id, "unknown request")
             return
-        index = int(index_text)
         sent_as = telegram_message_id(target)
         if index >= min(len(target.options), len(LETTERS)) or (
             sent_as is not None and sent_as != message.get("message_id")

@@ -12,9 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-import structlog
 
-from loopkit import clock
+from loopkit import clock, log
 from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
@@ -159,7 +158,7 @@ def test_an_offset_quiet_for_six_days_is_dropped_once(
     poller.poll_once()
     assert server.offsets()[-1] == update + 1
     calendar.advance(timedelta(minutes=2))
-    with structlog.testing.capture_logs() as logs:
+    with log.capture() as logs:
         poller.poll_once()
         poller.poll_once()
     assert server.offsets()[-2:] == [None, None]

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from loopkit import config as config_mod
+from loopkit import log
 from loopkit.config import Config
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.inbox.relay.poller import UpdatePoller
@@ -246,7 +246,7 @@ def test_409_conflict_warns_once_and_backs_off(
     server.queue("/getUpdates", *[Reply(409, conflict)] * 4)
     poller = relay_for(ws_config, poll_timeout=0)
     waits = Waits(poller, stop_after=4)
-    with structlog.testing.capture_logs() as logs:
+    with log.capture() as logs:
         run_loop(poller, waits)
     assert waits.seen == [1.0, 2.0, 4.0, 8.0]
     warnings = [e for e in logs if e["event"] == "telegram_poll_failed"]
@@ -275,7 +275,7 @@ def test_network_loss_backs_off_to_60_seconds(ws: Path, ws_config: Config) -> No
     )
     poller = relay_for(down, poll_timeout=0)
     waits = Waits(poller, stop_after=8)
-    with structlog.testing.capture_logs() as logs:
+    with log.capture() as logs:
         run_loop(poller, waits)
     assert waits.seen == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
     assert len([e for e in logs if e["event"] == "telegram_poll_failed"]) == 1

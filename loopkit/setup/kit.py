@@ -1,0 +1,219 @@
+"""``loopkit init --agent claude|codex|gemini``: the integration kit (SPEC section 18).
+
+Each step is shown and skipped when its result is there already, so a second run changes
+nothing:
+
+1. ``[loop]`` lines: a working ``agent`` (and for Claude Code ``resume``), and with a
+   ``task_file`` a ``done`` that holds once no task is left unticked. Into an existing
+   ``loopkit.toml`` a missing key goes in as one line under ``[loop]``; the rest of the file
+   is kept byte for byte.
+2. The agent's hooks (``loopkit hook install <agent>``).
+3. A short "when and how to escalate" section in the agent's instructions file
+   (``CLAUDE.md``, ``AGENTS.md``, ``GEMINI.md``).
+4. ``.loopkit/`` and the blocked file in ``.gitignore``: an agent's ``git add -A`` would
+   commit ``BLOCKED.md`` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopkit import atomicfile, readfile
+from loopkit.config import CONFIG_NAME
+from loopkit.errors import ConfigError, WorkspaceError
+
+
+@dataclass(frozen=True, slots=True)
+class Kit:
+    name: str
+    notes: str  # the file the agent reads its instructions from
+    program: str  # how the agent is started headless, "{prompt}" where the prompt goes
+    resume: str | None = None
+
+
+KITS = {
+    "claude": Kit("Claude Code", "CLAUDE.md", "claude -p {prompt} --output-format json",
+                  "claude -p --resume {session_id} --output-format json"),
+    "codex": Kit("Codex", "AGENTS.md", "codex exec --full-auto {prompt}"),
+    "gemini": Kit("Gemini CLI", "GEMINI.md", "gemini --approval-mode yolo -p {prompt}"),
+}  # fmt: skip
+HEADING = "## When and how to escalate (loopkit)"
+
+
+def prompt(kit: Kit, task_file: str | None) -> str:
+    work = (
+        f"Do the first unticked task in {task_file}: make the checks pass, tick it, commit."
+        if task_file
+        else "Continue the work in this repository: make the checks pass, commit."
+    )
+    return f"{work} When you are stuck, escalate as {kit.notes} says; never guess."
+
+
+def agent_line(kit: Kit, task_file: str | None) -> str:
+    return kit.program.format(prompt=shlex.quote(prompt(kit, task_file)))
+
+
+def done_line(task_file: str) -> str:
+    """True once ``task_file`` exists and holds no unticked task (``task_pattern``'s default
+    ``- [ ] …``)."""
+    path = shlex.quote(task_file)
+    return f"test -f {path} && ! grep -qE '^- \\[ \\] .' {path}"
+
+
+def loop_keys(kit: Kit, task_file: str | None) -> dict[str, str]:
+    keys = {"agent": agent_line(kit, task_file)}
+    if kit.resume:
+        keys["resume"] = kit.resume
+    if task_file:
+        keys["task_file"] = task_file
+        keys["done"] = done_line(task_file)
+    return keys
+
+
+def section(kit: Kit) -> str:
+    return f"""
+{HEADING}
+
+This repository runs in loopkit's loop. When you are stuck, stop and ask one human one
+question; never guess. Escalate when one of these holds, and only then:
+
+- the task admits two implementations and the choice changes what users see;
+- a credential, variable or config file is missing and nothing sanctioned creates it;
+- the next step is destructive or irreversible: dropping data, a force push, deleting
+  user data, spending money, mail to real people;
+- the checks failed three times in a row on the same task;
+- a service the task needs is down and there is no offline path.
+
+How (loopkit exits 2, the loop waits for the answer, then resumes you with it):
+
+    loopkit escalate -q "One question?" -c "what you were doing, which file, why now" \\
+      -a "what you tried and why it fell short" --choice "A — its consequence" --choice "B — …"
+    loopkit ask -s "what blocks you" -p "the rule that applies" -q "One question?" --block
+
+`loopkit ask` without `--block` exits 0 when no human is needed. With loopkit's MCP server
+(`loopkit mcp --print-config`) the tools `escalate` and `request_human_input` do the same.
+A gated command (force push, `rm -rf`, …) is held by loopkit's hook until a human approves
+it: end your turn; do not work around it.
+
+Do not: make up an answer ("I'll assume X"); try a fourth time after three failed checks;
+commit a placeholder credential, disable the feature or leave the auth as a TODO; ask what
+the repository already answers (read this file, the task and the last commits first); edit
+or delete BLOCKED.md, or answer your own question — only a human answers.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    done: bool  # False: it was there already
+    text: str
+
+    def line(self) -> str:
+        return ("wrote " if self.done else "kept  ") + self.text
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomicfile.write_text(path, text)
+    except OSError as exc:
+        raise WorkspaceError(atomicfile.failure(exc, path)) from None
+
+
+def _read(path: Path) -> str:
+    try:
+        return readfile.read_text(path) if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkspaceError(
+            f"{path}: cannot read it ({exc}); fix it, then run this again"
+        ) from None
+
+
+def add_loop_keys(path: Path, keys: dict[str, str]) -> list[Step]:
+    """Each of ``keys`` missing from ``[loop]`` as one line right under the table's header
+    (a ``[loop]`` table appended when there is none)."""
+    text = _read(path)
+    try:
+        loop = tomllib.loads(text).get("loop", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}; fix it, then run this again") from None
+    steps = [Step(False, f"{path.name}: [loop] {k} (set)") for k in keys if k in loop]
+    missing = {k: v for k, v in keys.items() if k not in loop}
+    if not missing:
+        return steps
+    lines = "".join(f"{k} = {json.dumps(v, ensure_ascii=False)}\n" for k, v in missing.items())
+    header = re.search(r"(?m)^[ \t]*\[[ \t]*loop[ \t]*\][ \t]*(#.*)?\n", text)
+    if header:
+        fresh = text[: header.end()] + lines + text[header.end() :]
+    else:
+        fresh = text + ("\n" if text and not text.endswith("\n") else "") + "\n[loop]\n" + lines
+    expected = tomllib.loads(text)
+    expected["loop"] = {**loop, **missing}
+    if tomllib.loads(fresh) != expected:
+        raise ConfigError(
+            f"{path}: cannot add {', '.join(missing)} to [loop] safely; add it yourself"
+        )
+    _write(path, fresh)
+    return steps + [Step(True, f"{path.name}: [loop] {k} = {v}") for k, v in missing.items()]
+
+
+def add_section(root: Path, kit: Kit) -> Step:
+    path = root / kit.notes
+    text = _read(path)
+    if HEADING in text:
+        return Step(False, f"{kit.notes}: {HEADING[3:]}")
+    body = section(kit)
+    _write(path, text + ("" if text.endswith("\n") else "\n") + body if text else body.lstrip())
+    return Step(True, f"{kit.notes}: {HEADING[3:]}")
+
+
+def ignore(root: Path, names: list[str]) -> list[Step]:
+    path = root / ".gitignore"
+    text = _read(path)
+    present = {line.strip().lstrip("/") for line in text.splitlines()}
+    missing = [name for name in names if name not in present and name.rstrip("/") not in present]
+    steps = [Step(False, f".gitignore: {name}") for name in names if name not in missing]
+    if missing:
+        sep = "\n" if text and not text.endswith("\n") else ""
+        _write(path, text + sep + "".join(f"{name}\n" for name in missing))
+        steps += [Step(True, f".gitignore: {name}") for name in missing]
+    return steps
+
+
+def hooks(root: Path, agent: str) -> list[Step]:
+    if agent == "claude":
+        from loopkit.hooks.install import install, settings_path
+
+        path = settings_path(root, False)
+        changed = [f"{path.relative_to(root)}: {line}" for line in install(path)]
+    else:
+        from loopkit.hooks.agentconfig import install as install_agent
+
+        changed = [line.replace(f"{root}/", "") for line in install_agent(agent, root)]
+    if not changed:
+        return [Step(False, f"{KITS[agent].name}'s hooks")]
+    return [Step(not line.split(": ", 1)[-1].startswith("kept"), line) for line in changed]
+
+
+def setup(root: Path, agent: str, *, task_file: str | None, blocked_file: str) -> list[Step]:
+    """Every step of the kit for ``agent`` in ``root``, in order; what each did."""
+    kit = KITS[agent]
+    current = _loop_of(root / CONFIG_NAME)
+    task_file = task_file or current.get("task_file")
+    steps = add_loop_keys(root / CONFIG_NAME, loop_keys(kit, task_file))
+    steps += hooks(root, agent)
+    steps.append(add_section(root, kit))
+    steps += ignore(root, [".loopkit/", blocked_file])
+    return steps
+
+
+def _loop_of(path: Path) -> dict[str, str]:
+    try:
+        loop = tomllib.loads(_read(path)).get("loop", {})
+    except tomllib.TOMLDecodeError:
+        return {}
+    return {k: v for k, v in loop.items() if isinstance(v, str)} if isinstance(loop, dict) else {}

@@ -1,0 +1,88 @@
+"""The events loopkit writes: one JSON object per line, redacted, with name, level and time."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loopkit import log
+from loopkit.redact import Redactor
+
+SECRET = "424242:AAsecretTokenForTheEventsTest_xyz"
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> Iterator[tuple[Path, io.StringIO]]:
+    console = io.StringIO()
+    path = tmp_path / ".loopkit" / "events.jsonl"
+    log.setup(path, Redactor([SECRET]), stream=console, console_level="info")
+    yield path, console
+    for handler in list(logging.getLogger().handlers):
+        if getattr(handler, "_loopkit_handler", False):
+            logging.getLogger().removeHandler(handler)
+            handler.close()
+
+
+def lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_an_event_is_one_redacted_json_line_with_its_fields(
+    events: tuple[Path, io.StringIO],
+) -> None:
+    path, console = events
+    log.get_logger("loopkit.test").info("sent", url=f"https://x/bot{SECRET}/m", n=3, msg="done")
+    [line] = lines(path)
+    assert line["event"] == "sent" and line["n"] == 3 and line["logger"] == "loopkit.test"
+    assert line["level"] == "info" and SECRET not in json.dumps(line)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", str(line["timestamp"]))
+    assert console.getvalue() == "loopkit: done\n"
+
+
+def test_another_librarys_record_is_redacted_too(events: tuple[Path, io.StringIO]) -> None:
+    path, console = events
+    logging.getLogger("httpx").info("HTTP Request: POST https://api/bot%s/getMe", SECRET)
+    [line] = lines(path)
+    assert line["logger"] == "httpx" and "getMe" in str(line["event"])
+    assert SECRET not in path.read_text() and console.getvalue() == ""  # INFO: file only
+
+
+def test_an_exception_is_kept_and_a_file_only_event_stays_off_the_console(
+    events: tuple[Path, io.StringIO],
+) -> None:
+    path, console = events
+    try:
+        raise ValueError(f"bad token {SECRET}")
+    except ValueError as exc:
+        log.get_logger("loopkit").error("unexpected_error", exc_info=exc, _console=False)
+    [line] = lines(path)
+    assert "ValueError" in str(line["exception"]) and SECRET not in path.read_text()
+    assert "_console" not in line and console.getvalue() == ""
+
+
+def test_warnings_reach_the_console_with_their_level(events: tuple[Path, io.StringIO]) -> None:
+    _, console = events
+    log.get_logger("loopkit.x").warning("slow", msg="the channel is slow")
+    log.get_logger("loopkit.x").debug("detail", msg="not shown at info")
+    assert console.getvalue() == "loopkit: warning: the channel is slow\n"
+
+
+def test_capture_sees_every_level_of_loopkits_own_events() -> None:
+    with log.capture() as seen:
+        log.get_logger("loopkit.t").debug("one", a=1)
+        logging.getLogger("httpx").warning("not ours")
+    assert [(e["event"], e["a"]) for e in seen] == [("one", 1)]
+
+
+def test_logging_imports_no_structured_logging_library() -> None:
+    probe = "import sys, loopkit.log as l; l.get_logger('x').info('e'); print(sorted(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert "structlog" not in done.stdout and "asyncio" not in done.stdout
