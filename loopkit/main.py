@@ -3,9 +3,9 @@
 ``loopkit check`` is called at the head of every loop iteration, so it must start about as
 fast as Python itself: its plain forms (``check``, ``check --json``, each optionally after
 ``-C DIR``) are answered here without importing click or anything else heavy; so is
-``hook claude pretooluse``, which Claude Code runs before every tool call, and the other
-hooks it runs unattended (``permission-request``, ``stop-failure``). Every other command
-line goes to :mod:`loopkit.cli`.
+``hook claude pretooluse``, which Claude Code runs before every tool call, the other hooks
+the agents run unattended (see :data:`_HOOKS`), and ``ps`` (``--json``), which a human or a
+script asks often. Every other command line goes to :mod:`loopkit.cli`.
 """
 
 from __future__ import annotations
@@ -44,8 +44,18 @@ def _fast_hook(args: list[str]) -> tuple[str, str | None] | None:
     return (module, workspace) if module is not None else None
 
 
+def _fast_ps(args: list[str]) -> bool | None:
+    """``ps`` and ``ps --json``: every loop of the machine, asked for often (SPEC §22)."""
+    return {("ps",): False, ("ps", "--json"): True}.get(tuple(args))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    as_json = _fast_ps(args)
+    if as_json is not None:
+        from loopkit.loops import print_loops
+
+        return print_loops(as_json=as_json)
     hook = _fast_hook(args)
     if hook is not None:
         module, workspace = hook

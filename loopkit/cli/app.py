@@ -64,6 +64,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "loopkit.cli.mcp:mcp",
         "Serve loopkit's tools to an MCP client (Claude Code, Cursor, …) over stdin/stdout.",
     ),
+    "note": (
+        "loopkit.cli.loops:note_command",
+        "Guidance for a loop's next agent run, without a question: it gets LOOPKIT_GUIDANCE.",
+    ),
+    "pause": (
+        "loopkit.cli.loops:pause",
+        "Pause a loop after its running iteration; no question is sent.",
+    ),
+    "ps": (
+        "loopkit.cli.loops:ps",
+        "Every loop registered on this machine: state, iteration, task, since, verify, spend.",
+    ),
     "reply": (
         "loopkit.cli.answer:reply",
         "Record a human's answer to a request and print the decision as JSON.",
@@ -76,6 +88,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "loopkit.cli.block:resend",
         "Send the open block's message again now (exit 0 sent, 1 failed, 66 no open block).",
     ),
+    "resume": ("loopkit.cli.loops:resume", "Resume a paused loop (REPO as for `pause`)."),
     "run": (
         "loopkit.cli.loop:run",
         "Supervise the loop: agent, verify, escalate when stuck, resume when answered.",
@@ -91,6 +104,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": (
         "loopkit.cli.loop:status",
         "Show the supervisor's state: running / blocked / finished, iteration, task, request.",
+    ),
+    "stop": (
+        "loopkit.cli.loops:stop",
+        "Stop a loop's supervisor, as SIGTERM does (REPO as for `pause`; exit 1: none runs).",
     ),
     "unblock": (
         "loopkit.cli.answer:unblock",

@@ -46,6 +46,12 @@ def _safe_line(line: str) -> str:
     return "\\" + line if line.lstrip().startswith("#") else line
 
 
+def _indented(line: str) -> str:
+    """One line of evidence: its indentation kept (a code block), the rest folded."""
+    body = line.lstrip(" ")
+    return " " * (len(line) - len(body)) + fold(_safe_line(body), 300)
+
+
 def context_lines(context: str, extra: list[str]) -> list[str]:
     """At most MAX_CONTEXT_LINES in all, ``extra`` (trigger, commit, …) included."""
     room = max(1, MAX_CONTEXT_LINES - len(extra))
@@ -69,8 +75,12 @@ def template_vars(
     repo: str,
     trigger: str,
     at: str,
+    evidence: list[str] | None = None,
 ) -> dict[str, Any]:
+    """``evidence``: the agent's last output and the diff since the task started, shown
+    after the Context's own lines (SPEC §22; not counted in its 3–6)."""
     return {
+        "evidence_lines": [_indented(x) for x in evidence or []],
         "request_id": request_id,
         "question": fold(question, 1000),
         "context_lines": context_lines(context, meta),
@@ -148,6 +158,8 @@ def render_packaged(variables: dict[str, Any]) -> str:
     lines = ["# Blocked", f"<!-- loopkit request: {variables['request_id']} -->", ""]
     lines += ["## Question:", str(variables["question"]), "", "## Context:"]
     lines += [str(line) for line in variables["context_lines"]]
+    if variables.get("evidence_lines"):  # SPEC §22: after the Context's own lines
+        lines += ["", *(str(line) for line in variables["evidence_lines"])]
     lines += ["", "## Attempted:"]
     lines += [f"- {item}" for item in variables["attempted"]] or ["- nothing yet"]
     lines += ["", "## Choices:"]

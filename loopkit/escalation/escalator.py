@@ -21,11 +21,12 @@ from loopkit import clock
 from loopkit.channels import Outcome
 from loopkit.config import Config
 from loopkit.errors import BadInput, LoopkitError
-from loopkit.escalation import blockfile
+from loopkit.escalation import blockfile, evidence
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.sender import ChannelFactory, Sender
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
+from loopkit.redact import Redactor
 from loopkit.requests.irreversible import is_irreversible
 from loopkit.requests.models import Option
 from loopkit.requests.record import Request, new_id
@@ -365,8 +366,16 @@ class Escalator:
             repo=self.workspace.repo_name(),
             trigger=trigger,
             at=record.asked_at,
+            evidence=self._evidence(),
         )
         return blockfile.render(self.workspace, variables)
+
+    def _evidence(self) -> list[str]:
+        """What the human needs to decide (SPEC §22): the agent's last output and the diff
+        since the task started (``git`` runs only inside a git checkout)."""
+        redactor = Redactor(self.config.channels.secrets())
+        base = evidence.task_base(self.workspace)
+        return evidence.gather(self.workspace, redactor, base=base).lines()
 
     def _join(self, record: Request, *, persisted: bool, own: bool = False) -> Result:
         """Record this question on the open block's request; send nothing.

@@ -12,18 +12,21 @@ are shown only when they are regular text files inside their workspace, cut at
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loopkit import clock, readfile
 from loopkit.errors import LoopkitError
+from loopkit.escalation import evidence
 from loopkit.escalation.dismiss import is_ghost
+from loopkit.escalation.evidence import Evidence
 from loopkit.fleet import Hubs
 from loopkit.home import workspace_id
 from loopkit.inbox.entries import Entry, open_requests
+from loopkit.loops import remote_key
 from loopkit.message import LETTERS, age, clean
+from loopkit.redact import Redactor
 from loopkit.requests.locate import Place, Stores
 from loopkit.requests.models import Resolution
 from loopkit.requests.reading import reading as reading_of
@@ -88,10 +91,6 @@ class Card:
     def reading(self) -> str:
         """How the answer was read (SPEC section 16), as every surface tells it."""
         return reading_of(self.record)
-
-
-def remote_key(machine: str, workspace: str) -> str:
-    return "m" + hashlib.sha256(f"{machine}\n{workspace}".encode()).hexdigest()[:15]
 
 
 def _card(entry: Entry) -> Card:
@@ -174,3 +173,17 @@ def _ref(root: Path, ref: str) -> Ref:
         return Ref(ref)  # not text
     lines = raw.decode("utf-8", "replace").splitlines()
     return Ref(ref, clean("\n".join(lines[:REF_LINES])), cut=len(lines) > REF_LINES)
+
+
+def evidence_of(card: Card, stores: Stores) -> Evidence | None:
+    """The agent's last output and the diff since the task started (SPEC §22), for an open
+    request of this machine's (another machine's files are not here to read)."""
+    if card.machine is not None or not card.record.is_open:
+        return None
+    try:
+        place = stores.place(card.workspace)
+    except LoopkitError:
+        return None
+    workspace = place.workspace
+    redactor = Redactor(place.config.channels.secrets())
+    return evidence.gather(workspace, redactor, base=evidence.task_base(workspace))

@@ -3,6 +3,7 @@ script of loopkit's own for live updates. Every asset is served from here.
 
 Routes: ``/`` (open requests), ``/r/<workspace>/<id>`` (one request), ``POST
 /r/<workspace>/<id>/answer``, ``POST /r/<workspace>/<id>/dismiss``, ``/history``,
+``/loops`` and its buttons (:mod:`~loopkit.inbox.loops`),
 ``/static/…``; ``/healthz`` is the one route
 without auth and it says nothing but "ok". Everything else needs a session (the cookie) or
 the token (``?token=``, exchanged for the cookie and a redirect without it); without either
@@ -36,6 +37,7 @@ from loopkit.fleet import Hubs
 from loopkit.fleet.route import answer_anywhere, dismiss_anywhere
 from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, InboxToken, Sessions, Throttle
+from loopkit.inbox.loops import routes as loop_routes
 from loopkit.log import get_logger
 from loopkit.requests.answer import parse_for
 from loopkit.requests.irreversible import confirm_question, needs_second_tap
@@ -150,6 +152,7 @@ def app(inbox: Inbox) -> Starlette:
             csrf=inbox.sessions.csrf(nonce),
             title=card.repo,
             done=request.query_params.get("done") == "1",
+            evidence=pages.evidence_of(card, inbox.stores),
         )
 
     async def posted(
@@ -193,6 +196,7 @@ def app(inbox: Inbox) -> Starlette:
                 title=card.repo,
                 done=False,
                 need_check=True,
+                evidence=None,
             )
         if not text:
             return RedirectResponse(card.url, 303, headers=HEADERS)
@@ -268,8 +272,14 @@ def app(inbox: Inbox) -> Starlette:
     async def healthz(request: HttpRequest) -> Response:
         return PlainTextResponse("ok\n")
 
+    steering = loop_routes(
+        page=page, authed=authed, csrf=inbox.sessions.csrf,
+        csrf_matches=inbox.sessions.csrf_matches, user=inbox.user, headers=HEADERS,
+        remote=inbox.hubs,
+    )  # fmt: skip
     return Starlette(
         routes=[
+            *steering,
             Route("/healthz", healthz),
             Route("/", authed(listing)),
             Route("/history", authed(past)),

@@ -19,7 +19,7 @@ from loopkit.agentresult import Result as AgentResult
 from loopkit.clock import iso_seconds, parse_iso
 from loopkit.config import AGENT_HIDDEN_ENV, Command
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
-from loopkit.escalation import adoption, blockfile
+from loopkit.escalation import adoption, blockfile, evidence
 from loopkit.escalation.escalator import Escalation, Result
 from loopkit.escalation.sender import message_for
 from loopkit.hooks import stopfailure
@@ -28,6 +28,7 @@ from loopkit.message import fold
 from loopkit.supervisor import resume, triggers
 from loopkit.supervisor.iterlog import IterationLog, prune
 from loopkit.supervisor.parts import CONTINUE, Parts, Step
+from loopkit.supervisor.pause import guidance_for_agent
 from loopkit.supervisor.runner import Finished, describe
 from loopkit.supervisor.stuck_watch import StuckWatch
 from loopkit.supervisor.tasks import current_task
@@ -56,7 +57,13 @@ class Iteration:
         self._base_env = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("LOOPKIT_DECISION", "LOOPKIT_DECISION_REQUEST", "LOOPKIT_DECISION_NOTE")
+            if k
+            not in (
+                "LOOPKIT_DECISION",
+                "LOOPKIT_DECISION_REQUEST",
+                "LOOPKIT_DECISION_NOTE",
+                "LOOPKIT_GUIDANCE",
+            )
         }
 
     def run(self) -> Step:
@@ -66,6 +73,8 @@ class Iteration:
         skipped = self._skipped_tasks() if loop.task_file else []  # `unskip` may change it
         task = current_task(self.parts.workspace.root, loop.task_file, loop.task_pattern, skipped)
         changed = task != state.task or state.status != "running"
+        if task != state.task or state.iteration == 1:
+            state.task_base = evidence.head(self.parts.workspace.root)  # no git: no subprocess
         if task != state.task:
             state.task, state.failures, state.failed_iterations = task, 0, []
         state.status = "running"
@@ -135,6 +144,7 @@ class Iteration:
         if name in ("agent", "resume"):
             for key in AGENT_HIDDEN_ENV:
                 env.pop(key, None)
+            env.update(guidance_for_agent(self.parts.workspace))  # notes, once (SPEC §22)
         log_file.begin(f"--- {name}: {describe(command)}")
         result = self.parts.runner.run(
             command, cwd=str(self.parts.workspace.root), env=env, log=keep or log_file, **kwargs
@@ -251,6 +261,7 @@ class Iteration:
             verify = self._run("verify", loop.verify, log_file, timeout=loop.iteration_timeout)
             if self.parts.stop.is_set():
                 return self.parts.stopped()
+            self._verdict(verify)
         # Counted before the failure below is, so one state save holds both counts.
         fired = self.stuck.observe(task, agent, verify)
         if agent_failed:
@@ -434,6 +445,15 @@ class Iteration:
             log.warning("skipped_unreadable", msg=f"{exc}; the tasks skipped before stay so")
         return self._skipped
 
+    def _verdict(self, verify: Finished) -> None:
+        """The last verify, for `loopkit ps`: saved now when its outcome changed (a tight loop
+        with the same outcome each time adds no write; the next save carries the time)."""
+        before = self.parts.state.last_verify or {}
+        verdict = _verdict(verify)
+        self.parts.state.last_verify = verdict
+        if (before.get("ok"), before.get("line")) != (verdict["ok"], verdict["line"]):
+            self.parts.save(durable=False)
+
     def _passed(self) -> None:
         if self.parts.state.failures:
             log.info("verify_passed", msg="verify passed; failure count reset")
@@ -509,3 +529,9 @@ class Iteration:
             request_id=result.request.request_id,
             msg=f"the question ({sent}):\n{lines}",
         )
+
+
+def _verdict(result: Finished) -> dict[str, Any]:
+    """The last verify as ``loopkit ps`` shows it: pass or fail, and its first line."""
+    first = next((line.strip() for line in result.tail.splitlines() if line.strip()), "")
+    return {"ok": result.ok, "line": fold(first, 120), "at": iso_seconds()}

@@ -102,6 +102,8 @@ class IterationLog:
             return
         if self._file is not None:
             self._file.write(line.encode() + b"\n")
+            with contextlib.suppress(OSError):
+                self._file.flush()  # on disk before a block reads it back (SPEC §22)
 
     def close(self) -> None:
         if self._file is not None:

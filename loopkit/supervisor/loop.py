@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from loopkit import channels, clock, fleet
+from loopkit import channels, clock, fleet, liveness
 from loopkit import config as config_mod
 from loopkit.clock import Clock, SystemClock
 from loopkit.config import Config
@@ -44,6 +44,7 @@ from loopkit.supervisor.containment import Containment, label, subreaper
 from loopkit.supervisor.iteration import Iteration
 from loopkit.supervisor.leftovers import stop_left_behind
 from loopkit.supervisor.parts import EscalatorFactory, Options, Parts, Step, console
+from loopkit.supervisor.pause import Controls
 from loopkit.supervisor.runner import CommandRunner, Runner
 from loopkit.watch.folder import FolderWatch
 from loopkit.watch.wake import Wake
@@ -106,6 +107,7 @@ class Supervisor:
         self.reload = threading.Event()
         self.iteration = Iteration(self.parts)
         self.blocked = BlockedPhase(self.parts, print_head=sys.stdout.write)
+        self.controls = Controls(self.parts, self.request_stop)  # pause, resume, stop
 
     # --- signals --------------------------------------------------------------------------
 
@@ -142,7 +144,7 @@ class Supervisor:
         parts = self.parts
         with self.lock.held(), self._signals(), self._in_workspace(), subreaper():
             folders = [parts.workspace.root, parts.workspace.requests_dir]
-            with FolderWatch(folders, parts.wake) as watch, following(parts):
+            with FolderWatch(folders, parts.wake) as watch, following(parts), self.controls:
                 parts.watch = watch
                 try:
                     return self._loop()
@@ -169,6 +171,7 @@ class Supervisor:
         for task in parts.state.extra.pop("skipped_tasks", None) or []:
             parts.skipped.add(str(task), skipped_at=None, request_id=None)
         parts.state.pid = os.getpid()
+        parts.state.pid_start = liveness.start_ticks(os.getpid())
         parts.state.started_at = clock.iso_seconds(self.clock.now())
         parts.state.status = "running"
         parts.save()
@@ -201,6 +204,11 @@ class Supervisor:
             resumed = True
             if limit is not None and done >= limit:
                 return _code(parts.finish("idle", EXIT_OK, f"stopped after {done} iteration(s)"))
+            held = self.controls.hold()  # paused: the last iteration ended, the next waits
+            if held == "stopped":
+                return _code(parts.stopped())
+            if held == "resumed":
+                continue  # look again: a block or a stop may have come meanwhile
             done += 1
             step = self.iteration.run()
             if step.action == "exit":
@@ -227,14 +235,16 @@ class Supervisor:
         log.info("reloaded", msg="config reloaded (SIGHUP)")
 
     def _pause(self) -> bool:
-        """Sleep ``pause``; True when a stop came in meanwhile."""
-        stop = self.parts.stop
+        """Sleep ``pause``; True when a stop came in meanwhile. A pause order ends the sleep
+        (the loop's head holds from then on): the iteration is over, so it is paused now."""
+        stop, wake = self.parts.stop, self.parts.wake
         end = self.clock.monotonic() + self.parts.config.loop.pause
         while not stop.is_set():
             remaining = end - self.clock.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or self.controls.pausing():
                 return False
-            self.clock.wait(stop, remaining)
+            if self.clock.wait(wake, remaining):  # a stop, a steering order, a file
+                wake.clear()
         return True
 
 

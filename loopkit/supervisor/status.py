@@ -10,9 +10,10 @@ from typing import Any
 from loopkit import clock
 from loopkit.config import Config
 from loopkit.errors import LoopkitError
-from loopkit.escalation import adoption, blockfile, delivery
+from loopkit.escalation import adoption, blockfile, delivery, evidence
 from loopkit.escalation import dismiss as dismissal
 from loopkit.message import age, fold
+from loopkit.redact import Redactor
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
@@ -20,6 +21,7 @@ from loopkit.supervisor import stuck
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import StateFile, SupervisorLock
+from loopkit.workspace.steer import Notes, Steering
 
 
 def status(config: Config, *, store: RequestStore | None = None) -> dict[str, Any]:
@@ -43,7 +45,7 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
     if block != "absent":
         shown = "blocked"
     elif holder is not None:
-        shown = "running"
+        shown = "paused" if state.status == "paused" else "running"  # never "blocked"
     else:
         shown = supervisor or state.status
     request_id = adoption.block_request_id(workspace, store, state)
@@ -75,6 +77,8 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         "open_request": request if record is None or record.is_open else None,
         "block_request": request,
         "last_exit": state.last_exit,
+        "paused_by": paused.line() if (paused := Steering(workspace).paused()) else None,
+        "guidance_pending": Notes(workspace).count(),
         "updated_at": state.updated_at,
         "agent": {  # SPEC §18: the agent's own session and its last result
             "session_id": state.agent_session,
@@ -92,6 +96,12 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         ],
     }
     info.update(_block(config, workspace.blocked, record) if block != "absent" else _no_block())
+    info["evidence"] = None
+    if block != "absent":  # what the human needs to decide (SPEC §22)
+        found = evidence.gather(workspace, Redactor(config.channels.secrets()),
+                                base=state.task_base)  # fmt: skip
+        info["evidence"] = {"output": found.output, "diff_stat": found.diff_stat,
+                            "base": found.base}  # fmt: skip
     return info
 
 
@@ -145,6 +155,10 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"task:      {info['task']}")
     lines.append(f"failures:  {info['failures']} of {info['max_verify_failures']}")
     lines.append(f"stuck:     {stuck.describe(info['stuck'])}")
+    if info["paused_by"]:
+        lines.append(f"paused:    {info['paused_by']} (`loopkit resume` goes on)")
+    if info["guidance_pending"]:
+        lines.append(f"notes:     {info['guidance_pending']} for the next agent run")
     for skipped in info["skipped_tasks"]:
         since = f" (since {skipped['skipped_at'][:16].replace('T', ' ')} UTC)"
         lines.append(f"skipped:   {skipped['task']}{since if skipped['skipped_at'] else ''}")
@@ -174,6 +188,15 @@ def render(info: dict[str, Any]) -> str:
         error = f": {entry['error']}" if entry.get("error") else ""
         lines.append(f"delivery:  {entry['channel']} {ok} at {entry['at']}{error}")
     lines.extend(_agent_lines(info.get("agent") or {}))
+    shown = info.get("evidence") or {}
+    if shown.get("output"):
+        lines.append("output:    the agent's last lines (redacted):")
+        lines += [f"    {line}" for line in shown["output"]]
+    if shown.get("diff_stat"):
+        lines.append(
+            f"changes:   since the task started (git diff --stat {shown['base'] or 'HEAD'}):"
+        )
+        lines += [f"    {line}" for line in shown["diff_stat"]]
     for ghost in info["ghosts"]:
         lines.append(
             f"ghost:     {ghost['request_id']} (open): {fold(ghost['prompt'], 60)} — its "

@@ -21,17 +21,19 @@ from loopkit.errors import AlreadyRunning, WorkspaceError
 from loopkit.workspace import Workspace
 
 SCHEMA_VERSION = 1
-Status = Literal["idle", "running", "blocked", "finished", "aborted", "stopped"]
+Status = Literal["idle", "running", "blocked", "paused", "finished", "aborted", "stopped"]
 
 
 @dataclass(slots=True)
 class State:
     status: str = "idle"
     pid: int | None = None
+    pid_start: int | None = None  # the supervisor's start (clock ticks): a pid is reused
     started_at: str | None = None
     updated_at: str | None = None
     iteration: int = 0
     task: str | None = None
+    task_base: str | None = None  # the git commit when ``task`` started: the question's diff
     failures: int = 0  # consecutive failures on ``task``
     failed_iterations: list[dict[str, Any]] = field(default_factory=list)
     open_request: str | None = None
@@ -39,6 +41,7 @@ class State:
     # start. (An older supervisor kept one, as ``pending_decision``: read as a list of it.)
     pending_decisions: list[dict[str, Any]] = field(default_factory=list)
     last_exit: int | None = None
+    last_verify: dict[str, Any] | None = None  # {"ok", "line" (its first), "at"}: for ps
     # Requests written before this (time.time_ns()) were looked at for answers given while
     # no supervisor waited: a start reads only the records written since.
     answers_seen_ns: int = 0

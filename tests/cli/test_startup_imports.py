@@ -54,7 +54,8 @@ def workspace(ws: Path) -> Path:
 
 
 def test_reading_commands_import_no_heavy_library(workspace: Path) -> None:
-    for args in (["status"], ["requests"], ["inbox"], ["--help"], ["status", "--json"]):
+    for args in (["status"], ["requests"], ["inbox"], ["--help"], ["status", "--json"], ["ps"],
+                 ["ps", "--json"]):  # fmt: skip
         assert _imports(workspace, *args) == [], args
 
 
@@ -64,6 +65,7 @@ def test_a_block_and_its_answer(workspace: Path) -> None:
     assert _imports(workspace, *ESCALATE, expect=2) == SENDS
     [record] = (workspace / "requests").glob("*.json")
     assert _imports(workspace, "status") == []
+    assert _imports(workspace, "ps") == []  # a registered, blocked loop with its question
     assert _imports(workspace, "reply", "--request-id", record.stem, "--reply", "A") == []
     assert _imports(workspace, "unblock") == []
 

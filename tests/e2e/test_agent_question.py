@@ -38,6 +38,8 @@ def test_the_agents_question_reaches_the_phone_within_a_second(
         record = wait_until(lambda: (r := json.loads(path.read_text()))["delivery"][-1]["ok"] and r)
         told = "(telegram: the supervisor sends it)"  # escalate's last line, echoed
         wait_until(lambda: told in daemon.stdout(), what="escalate's output")
+        # escalate has printed; its exit (and the agent's note of it) follows a moment later
+        wait_until((ws / "escalated").exists, what="escalate to return to the agent")
         assert daemon.proc.poll() is None  # the agent's turn goes on meanwhile
     assert isinstance(record, dict) and record["raised_by"] == "agent"
     assert [(e["channel"], e["ok"]) for e in record["delivery"]] == [("telegram", True)]

@@ -122,6 +122,7 @@ _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
     choices=st.lists(st.tuples(_text, _text), max_size=len(LETTERS)),
     meta=st.lists(_text, max_size=3),
     answer_hint=_text,
+    evidence=st.lists(_text, max_size=4),
 )
 def test_the_packaged_template_in_python_is_what_jinja2_renders(
     question: str,
@@ -130,8 +131,10 @@ def test_the_packaged_template_in_python_is_what_jinja2_renders(
     choices: list[tuple[str, str]],
     meta: list[str],
     answer_hint: str,
+    evidence: list[str],
 ) -> None:
     values = variables(
+        evidence=evidence,
         question=question,
         context=context,
         attempted=attempted,

@@ -2,7 +2,9 @@
 
 A tap names its request on the button (``<request_id>:<index>``); a reply names it by the
 message it replies to; a plain message answers the one open block, when exactly one is open
-across the machine. The answer is recorded through
+across the machine. Bot commands (``/loops``, ``/pause <repo>`` …), ``@repo`` notes and
+replies to a message about one loop steer loops (:mod:`~loopkit.inbox.relay.commands`).
+The answer is recorded through
 :func:`~loopkit.fleet.route.answer_anywhere` — this machine's workspaces first (each store
 with its own hub), then the fleets — exactly once, and the block's ``BLOCKED.md`` goes. Who
 may answer is :class:`~loopkit.inbox.relay.senders.Allowed`'s to say.
@@ -25,6 +27,7 @@ from loopkit.escalation.blockfile import remove_block
 from loopkit.escalation.sender import message_for
 from loopkit.fleet import Hubs
 from loopkit.fleet.route import answer_anywhere
+from loopkit.inbox.relay.commands import LoopCommands
 from loopkit.inbox.relay.senders import (
     Allowed,
     Sender,
@@ -88,6 +91,7 @@ class Router:
         self.stores = stores
         self.hubs = hubs
         self.here = here
+        self.loop_commands = LoopCommands(bot, allowed.chat)  # /loops, /pause …, @repo notes
 
     @property
     def chat(self) -> str:
@@ -166,10 +170,20 @@ class Router:
         sender = sender_of(message.get("from"))
         replied = message.get("reply_to_message")
         text = message.get("text")
-        if not isinstance(text, str) or text.startswith("/"):
-            return  # a sticker, a photo, a bot command: nothing to answer with
+        if not isinstance(text, str):
+            return  # a sticker, a photo: nothing to answer with
+        allowed = self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender)
+        if text.startswith("/"):  # a bot command: steering a loop (SPEC §22)
+            if allowed:
+                self.loop_commands.command(text, sender, message.get("message_id"))
+            else:
+                why = f"telegram: ignored a command from {sender.by}: not allowed"
+                log.warning("telegram_not_allowed", user=sender.user_id, msg=why)
+            return
         if not isinstance(replied, dict):
-            if self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender):
+            if allowed and not self.loop_commands.addressed(
+                text, sender, message.get("message_id")
+            ):
                 self._plain(text, sender, message.get("message_id"))
             return
         if not (self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender)):
@@ -180,6 +194,10 @@ class Router:
             )
             return
         record = self._request_for_message(replied.get("message_id"))
+        if record is None and self.loop_commands.replied(
+            replied.get("message_id"), text, sender, message.get("message_id")
+        ):
+            return  # a note for the loop that message was about
         if record is None:
             log.info(
                 "telegram_reply_ignored",

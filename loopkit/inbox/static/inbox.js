@@ -1,5 +1,5 @@
-// Live updates: the list (and a request's status) is fetched again every second, so an
-// answer given elsewhere shows here within 2 s. Without this script every page still works.
+// Live updates: the list, the Loops page (and a request's status) are fetched again every
+// second, so an answer or a loop's change elsewhere shows here within 2 s. Without this script every page still works.
 (function () {
   var live = document.querySelector("[data-live]");
   if (!live || !window.fetch) return;
@@ -15,6 +15,9 @@
         if (text.trim() !== status) location.reload();
         return;
       }
+      // Someone typing a note (or with a note box open) keeps the page as it is for now.
+      if (live.querySelector("details[open]") || live.contains(document.activeElement) &&
+          /^(TEXTAREA|INPUT)$/.test(document.activeElement.tagName)) return;
       if (text !== last) {
         var next = new DOMParser().parseFromString(text, "text/html").getElementById("list");
         if (next) live.innerHTML = next.innerHTML;

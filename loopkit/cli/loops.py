@@ -1,0 +1,113 @@
+"""``ps``, ``pause``, ``resume``, ``stop`` and ``note``: every loop, and steering one (SPEC §22)."""
+
+from __future__ import annotations
+
+import getpass
+
+import click
+
+from loopkit.app import App
+from loopkit.errors import EXIT_FAILURE, EXIT_OK, LoopNotFound
+from loopkit.home import Registered, Registry
+from loopkit.loops import Loop, find, loops, note, print_loops, read_loop, steer
+from loopkit.workspace.steer import Command
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the loops as JSON (one array).")
+@click.pass_obj
+def ps(app: App, as_json: bool) -> int:
+    """Every loop registered on this machine: state, iteration, task, since, verify, spend.
+
+    States: running, blocked (BLOCKED.md stands), paused (waits for `loopkit resume`),
+    finished (done said so), stopped, dead (its supervisor's pid is gone). Below the table:
+    each open question, each pause (who, via, when) and the notes waiting for a loop's next
+    agent run. Works from any folder.
+    """
+    return print_loops(as_json=as_json)  # `loopkit ps` alone takes the fast path in main
+
+
+def _target(app: App, repo: str | None) -> Loop:
+    """The loop ``repo`` names (a repo name or a workspace path), else this workspace's."""
+    if repo is None:
+        root = app.root.resolve()
+        for one in loops():
+            if one.workspace == str(root):
+                return one
+        if not ((root / "loopkit.toml").exists() or (root / ".loopkit").is_dir()):
+            raise LoopNotFound(f"{root} is no loopkit workspace; name a loop (`loopkit ps` "
+                               "lists them) or run this in one")  # fmt: skip
+        return read_loop(Registered(root, root.name, ""))
+    found = loops()
+    matches = find(repo, found)
+    if len(matches) == 1:
+        return matches[0]
+    names = ", ".join(sorted({one.repo for one in found})) or "none registered"
+    if matches:
+        paths = ", ".join(one.workspace for one in matches)
+        raise LoopNotFound(
+            f"{repo!r} names {len(matches)} loops ({paths}); give the workspace path"
+        )
+    raise LoopNotFound(f"no loop named {repo!r} on this machine; the loops: {names} (`loopkit ps`)")
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "human"
+
+
+def _steer(app: App, repo: str | None, command: Command) -> int:
+    loop = _target(app, repo)
+    line = steer(loop, command, by=_who(), via="cli")
+    click.echo(line)
+    return EXIT_FAILURE if command == "stop" and loop.pid is None else EXIT_OK
+
+
+REPO = click.argument("repo", required=False, metavar="[REPO]")
+
+
+@click.command()
+@REPO
+@click.pass_obj
+def pause(app: App, repo: str | None) -> int:
+    """Pause a loop after its running iteration; no question is sent.
+
+    REPO: a name from `loopkit ps`, or a workspace path (default: this workspace). Not a
+    block: no question is sent; `ps`, `status` and the inbox say paused. A pause
+    holds across restarts of the supervisor until `loopkit resume`.
+    """
+    return _steer(app, repo, "pause")
+
+
+@click.command()
+@REPO
+@click.pass_obj
+def resume(app: App, repo: str | None) -> int:
+    """Resume a paused loop (REPO as for `pause`)."""
+    return _steer(app, repo, "resume")
+
+
+@click.command()
+@REPO
+@click.pass_obj
+def stop(app: App, repo: str | None) -> int:
+    """Stop a loop's supervisor, as SIGTERM does (REPO as for `pause`; exit 1: none runs)."""
+    return _steer(app, repo, "stop")
+
+
+@click.command(name="note")
+@click.argument("text", nargs=-1, required=True)
+@click.option("--repo", "repo", metavar="REPO", help="The loop (default: this workspace).")
+@click.pass_obj
+def note_command(app: App, text: tuple[str, ...], repo: str | None) -> int:
+    """Guidance for a loop's next agent run, without a question: it gets LOOPKIT_GUIDANCE.
+
+    The run gets the text (and .loopkit/guidance.json), once; notes given before it starts
+    all go to that run. `loopkit ps` shows the notes waiting."""
+    loop = _target(app, repo)
+    click.echo(note(loop, " ".join(text), by=_who(), via="cli"))
+    if not any(one.workspace == loop.workspace for one in loops(Registry())):
+        click.echo("(this workspace is not registered yet: its first `loopkit run` registers it)")
+    return EXIT_OK

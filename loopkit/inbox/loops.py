@@ -1,0 +1,125 @@
+"""The inbox's Loops page (SPEC section 22): every loop of the machine, live like the list,
+with Pause / Resume / Stop buttons and a note box.
+
+``GET /loops`` (``?fragment=list``: the part the page's script fetches every second),
+``POST /loops/<key>/pause|resume|stop`` and ``POST /loops/<key>/note``, each with the
+session's CSRF token. Stop takes two taps: the first POST shows a page that asks again and
+changes nothing; its form posts once more with ``confirm=1``. A loop is addressed by its
+registry id, never by a path from the request. Every command is recorded with who
+(``--user``), via ``inbox`` and when, as the CLI's are (:mod:`loopkit.loops`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.requests import Request as HttpRequest
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from loopkit import loops
+from loopkit.errors import LoopkitError
+from loopkit.loops import Loop
+from loopkit.workspace.steer import Command
+
+MAX_FORM = 16 * 1024
+Handler = Callable[[HttpRequest, str], Awaitable[Response]]
+Page = Callable[..., Response]
+
+
+def _card(loop: Loop) -> dict[str, Any]:
+    """What a loop's card shows, and which buttons it offers."""
+    return {
+        "loop": loop,
+        "since": loops.since_text(loop),
+        "verify": loops.verify_text(loop),
+        "spend": f"${loop.spend_usd:.2f}" if loop.spend_usd is not None else None,
+        "question_url": f"/r/{loop.key}/{loop.request_id}" if loop.request_id else None,
+        "here": loop.machine is None,  # another machine's loop is steered there
+        "can_pause": loop.machine is None and loop.paused_by is None and loop.state != "finished",
+        "can_resume": loop.machine is None and loop.paused_by is not None,
+        "can_stop": loop.pid is not None,
+    }
+
+
+def routes(
+    *,
+    page: Page,
+    authed: Callable[[Handler], Callable[[HttpRequest], Awaitable[Response]]],
+    csrf: Callable[[str], str],
+    csrf_matches: Callable[[str, str], bool],
+    user: str,
+    headers: dict[str, str],
+    remote: loops.RemoteRequests,
+) -> list[Route]:
+    """The Loops page's routes; ``remote``: the fleets (other machines' loops waiting on a
+    human are listed, not steered)."""
+
+    def find(key: str) -> Loop | None:
+        return next((one for one in loops.loops() if one.key == key), None)
+
+    async def listing(request: HttpRequest, nonce: str) -> Response:
+        cards = [_card(one) for one in loops.loops() + loops.remote_loops(remote)]
+        name = "_loops.html.j2" if request.query_params.get("fragment") else "loops.html.j2"
+        told = request.query_params.get("told")
+        return page(name, cards=cards, csrf=csrf(nonce), title="Loops", told=told)
+
+    async def form_of(request: HttpRequest, nonce: str) -> dict[str, str] | Response:
+        body = await request.body()
+        form = {k: v[0] for k, v in parse_qs(body[:MAX_FORM].decode("utf-8", "replace")).items()}
+        if not csrf_matches(nonce, form.get("csrf", "")):
+            stale = "403 Forbidden: stale or missing form token; reload the page\n"
+            return PlainTextResponse(stale, 403, headers=headers)
+        return form
+
+    def back(told: str) -> Response:
+        from urllib.parse import urlencode
+
+        return RedirectResponse(f"/loops?{urlencode({'told': told})}", 303, headers=headers)
+
+    def command_route(command: Command) -> Handler:
+        async def handle(request: HttpRequest, nonce: str) -> Response:
+            form = await form_of(request, nonce)
+            if isinstance(form, Response):
+                return form
+            loop = find(request.path_params["key"])
+            if loop is None:
+                return page("missing.html.j2", 404, title="Not found")
+            if command == "stop" and form.get("confirm") != "1":
+                # Two taps (as a dismissal): this one changes nothing.
+                return page("loop_confirm.html.j2", card=_card(loop), csrf=csrf(nonce),
+                            title=loop.repo)  # fmt: skip
+            try:
+                told = loops.steer(loop, command, by=user, via="inbox")
+            except LoopkitError as exc:
+                return page("refused.html.j2", 400, title="Not done", message=str(exc))
+            return back(told)
+
+        return handle
+
+    async def note(request: HttpRequest, nonce: str) -> Response:
+        form = await form_of(request, nonce)
+        if isinstance(form, Response):
+            return form
+        loop = find(request.path_params["key"])
+        if loop is None:
+            return page("missing.html.j2", 404, title="Not found")
+        text = (form.get("note") or "").strip()
+        if not text:
+            return back(f"{loop.repo}: an empty note; nothing sent")
+        try:
+            told = loops.note(loop, text, by=user, via="inbox")
+        except LoopkitError as exc:
+            return page("refused.html.j2", 400, title="Not done", message=str(exc))
+        return back(told)
+
+    return [
+        Route("/loops", authed(listing)),
+        *[
+            Route(f"/loops/{{key}}/{command}", authed(command_route(command)), methods=["POST"])
+            for command in ("pause", "resume", "stop")
+        ],
+        Route("/loops/{key}/note", authed(note), methods=["POST"]),
+    ]

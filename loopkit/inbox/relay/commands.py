@@ -1,0 +1,149 @@
+"""Steering loops from Telegram (SPEC section 22): ``/loops``, ``/pause <repo>``,
+``/resume <repo>``, ``/stop <repo>``, and guidance addressed to a loop.
+
+Only the allowed chat and users steer (the router checks before handing an update here);
+a stranger's command is logged and changes nothing. An unknown or missing repo is answered
+with the list of loops. Every command is recorded with who (the Telegram user), via
+``telegram`` and when, as the CLI's and the inbox's are (:mod:`loopkit.loops`).
+
+Guidance: a message starting ``@repo`` is a note for that loop's next agent run; so is a
+reply to a message the bot sent about one loop (its answer to ``/pause``, ``/resume``,
+``/stop`` or an earlier note) — those messages are remembered, by id, in
+``LOOPKIT_HOME/telegram/loop-messages.json`` (the newest :data:`REMEMBERED`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from loopkit import atomicfile, loops, readfile
+from loopkit.channels.telegram_api import BotApi
+from loopkit.errors import LoopkitError
+from loopkit.home import home
+from loopkit.inbox.relay.senders import Sender
+from loopkit.log import get_logger
+from loopkit.loops import Loop
+from loopkit.message import fold
+from loopkit.workspace.steer import Command
+
+log = get_logger("loopkit.phone")
+
+COMMANDS: dict[str, Command] = {"/pause": "pause", "/resume": "resume", "/stop": "stop"}
+REMEMBERED = 200
+
+
+class LoopCommands:
+    """What the relay does with a steering command or a note from an allowed user."""
+
+    def __init__(self, bot: BotApi, chat: str, *, root: Path | None = None) -> None:
+        self.bot = bot
+        self.chat = chat
+        self.memory = (root or home()) / "telegram" / "loop-messages.json"
+
+    def command(self, text: str, sender: Sender, message_id: Any) -> None:
+        """``/loops`` or ``/pause|/resume|/stop <repo>`` (anything else: the help line)."""
+        head, _, rest = text.strip().partition(" ")
+        name = head.split("@", 1)[0].lower()  # "/pause@loopkit_bot" in groups
+        found = loops.loops()
+        if name == "/loops":
+            self._tell(_listing(found), message_id)
+            return
+        command = COMMANDS.get(name)
+        if command is None:
+            self._tell("Commands: /loops, /pause <repo>, /resume <repo>, /stop <repo>; "
+                       "@<repo> <text> is a note for its next agent run.", message_id)  # fmt: skip
+            return
+        loop = self._one(rest.strip(), found, message_id)
+        if loop is None:
+            return
+        try:
+            told = loops.steer(loop, command, by=sender.by, via="telegram")
+        except LoopkitError as exc:
+            told = f"{loop.repo}: not done: {exc}"
+        log.info(f"telegram_{command}", by=sender.by, msg=f"telegram: {told}")
+        self._tell(told, message_id, about=loop)
+
+    def addressed(self, text: str, sender: Sender, message_id: Any) -> bool:
+        """``@repo text``: a note for that loop. False when the message is no such note."""
+        head, _, rest = text.strip().partition(" ")
+        if not head.startswith("@") or len(head) < 2:
+            return False
+        found = loops.loops()
+        matches = loops.find(head[1:], found)
+        if len(matches) != 1:
+            return False  # "@someone" that is no loop: an ordinary message
+        self._note(matches[0], rest, sender, message_id)
+        return True
+
+    def replied(self, replied_to: Any, text: str, sender: Sender, message_id: Any) -> bool:
+        """A reply to a message about one loop: a note for it. False when it is no such reply."""
+        key = self._remembered().get(str(replied_to))
+        if key is None:
+            return False
+        loop = next((one for one in loops.loops() if one.key == key), None)
+        if loop is None:
+            return False
+        self._note(loop, text, sender, message_id)
+        return True
+
+    def _note(self, loop: Loop, text: str, sender: Sender, message_id: Any) -> None:
+        if not text.strip():
+            self._tell(f"{loop.repo}: an empty note; write what it should know after the "
+                       "name", message_id)  # fmt: skip
+            return
+        try:
+            told = loops.note(loop, text, by=sender.by, via="telegram")
+        except LoopkitError as exc:
+            told = f"{loop.repo}: not noted: {exc}"
+        log.info("telegram_note", by=sender.by, msg=f"telegram: {told}")
+        self._tell(told, message_id, about=loop)
+
+    def _one(self, name: str, found: list[Loop], message_id: Any) -> Loop | None:
+        matches = loops.find(name, found) if name else []
+        if len(matches) == 1:
+            return matches[0]
+        why = "Which loop?" if not name else f"No single loop named {name!r}."
+        self._tell(f"{why}\n{_listing(found)}", message_id)
+        return None
+
+    def _tell(self, text: str, answer_to: Any, *, about: Loop | None = None) -> None:
+        if not self.chat:
+            return
+        told: dict[str, Any] = {"chat_id": self.chat, "text": text}
+        if isinstance(answer_to, int):
+            told["reply_parameters"] = {"message_id": answer_to,
+                                        "allow_sending_without_reply": True}  # fmt: skip
+        sent = self.bot.try_call("sendMessage", told)
+        if about is not None and isinstance(sent, dict) and isinstance(sent.get("message_id"), int):
+            self._remember(sent["message_id"], about.key)
+
+    def _remembered(self) -> dict[str, str]:
+        try:
+            data = readfile.json_document(readfile.read_text(self.memory))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def _remember(self, message_id: int, key: str) -> None:
+        known = self._remembered()
+        known[str(message_id)] = key
+        kept = dict(list(known.items())[-REMEMBERED:])
+        with contextlib.suppress(OSError):
+            self.memory.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            atomicfile.write_json(self.memory, kept, mode=0o600)
+
+
+def _listing(found: list[Loop]) -> str:
+    if not found:
+        return "No loops on this machine."
+    lines = ["Loops:"]
+    for one in found:
+        since = loops.since_text(one)
+        extra = f" · Q: {fold(one.question, 60)}" if one.question else ""
+        extra += " · pause pending" if one.paused_by and one.state != "paused" else ""
+        lines.append(f"- {one.repo}: {one.state}, iteration {one.iteration}"
+                     f"{' · ' + since if since else ''}{extra}")  # fmt: skip
+    lines.append("/pause <repo> · /resume <repo> · /stop <repo> · @<repo> <note>")
+    return "\n".join(lines)

@@ -1,0 +1,197 @@
+"""Steering a loop from outside its supervisor (SPEC section 22): pause, resume, stop, notes.
+
+Whoever steers — ``loopkit pause|resume|stop|note``, the inbox's buttons and note box, a
+Telegram command — writes a file under the workspace's ``.loopkit/control/``; the supervisor
+watches that folder and acts on it. Nothing is sent to a process, so a loop is steered the
+same way whether its supervisor runs now, starts later or is gone.
+
+- ``control/steer.json``: the latest command, ``{"command", "by", "via", "at"}``, replaced
+  atomically. ``pause`` holds until a ``resume`` replaces it, across restarts of the
+  supervisor; ``stop`` ends the supervisor that was running when it was given (a stop
+  older than the supervisor's own start is history, not an order).
+- ``control/notes/<ns>-<random>.json``: one file per note (``{"text", "by", "via", "at"}``),
+  created, never rewritten, so two people noting at once lose nothing. The next agent run
+  takes them all (:meth:`Notes.take`): they leave the folder before it starts, so each
+  reaches exactly one run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from loopkit import atomicfile, clock, readfile
+from loopkit.errors import UsageError, WorkspaceError
+from loopkit.workspace import Workspace
+
+Command = Literal["pause", "resume", "stop"]
+COMMANDS: tuple[Command, ...] = ("pause", "resume", "stop")
+MAX_NOTE = 4000  # characters: guidance, not a document
+
+
+def control_dir(workspace: Workspace) -> Path:
+    return workspace.state_dir / "control"
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """One steering command: what, who, via which surface, when (ISO-8601 UTC, ms)."""
+
+    command: Command
+    by: str
+    via: str
+    at: str
+
+    def line(self) -> str:
+        return f"{self.command} by {self.by} via {self.via} at {self.at[:19].replace('T', ' ')}"
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    text: str
+    by: str
+    via: str
+    at: str
+
+
+def record_event(workspace: Workspace, event: str, msg: str, **fields: Any) -> None:
+    """One line in the workspace's ``events.jsonl``, as the structlog handler writes them
+    (a single ``write`` on ``O_APPEND``: lines of concurrent processes never interleave),
+    from whichever process steers — a CLI, ``serve`` — without loading structlog. Logging
+    never stops a command: a file that cannot be written is skipped."""
+    line = {"event": event, **fields, "msg": msg, "logger": "loopkit.steer", "level": "info",
+            "timestamp": clock.iso_millis()}  # fmt: skip
+    data = (json.dumps(line, default=str).replace("\n", "\\n") + "\n").encode()
+    with contextlib.suppress(OSError):
+        workspace.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(workspace.events_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                     0o600)  # fmt: skip
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+
+class Steering:
+    """``.loopkit/control/steer.json``: the latest pause / resume / stop of one workspace."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.folder = control_dir(workspace)
+        self.path = self.folder / "steer.json"
+
+    def give(self, command: Command, *, by: str, via: str) -> Order:
+        """Record ``command`` (replacing the one before) and log it as an event."""
+        order = Order(command, by, via, clock.iso_millis())
+        try:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            atomicfile.write_json(self.path, asdict(order), mode=0o600)
+        except OSError as exc:
+            raise WorkspaceError(atomicfile.failure(exc, self.path)) from None
+        record_event(self.workspace, f"steer_{command}_given", order.line(), by=by, via=via,
+                     at=order.at)  # fmt: skip
+        return order
+
+    def latest(self) -> Order | None:
+        """The latest command, or None (none given, or a file that is not one of ours)."""
+        try:
+            data = readfile.json_document(readfile.read_text(self.path))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("command") not in COMMANDS:
+            return None
+        try:
+            return Order(data["command"], str(data["by"]), str(data["via"]), str(data["at"]))
+        except KeyError:
+            return None
+
+    def paused(self) -> Order | None:
+        """The pause in force, if the latest command is one."""
+        order = self.latest()
+        return order if order is not None and order.command == "pause" else None
+
+
+class Notes:
+    """``.loopkit/control/notes/``: guidance waiting for the next agent run."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.folder = control_dir(workspace) / "notes"
+
+    def add(self, text: str, *, by: str, via: str) -> Note:
+        text = text.strip()
+        if not text:
+            raise UsageError("an empty note: say what the agent should know, e.g. "
+                             "`loopkit note \"use the staging database\"`")  # fmt: skip
+        import secrets  # only a note's writer needs it: `status` and `ps` only read
+
+        note = Note(text[:MAX_NOTE], by, via, clock.iso_millis())
+        name = f"{time.time_ns():020d}-{secrets.token_hex(4)}.json"
+        path = self.folder / name
+        try:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            atomicfile.write_json(path, asdict(note), mode=0o600)
+        except OSError as exc:
+            raise WorkspaceError(atomicfile.failure(exc, path)) from None
+        record_event(self.workspace, "guidance_given", f"a note by {by} via {via}", by=by,
+                     via=via, at=note.at)  # fmt: skip
+        return note
+
+    def _files(self) -> list[Path]:
+        try:
+            names = sorted(os.listdir(self.folder))
+        except OSError:
+            return []
+        return [self.folder / n for n in names if n.endswith(".json") and not n.startswith(".")]
+
+    def pending(self) -> list[Note]:
+        """The notes waiting, oldest first."""
+        return [note for note in (_note(path) for path in self._files()) if note is not None]
+
+    def count(self) -> int:
+        return len(self._files())
+
+    def take(self) -> list[Note]:
+        """Every waiting note, oldest first, each removed before it is returned: a note
+        reaches one agent run at most, even when the supervisor dies right after."""
+        taken = []
+        for path in self._files():
+            note = _note(path)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue  # taken by someone else meanwhile
+            except OSError:
+                continue
+            if note is not None:
+                taken.append(note)
+        return taken
+
+
+def _note(path: Path) -> Note | None:
+    try:
+        data: Any = readfile.json_document(readfile.read_text(path))
+        return Note(str(data["text"]), str(data["by"]), str(data["via"]), str(data["at"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def guidance_text(notes: list[Note]) -> str:
+    """What ``LOOPKIT_GUIDANCE`` holds: the notes' texts, oldest first, one per line."""
+    return "\n".join(note.text for note in notes)
+
+
+def write_guidance(workspace: Workspace, notes: list[Note]) -> None:
+    """``.loopkit/guidance.json`` for the run that takes ``notes``; gone for a run without."""
+    path = workspace.state_dir / "guidance.json"
+    if not notes:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return
+    data = {"guidance": guidance_text(notes), "notes": [asdict(n) for n in notes]}
+    atomicfile.write_json(path, data, mode=0o600)

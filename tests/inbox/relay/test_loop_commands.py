@@ -1,0 +1,116 @@
+"""Steering loops from Telegram, through the fake Bot API (SPEC §22): ``/loops``, ``/pause``,
+``/resume``, ``/stop`` from the allowed user only; an unknown repo is answered with the
+list; ``@repo …`` and a reply to the bot's message about a loop are notes for its next run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from loopkit import config as config_mod
+from loopkit.config import Config
+from loopkit.home import Registry
+from loopkit.liveness import start_ticks
+
+from fakeserver import FakeServer
+from helpers import relay_for
+
+TOKEN = "515151:AASteerTestTokenNotARealOne_xyz"
+CHAT = 5151
+ANA = {"id": 111, "first_name": "Ana"}
+STRANGER = {"id": 999, "first_name": "Mallory"}
+
+
+def make_config(ws: Path, server: FakeServer) -> Config:
+    return config_mod.load(ws, {
+        "LOOPKIT_HITL_CHANNEL": "telegram", "LOOPKIT_HITL_TELEGRAM_TOKEN": TOKEN,
+        "LOOPKIT_HITL_TELEGRAM_CHAT": str(CHAT), "LOOPKIT_HITL_TELEGRAM_API": server.url,
+        "LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS": "111",
+    })  # fmt: skip
+
+
+def running_loop(tmp_path: Path, name: str) -> Path:
+    """A registered workspace whose supervisor runs: this test process plays it."""
+    ws = tmp_path / name
+    (ws / ".loopkit").mkdir(parents=True)
+    state = {"status": "running", "pid": os.getpid(), "pid_start": start_ticks(os.getpid()),
+             "iteration": 4, "task": "add the price endpoint"}  # fmt: skip
+    (ws / ".loopkit" / "state.json").write_text(json.dumps(state))
+    Registry().register(ws, name)
+    return ws
+
+
+def say(server: FakeServer, text: str, sender: dict[str, object] = ANA,
+        reply_to: int | None = None) -> None:  # fmt: skip
+    message: dict[str, object] = {"message_id": 900 + len(server.calls("/getUpdates")),
+                                  "chat": {"id": CHAT}, "from": sender, "text": text}  # fmt: skip
+    if reply_to is not None:
+        message["reply_to_message"] = {"message_id": reply_to, "chat": {"id": CHAT}}
+    server.push_update(message=message)
+
+
+def told(server: FakeServer) -> list[str]:
+    return [str(call.body["text"]) for call in server.calls("/sendMessage")]
+
+
+def order(ws: Path) -> dict[str, object] | None:
+    path = ws / ".loopkit" / "control" / "steer.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def notes(ws: Path) -> list[dict[str, object]]:
+    folder = ws / ".loopkit" / "control" / "notes"
+    return (
+        [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+        if folder.exists()
+        else []
+    )
+
+
+def test_commands_from_the_allowed_user_steer_a_stranger_s_do_nothing(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    shop = running_loop(tmp_path, "shop")
+    running_loop(tmp_path, "billing")
+    relay = relay_for(make_config(shop, server), poll_timeout=0)
+
+    say(server, "/stop shop", sender=STRANGER)
+    relay.poll_once()
+    assert order(shop) is None and told(server) == []  # nothing done, nothing said
+
+    say(server, "/loops")
+    relay.poll_once()
+    [listing] = told(server)
+    assert "- shop: running, iteration 4" in listing and "- billing: running" in listing
+
+    say(server, "/pause nosuch")
+    relay.poll_once()
+    assert told(server)[-1].startswith("No single loop named 'nosuch'.\nLoops:\n- shop")
+    assert order(shop) is None
+
+    say(server, "/pause@loopkit_bot shop")
+    relay.poll_once()
+    assert told(server)[-1].startswith("shop: paused (pause by 111 (Ana) via telegram")
+    paused = order(shop)
+    assert paused is not None
+    assert (paused["command"], paused["by"], paused["via"]) == ("pause", "111 (Ana)", "telegram")
+
+    # A reply to the bot's message about shop is a note for shop's next agent run.
+    about_shop = server.calls("/sendMessage")[-1]
+    message_id = 100 + len(server.calls("/sendMessage"))  # the fake numbers them 101, 102 …
+    assert about_shop.body["text"].startswith("shop: paused")
+    say(server, "use the staging database", reply_to=message_id)
+    say(server, "@billing keep the invoices table")
+    say(server, "@shop", sender=STRANGER)  # a stranger's note is no note
+    relay.poll_once()
+    assert [n["text"] for n in notes(shop)] == ["use the staging database"]
+    billing = tmp_path / "billing"
+    assert [n["text"] for n in notes(billing)] == ["keep the invoices table"]
+    assert notes(billing)[0]["via"] == "telegram"
+
+    say(server, "/stop shop")
+    relay.poll_once()
+    stopped = order(shop)
+    assert stopped is not None and stopped["command"] == "stop"
+    assert told(server)[-1].startswith("shop: stopping (stop by 111 (Ana) via telegram")
