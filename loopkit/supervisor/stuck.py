@@ -33,7 +33,6 @@ from typing import Any
 from loopkit.clock import iso_seconds, parse_iso
 from loopkit.config import StuckConfig
 from loopkit.message import fold
-from loopkit.supervisor.normalise import fingerprint, normalise
 
 SIMILAR = 0.9  # rapidfuzz's normalised similarity (0..1) at which two outputs are copies
 KEEP_OUTPUTS = 4  # the earlier outputs a new one is compared with
@@ -352,6 +351,8 @@ class Detector:
         if seen.verify_exit == 0:
             c.same_error, c.errors = 0, []
             return []
+        from loopkit.supervisor.normalise import fingerprint  # its masks: when a verify failed
+
         print_ = fingerprint(seen.verify_output)
         line = _first_line(seen.verify_output)
         if print_ == c.error_fingerprint:
@@ -382,6 +383,8 @@ class Detector:
         limit, c = self.settings.repeated_output, self.counters
         if not limit:
             return []
+        from loopkit.supervisor.normalise import normalise  # `status` never needs it
+
         text = normalise(seen.agent_output)[-OUTPUT_CHARS:]
         if len(text) < MIN_OUTPUT:
             c.repeated_output, c.repeats = 0, []

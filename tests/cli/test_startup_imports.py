@@ -20,9 +20,10 @@ from helpers import ESCALATE, POLICY, clean_env
 HEAVY = ("asyncio", "structlog", "jinja2", "rapidfuzz", "httpx", "httpcore", "anyio", "watchdog",
          "starlette", "uvicorn", "mcp", "psycopg", "slack_sdk", "apprise",
          "websockets")  # fmt: skip
-# loopkit's own machinery for sending: a command that only reads builds none of it.
+# loopkit's own machinery for sending, and the stuck detector's masks: a command that only
+# reads builds none of it.
 SENDING = ("loopkit.escalation.escalator", "loopkit.escalation.sender", "loopkit.channels",
-           "tempfile", "secrets")  # fmt: skip
+           "loopkit.supervisor.normalise", "tempfile", "secrets")  # fmt: skip
 SENDS = ["loopkit.channels", "loopkit.escalation.escalator", "loopkit.escalation.sender"]
 PROBE = f"""
 import json, sys
