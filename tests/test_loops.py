@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from loopkit import config
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
@@ -27,6 +28,14 @@ class Fleet:
 
     def remote_open(self) -> list[Remote]:
         return self.remotes
+
+    def remote_loop_rows(self) -> list[dict[str, Any]]:
+        return []
+
+    def steer_remote(
+        self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
+    ) -> None:
+        raise AssertionError("not steered here")
 
 
 def test_other_machines_blocked_loops_are_rows_of_their_own(ws: Path) -> None:

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from loopkit import channels, clock, fleet, liveness
+from loopkit import channels, clock, fleet, liveness, loops
 from loopkit import config as config_mod
 from loopkit.clock import Clock, SystemClock
 from loopkit.config import Config
@@ -37,6 +37,8 @@ from loopkit.escalation import blockfile
 from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
 from loopkit.fleet import Hubs
+from loopkit.fleet.publishing import Publishing
+from loopkit.home import Registered
 from loopkit.log import get_logger
 from loopkit.requests.hub import Hub
 from loopkit.supervisor.blocked import BlockedPhase
@@ -250,14 +252,19 @@ class Supervisor:
 
 @contextlib.contextmanager
 def following(parts: Parts) -> Iterator[None]:
-    """With a fleet, answers given on other machines are applied here while we run
-    (:func:`loopkit.fleet.follow_answers`; without one there is nothing to follow)."""
+    """With a fleet, answers and steering orders given on other machines are applied here
+    while we run, and this loop's row is published at each change of its state and each
+    beat — and once more as it ends (:func:`loopkit.fleet.follow_answers`; without a fleet
+    there is nothing to follow)."""
     stop = threading.Event()
-    fleet.follow_answers(parts.hubs, parts.stores, stop, parts.wake.set)
+    own = Registered(parts.workspace.root, parts.workspace.repo_name(), "")
+    publishing = Publishing(loops.describe, own=own, changed=parts.changed)
+    fleet.follow_answers(parts.hubs, parts.stores, stop, parts.wake.set, publishing=publishing)
     try:
         yield
     finally:
         stop.set()
+        fleet.publish_last(parts.hubs, parts.store.hub, loops.describe(own))
 
 
 def _code(step: Step) -> int:

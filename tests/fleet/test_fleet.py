@@ -62,12 +62,12 @@ def test_init_makes_the_schema_from_nothing_and_is_idempotent(pg_server: Any) ->
     env = clean_env(LOOPKIT_FLEET_DSN=url)
     lk = [str(LOOPKIT), "fleet"]
     first = subprocess.run([*lk, "init"], env=env, capture_output=True, text=True)
-    assert first.returncode == 0 and "from version 0 to 2" in first.stdout, first.stderr
+    assert first.returncode == 0 and "from version 0 to 3" in first.stdout, first.stderr
     again = subprocess.run([*lk, "init"], env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "nothing to do" in again.stdout
     status = subprocess.run([*lk, "status", "--json"], env=env, capture_output=True, text=True)
     info = json.loads(status.stdout)
-    assert info["schema_version"] == 2 and info["machines"] == [] and info["leases"] == []
+    assert info["schema_version"] == 3 and info["machines"] == [] and info["leases"] == []
 
 
 def test_both_machines_requests_are_in_one_inbox(tmp_path: Path, dsn: str) -> None:
@@ -259,7 +259,7 @@ def test_doctor_says_whether_the_fleet_is_ready(tmp_path: Path, pg_server: Any) 
     a = Machine(tmp_path, "a", url)
     assert "run `loopkit fleet init`" in a.lk("doctor").stdout
     assert a.lk("fleet", "init").returncode == 0
-    assert "the fleet database is reachable (schema version 2)" in a.lk("doctor").stdout
+    assert "the fleet database is reachable (schema version 3)" in a.lk("doctor").stdout
     gone = Machine(tmp_path, "b", "postgresql://loopkit:pw@127.0.0.1:1/none")
     said = gone.lk("doctor")
     assert "the fleet database is unreachable" in said.stdout and "pw" not in said.stdout
