@@ -76,6 +76,7 @@ class Follower:
         while not self.stop.is_set():
             conn = self.hub.connect(f"loopkit follow {self.hub.machine}")
             if conn is None:
+                self._caught_up()  # nothing to catch up with: the loop need not wait
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
                 continue
@@ -84,6 +85,7 @@ class Follower:
                 with conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self.catch_up(conn)
+                    self._caught_up()
                     beat = time.monotonic()
                     while not self.stop.is_set():
                         # Gathered first: the connection is busy while notifies() runs.
@@ -105,7 +107,12 @@ class Follower:
                             beat = time.monotonic()
             except psycopg.Error as exc:
                 self.hub.down(exc)
+                self._caught_up()
                 self.stop.wait(backoff)
+
+    def _caught_up(self) -> None:
+        if self.publishing is not None:
+            self.publishing.caught_up.set()
 
     # --- catching up ------------------------------------------------------------------------
 

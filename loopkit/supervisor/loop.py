@@ -37,7 +37,7 @@ from loopkit.escalation import blockfile
 from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
 from loopkit.fleet import Hubs
-from loopkit.fleet.publishing import Publishing
+from loopkit.fleet.publishing import CATCH_UP, Publishing
 from loopkit.home import Registered
 from loopkit.log import get_logger
 from loopkit.requests.hub import Hub
@@ -259,7 +259,10 @@ def following(parts: Parts) -> Iterator[None]:
     stop = threading.Event()
     own = Registered(parts.workspace.root, parts.workspace.repo_name(), "")
     publishing = Publishing(loops.describe, own=own, changed=parts.changed)
-    fleet.follow_answers(parts.hubs, parts.stores, stop, parts.wake.set, publishing=publishing)
+    if fleet.follow_answers(parts.hubs, parts.stores, stop, parts.wake.set, publishing=publishing):
+        # A pause (or a note) given through the fleet while no loopkit ran here lands
+        # before the first iteration; a database that is gone costs one connect timeout.
+        publishing.caught_up.wait(CATCH_UP)
     try:
         yield
     finally:

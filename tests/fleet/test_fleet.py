@@ -16,45 +16,9 @@ import pytest
 
 from fakeserver import FakeServer
 from helpers import LOOPKIT, Daemon, clean_env, runs, setup, wait_until
+from machines import Machine
 
 TOKEN = "999999:AAFleetTokenNotARealOne_abcdefgh"
-
-
-class Machine:
-    def __init__(self, root: Path, name: str, dsn: str, **extra: str) -> None:
-        self.home = root / f"home-{name}"
-        self.ws = root / f"ws-{name}"
-        self.ws.mkdir(parents=True)
-        settings = {"LOOPKIT_HITL_CHANNEL": "none", **extra}
-        self.env = clean_env(LOOPKIT_HOME=str(self.home), LOOPKIT_FLEET_DSN=dsn, **settings)
-
-    def lk(self, *args: str, ws: bool = True) -> subprocess.CompletedProcess[str]:
-        where = ["-C", str(self.ws)] if ws else []
-        return subprocess.run(
-            [str(LOOPKIT), *where, *args], env=self.env, capture_output=True, text=True, timeout=60
-        )
-
-    def escalate(self, question: str = "Which flow?") -> str:
-        done = self.lk(
-            "escalate",
-            "-q",
-            question,
-            "-c",
-            "checkout",
-            "-a",
-            "read",
-            "--choice",
-            "Keep — as is",
-            "--choice",
-            "Migrate — to v2",
-        )
-        assert done.returncode == 2, done.stderr
-        return str(json.loads(self.lk("requests", "--json").stdout)[-1]["request_id"])
-
-    def record(self, request_id: str) -> dict[str, Any]:
-        data = json.loads((self.ws / "requests" / f"{request_id}.json").read_text())
-        assert isinstance(data, dict)
-        return data
 
 
 def test_init_makes_the_schema_from_nothing_and_is_idempotent(pg_server: Any) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from loopkit import atomicfile, loops, readfile
 from loopkit.channels.telegram_api import BotApi
-from loopkit.errors import LoopkitError, LoopNotFound
+from loopkit.errors import LoopkitError
 from loopkit.home import home
 from loopkit.inbox.relay.senders import Sender
 from loopkit.log import get_logger
@@ -111,14 +111,17 @@ class LoopCommands:
         self._tell(told, message_id, about=loop)
 
     def _one(self, name: str, found: list[Loop], message_id: Any) -> Loop | None:
-        if not name:
-            self._tell(f"Which loop?\n{_listing(found)}", message_id)
-            return None
-        try:
-            return loops.pick(name, found)
-        except LoopNotFound as exc:
-            self._tell(f"{exc}\n{_listing(found)}", message_id)
-            return None
+        matches = loops.find(name, found) if name else []
+        if len(matches) == 1:
+            return matches[0]
+        machines = len({one.machine for one in matches})
+        if machines > 1:
+            names = ", ".join(loops.address(one) for one in matches)
+            why = f"{name!r} names loops on {machines} machines; say which: {names}."
+        else:
+            why = "Which loop?" if not name else f"No single loop named {name!r}."
+        self._tell(f"{why}\n{_listing(found)}", message_id)
+        return None
 
     def _tell(self, text: str, answer_to: Any, *, about: Loop | None = None) -> None:
         if not self.chat:
