@@ -243,7 +243,7 @@ def _published(data: dict[str, Any]) -> Loop:
     while it said a supervisor runs): ``unknown``, or still ``blocked``, and why."""
     state, pid, problem = str(data["state"]), data.get("pid"), data.get("problem")
     machine_name = str(data["machine"])
-    if data.get("stale"):
+    if data.get("stale") and state in ALIVE:
         heard = age(float(data.get("heard_seconds") or 0))
         problem = (f"no word from {machine_name} for {heard} (it said {state}): that machine "
                    "is off, or cannot reach the fleet database")  # fmt: skip
