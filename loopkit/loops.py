@@ -400,7 +400,7 @@ def steer(loop: Loop, command: Command, *, by: str, via: str, fleet: Fleet | Non
             then = ("after its running iteration" if loop.pid is not None
                     else "from its next `loopkit run` there")  # fmt: skip
             return f"{sent}; it waits {then} until resumed"
-        return f"{sent}; its machine applies it within seconds"
+        return f"{sent}; its machine lands it as soon as loopkit runs there"
     order = Steering(_workspace(loop)).give(command, by=by, via=via)
     running = loop.pid is not None
     if command == "pause":

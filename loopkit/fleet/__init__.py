@@ -190,13 +190,16 @@ def follow_answers(
     return threads
 
 
-def publish_last(hubs: Hubs, hub: Hub, row: Mapping[str, Any]) -> None:
-    """A supervisor's last row as it ends (``hub``: its workspace's; nothing without a
-    fleet). Never raises: the database gone, the row keeps its last word, which goes stale."""
-    if hub not in hubs.pg_hubs():
+def publish_last(hubs: Hubs, hub: Hub, publishing: Publishing) -> None:
+    """A supervisor's last row as it ends: ``publishing.own``'s, to ``hub`` (its
+    workspace's; nothing without a fleet). Never raises: the database gone, the row keeps
+    its last word, which goes stale."""
+    own = publishing.own
+    if own is None or hub not in hubs.pg_hubs():
         return
     from loopkit.fleet import states
     from loopkit.fleet.pg import PgHub
 
     assert isinstance(hub, PgHub)
-    states.publish_last(hub, row, read_ns=states.now_ns())
+    read_ns = states.now_ns()  # before the read: a row read later always wins
+    states.publish_last(hub, publishing.describe(own), read_ns=read_ns)

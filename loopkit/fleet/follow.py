@@ -70,6 +70,7 @@ class Follower:
         self.publishing = publishing
         self.synced = home() / "fleet" / "synced.json"
         self.loops_ready = False  # the schema has the loop and steering tables
+        self._unreadable: set[Path] = set()  # loops whose reading failed (warned once)
 
     def run(self) -> None:
         backoff = 1.0
@@ -226,9 +227,17 @@ class Follower:
         publishing = self.publishing
         if publishing is None or not entries:
             return
-        read_ns = states.now_ns()
-        states.publish(conn, self.hub.machine, [publishing.describe(e) for e in entries],
-                       read_ns=read_ns)  # fmt: skip
+        read_ns = states.now_ns()  # before the reads: a row read later always wins
+        rows = []
+        for entry in entries:
+            try:
+                rows.append(publishing.describe(entry))
+            except Exception as exc:  # a loop that cannot be read must not stop the follower
+                if entry.path not in self._unreadable:
+                    self._unreadable.add(entry.path)
+                    why = f"fleet: cannot read the loop at {entry.path}: {exc}"
+                    log.warning("fleet_publish_failed", msg=why)
+        states.publish(conn, self.hub.machine, rows, read_ns=read_ns)
 
     # --- applying ---------------------------------------------------------------------------
 

@@ -146,15 +146,17 @@ class Supervisor:
         parts = self.parts
         with self.lock.held(), self._signals(), self._in_workspace(), subreaper():
             folders = [parts.workspace.root, parts.workspace.requests_dir]
-            with FolderWatch(folders, parts.wake) as watch, following(parts), self.controls:
-                parts.watch = watch
-                try:
-                    return self._loop()
-                finally:
-                    parts.watch = None
-                    parts.close()
-                    if self._closes_hubs:
-                        parts.hubs.close()
+            try:
+                with FolderWatch(folders, parts.wake) as watch, following(parts), self.controls:
+                    parts.watch = watch
+                    try:
+                        return self._loop()
+                    finally:
+                        parts.watch = None
+                        parts.close()
+            finally:  # after the loop's last row went out (following's end)
+                if self._closes_hubs:
+                    parts.hubs.close()
 
     @contextlib.contextmanager
     def _in_workspace(self) -> Iterator[None]:
@@ -259,7 +261,10 @@ def following(parts: Parts) -> Iterator[None]:
     stop = threading.Event()
     own = Registered(parts.workspace.root, parts.workspace.repo_name(), "")
     publishing = Publishing(loops.describe, own=own, changed=parts.changed)
-    if fleet.follow_answers(parts.hubs, parts.stores, stop, parts.wake.set, publishing=publishing):
+    followed = fleet.follow_answers(
+        parts.hubs, parts.stores, stop, parts.wake.set, publishing=publishing
+    )
+    if followed:
         # A pause (or a note) given through the fleet while no loopkit ran here lands
         # before the first iteration; a database that is gone costs one connect timeout.
         publishing.caught_up.wait(CATCH_UP)
@@ -267,7 +272,8 @@ def following(parts: Parts) -> Iterator[None]:
         yield
     finally:
         stop.set()
-        fleet.publish_last(parts.hubs, parts.store.hub, loops.describe(own))
+        if followed:
+            fleet.publish_last(parts.hubs, parts.store.hub, publishing)
 
 
 def _code(step: Step) -> int:

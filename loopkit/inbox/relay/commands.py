@@ -34,6 +34,7 @@ log = get_logger("loopkit.phone")
 
 COMMANDS: dict[str, Command] = {"/pause": "pause", "/resume": "resume", "/stop": "stop"}
 REMEMBERED = 200
+MAX_LISTING = 4000  # characters of /loops' answer (Telegram's limit is 4096)
 
 
 class LoopCommands:
@@ -163,5 +164,14 @@ def _listing(found: list[Loop]) -> str:
         extra += " · pause pending" if one.paused_by and one.state != "paused" else ""
         lines.append(f"- {name}{on}: {one.state}, iteration {one.iteration}"
                      f"{' · ' + since if since else ''}{extra}")  # fmt: skip
-    lines.append("/pause <repo> · /resume <repo> · /stop <repo> · @<repo> <note>")
+    tail = "/pause <repo> · /resume <repo> · /stop <repo> · @<repo> <note>"
+    if sum(len(line) + 1 for line in [*lines, tail]) > MAX_LISTING:
+        kept: list[str] = []
+        for line in lines:  # Telegram refuses a message over 4096 characters
+            if sum(len(k) + 1 for k in kept) + len(line) + 120 > MAX_LISTING:
+                break
+            kept.append(line)
+        more = len(lines) - len(kept)
+        lines = [*kept, f"… and {more} more: `loopkit ps` or the inbox's Loops page lists all"]
+    lines.append(tail)
     return "\n".join(lines)

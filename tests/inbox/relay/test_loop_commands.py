@@ -195,3 +195,21 @@ def test_other_machines_loops_are_listed_and_steered_through_the_fleet(
     say(server, "and the sitemap", reply_to=about_docs)
     relay.poll_once()
     assert fleet.given[-1][2:4] == ("note", "and the sitemap")
+
+
+def test_the_list_of_many_loops_fits_one_telegram_message() -> None:
+    from loopkit.inbox.relay.commands import _listing
+    from loopkit.loops import Loop
+
+    many = [
+        Loop(key=str(n), repo=f"service-number-{n:03d}", workspace=f"/srv/{n}",
+             machine="build-2-1a2b3c4d", state="running", pid=n, iteration=n, task=None,
+             since=None, last_verify=None, question="Drop the legacy table? " * 3,
+             request_id=None, spend_usd=None, paused_by=None, guidance_pending=0)
+        for n in range(150)
+    ]  # fmt: skip
+    text = _listing(many)
+    assert len(text) <= 4096
+    assert "more: `loopkit ps` or the inbox's Loops page lists all" in text
+    assert text.startswith("Loops:\n- service-number-000") and text.endswith("<note>")
+    assert len(_listing(many[:3]).splitlines()) == 5  # a few: every one, nothing cut
