@@ -120,13 +120,13 @@ class Hubs:
         fleet cannot take it (the database gone, a schema to migrate)."""
         from loopkit.fleet import steering
 
-        outcomes = [
-            steering.give(hub, machine=machine, workspace=workspace, command=command, note=note,
-                          by=by, via=via)
-            for hub in self.pg_hubs()
-        ]  # fmt: skip
-        if "given" in outcomes:
-            return
+        outcomes = []
+        for hub in self.pg_hubs():  # the first fleet that knows the loop takes it: once
+            given = steering.give(hub, machine=machine, workspace=workspace, command=command,
+                                  note=note, by=by, via=via)  # fmt: skip
+            if given == "given":
+                return
+            outcomes.append(given)
         if "unreachable" in outcomes:
             raise LoopkitError(f"cannot reach the fleet database to steer {workspace} on "
                                f"{machine}: do it there, or when the database is back")  # fmt: skip
