@@ -105,6 +105,10 @@ def test_ps_on_one_machine_lists_the_other_s_running_paused_and_finished_loops(
         assert rows[(b.name, "billing")]["paused_by"].startswith("pause by ")
         table = a.lk("ps", ws=False).stdout
         assert "MACHINE" in table and b.name in table and "here" in table
+        status = json.loads(a.lk("fleet", "status", "--json").stdout)
+        assert status["loops"] == {a.name: 1, b.name: 3} and status["steering_not_applied"] == 0
+        assert f"{b.name}: seen" in a.lk("fleet", "status").stdout
+        assert "3 loop(s)" in a.lk("fleet", "status").stdout
         os.kill(running.proc.pid, signal.SIGTERM)  # a supervisor that ends says so as it goes
         assert running.wait() == 143
         assert state_on(a, b, "shop") == "stopped"
