@@ -17,8 +17,9 @@ from loopkit.workspace.steer import Command
 @click.option("--json", "as_json", is_flag=True, help="Print the loops as JSON (one array).")
 @click.pass_obj
 def ps(app: App, as_json: bool) -> int:
-    """Every loop registered on this machine — and with a fleet (LOOPKIT_FLEET_DSN) every
-    machine's: state, iteration, task, since, verify, spend.
+    """Every loop of this machine (with a fleet, of every machine): state, task, verify, spend.
+
+    With a fleet (LOOPKIT_FLEET_DSN), other machines' loops are listed with their machine.
 
     States: running, blocked (BLOCKED.md stands), paused (waits for `loopkit resume`),
     finished (done said so), stopped, dead (its supervisor's pid is gone), unknown (another
