@@ -6,14 +6,18 @@ stop or note given on one machine lands on the loop's own.
   and ``NOTIFY loopkit_steer``, in one statement. Only a loop the fleet knows (a row in
   ``loopkit_loops``, or a request in ``loopkit_requests``) takes one.
 - :func:`apply_pending` (on the loop's machine, by its follower: at the NOTIFY, and each
-  beat for one a lost connection missed): in one transaction the machine's orders not yet
-  applied are locked (``FOR UPDATE SKIP LOCKED``: two followers of one machine — ``serve``
-  and a supervisor — never both take one); each lands as the file the local path writes
-  (``.loopkit/control/steer.json``, or a note under ``control/notes/``), with the same event
-  (who, via, when, and the machine it was given on), and is marked applied with its outcome.
-  An order for a workspace not registered on the machine is marked refused, never written.
-  Each order lands once: only a crash between its file and the commit would land it again,
-  at the next look.
+  beat for one a lost connection missed): the machine's orders not yet applied, oldest
+  first, each in a transaction of its own — locked (``FOR UPDATE SKIP LOCKED``: two
+  followers of one machine — ``serve`` and a supervisor — never both take one), landed as
+  the file the local path writes (``.loopkit/control/steer.json``, or a note under
+  ``control/notes/``) with the same event (who, via, when, and the machine it was given
+  on), marked applied with its outcome, and committed before the next is taken: a
+  connection lost partway leaves the orders already landed marked. An order for a
+  workspace not registered on the machine is marked refused, never written.
+- **Each order lands once.** Its file carries the order's key (its id and the time it was
+  given): a note of that key already waiting (or taken by the last agent run), or a
+  ``steer.json`` holding that order, is not written again — so even a crash between the
+  file and the commit lands nothing twice at the next look.
 """
 
 from __future__ import annotations
@@ -46,8 +50,10 @@ WITH given AS (
 SELECT id, pg_notify('{CHANNEL}', machine)::text FROM given
 """
 PENDING = """
-SELECT id, workspace, command, note, given_by, via, from_machine FROM loopkit_steer
-WHERE machine = %s AND applied_at IS NULL ORDER BY id FOR UPDATE SKIP LOCKED
+SELECT id, workspace, command, note, given_by, via, from_machine,
+       (extract(epoch FROM given_at) * 1000000)::bigint
+FROM loopkit_steer
+WHERE machine = %s AND applied_at IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
 """
 DONE = "UPDATE loopkit_steer SET applied_at = now(), outcome = %s WHERE id = %s"
 
@@ -76,40 +82,50 @@ def give(
 
 def apply_pending(conn: Any, machine: str, places: Mapping[str, Workspace]) -> list[str]:
     """Land this machine's orders not yet applied (``places``: the registered workspaces
-    this fleet steers, by path); the workspaces it touched. A psycopg error goes to the
-    caller, with nothing marked applied."""
+    this fleet steers, by path), each committed on its own; the workspaces it touched. A
+    psycopg error goes to the caller: the orders landed before it stay marked applied, the
+    one it interrupted is landed (once) at the next look."""
     touched: list[str] = []
-    with conn.transaction():
-        for order_id, where, command, note, by, via, given_on in conn.execute(
-            PENDING, (machine,)
-        ).fetchall():
-            outcome = _land(places.get(where), command, note, by=by, via=via, given_on=given_on)
+    while True:
+        with conn.transaction():
+            row = conn.execute(PENDING, (machine,)).fetchone()
+            if row is None:
+                return touched
+            order_id, where, command, note, by, via, given_on, given_us = row
+            key = f"o{order_id}-{given_us}"
+            outcome = _land(places.get(where), command, note, by=by, via=via, given_on=given_on,
+                            key=key)  # fmt: skip
             conn.execute(DONE, (outcome, order_id))
-            if outcome == "applied":
-                touched.append(where)
-            log.info(
-                "fleet_steer",
-                command=command,
-                by=by,
-                via=via,
-                given_on=given_on,
-                msg=f"fleet: {command} for {where} by {by} via {via} on {given_on}: {outcome}",
-            )
-    return touched
+        if outcome == "applied":
+            touched.append(where)
+        log.info(
+            "fleet_steer",
+            command=command,
+            by=by,
+            via=via,
+            given_on=given_on,
+            msg=f"fleet: {command} for {where} by {by} via {via} on {given_on}: {outcome}",
+        )
 
 
 def _land(
     workspace: Workspace | None, command: str, note: str | None, *, by: str, via: str,
-    given_on: str,
+    given_on: str, key: str,
 ) -> str:  # fmt: skip
-    """Write one order as the local path does; its outcome in a few words."""
+    """Write one order (``key``: the fleet's key of it) as the local path does, unless it
+    was written already; its outcome in a few words."""
     if workspace is None:
         return "refused: no such workspace is registered on this machine"
     try:
         if command == "note":
-            Notes(workspace).add(note or "", by=by, via=via, given_on=given_on)
+            notes = Notes(workspace)
+            if not notes.landed(key):
+                notes.add(note or "", by=by, via=via, given_on=given_on, order=key)
         elif command in COMMANDS:
-            Steering(workspace).give(command, by=by, via=via, given_on=given_on)
+            steering = Steering(workspace)
+            latest = steering.latest()
+            if latest is None or latest.order != key:
+                steering.give(command, by=by, via=via, given_on=given_on, order=key)
         else:
             return f"refused: unknown command {command!r}"
     except LoopkitError as exc:

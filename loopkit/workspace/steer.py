@@ -40,12 +40,15 @@ def control_dir(workspace: Workspace) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Order:
-    """One steering command: what, who, via which surface, when (ISO-8601 UTC, ms)."""
+    """One steering command: what, who, via which surface, when (ISO-8601 UTC, ms); one
+    that came through the fleet carries its ``order`` (the fleet's key of it: each lands
+    once)."""
 
     command: Command
     by: str
     via: str
     at: str
+    order: str | None = None
 
     def line(self) -> str:
         return f"{self.command} by {self.by} via {self.via} at {self.at[:19].replace('T', ' ')}"
@@ -57,6 +60,12 @@ class Note:
     by: str
     via: str
     at: str
+    order: str | None = None  # the fleet's key of the order it came as, if it did
+
+
+def _document(item: Order | Note) -> dict[str, Any]:
+    """What a file holds of ``item`` (a local one has no ``order``)."""
+    return {key: value for key, value in asdict(item).items() if value is not None}
 
 
 def record_event(workspace: Workspace, event: str, msg: str, **fields: Any) -> None:
@@ -93,18 +102,22 @@ class Steering:
         self.folder = control_dir(workspace)
         self.path = self.folder / "steer.json"
 
-    def give(self, command: Command, *, by: str, via: str, given_on: str | None = None) -> Order:
+    def give(
+        self, command: Command, *, by: str, via: str, given_on: str | None = None,
+        order: str | None = None,
+    ) -> Order:  # fmt: skip
         """Record ``command`` (replacing the one before) and log it as an event; ``given_on``:
-        the machine it was given on, when another one (it came through the fleet)."""
-        order = Order(command, by, via, clock.iso_millis())
+        the machine it was given on, when another one (it came through the fleet), and
+        ``order`` the fleet's key of it."""
+        given = Order(command, by, via, clock.iso_millis(), order)
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            atomicfile.write_json(self.path, asdict(order), mode=0o600)
+            atomicfile.write_json(self.path, _document(given), mode=0o600)
         except OSError as exc:
             raise WorkspaceError(atomicfile.failure(exc, self.path)) from None
-        record_event(self.workspace, f"steer_{command}_given", order.line() + _on(given_on),
-                     by=by, via=via, at=order.at, **_given_on(given_on))  # fmt: skip
-        return order
+        record_event(self.workspace, f"steer_{command}_given", given.line() + _on(given_on),
+                     by=by, via=via, at=given.at, **_given_on(given_on))  # fmt: skip
+        return given
 
     def latest(self) -> Order | None:
         """The latest command, or None (none given, or a file that is not one of ours)."""
@@ -115,7 +128,9 @@ class Steering:
         if not isinstance(data, dict) or data.get("command") not in COMMANDS:
             return None
         try:
-            return Order(data["command"], str(data["by"]), str(data["via"]), str(data["at"]))
+            order = data.get("order")
+            return Order(data["command"], str(data["by"]), str(data["via"]), str(data["at"]),
+                         str(order) if order is not None else None)  # fmt: skip
         except KeyError:
             return None
 
@@ -132,24 +147,40 @@ class Notes:
         self.workspace = workspace
         self.folder = control_dir(workspace) / "notes"
 
-    def add(self, text: str, *, by: str, via: str, given_on: str | None = None) -> Note:
-        """Add a note for the next agent run (``given_on`` as for :meth:`Steering.give`)."""
+    def add(
+        self, text: str, *, by: str, via: str, given_on: str | None = None,
+        order: str | None = None,
+    ) -> Note:  # fmt: skip
+        """Add a note for the next agent run (``given_on`` and ``order`` as for
+        :meth:`Steering.give`; a note of an order is named after it, see :meth:`landed`)."""
         text = text.strip()
         if not text:
             self.refuse_empty()
         import secrets  # only a note's writer needs it: `status` and `ps` only read
 
-        note = Note(text[:MAX_NOTE], by, via, clock.iso_millis())
-        name = f"{time.time_ns():020d}-{secrets.token_hex(4)}.json"
-        path = self.folder / name
+        note = Note(text[:MAX_NOTE], by, via, clock.iso_millis(), order)
+        tail = order if order is not None else secrets.token_hex(4)
+        path = self.folder / f"{time.time_ns():020d}-{tail}.json"
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            atomicfile.write_json(path, asdict(note), mode=0o600)
+            atomicfile.write_json(path, _document(note), mode=0o600)
         except OSError as exc:
             raise WorkspaceError(atomicfile.failure(exc, path)) from None
         record_event(self.workspace, "guidance_given", f"a note by {by} via {via}{_on(given_on)}",
                      by=by, via=via, at=note.at, **_given_on(given_on))  # fmt: skip
         return note
+
+    def landed(self, order: str) -> bool:
+        """Whether the note of the fleet's order ``order`` was written here already: it
+        waits in the folder, or the last agent run took it (``guidance.json``)."""
+        if any(path.name.endswith(f"-{order}.json") for path in self._files()):
+            return True
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            data: Any = readfile.json_document(
+                readfile.read_text(self.workspace.state_dir / "guidance.json")
+            )
+            return any(one.get("order") == order for one in data.get("notes") or [])
+        return False
 
     @staticmethod
     def refuse_empty() -> NoReturn:
@@ -190,7 +221,9 @@ class Notes:
 def _note(path: Path) -> Note | None:
     try:
         data: Any = readfile.json_document(readfile.read_text(path))
-        return Note(str(data["text"]), str(data["by"]), str(data["via"]), str(data["at"]))
+        order = data.get("order")
+        return Note(str(data["text"]), str(data["by"]), str(data["via"]), str(data["at"]),
+                    str(order) if order is not None else None)  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -207,5 +240,5 @@ def write_guidance(workspace: Workspace, notes: list[Note]) -> None:
         with contextlib.suppress(OSError):
             path.unlink()
         return
-    data = {"guidance": guidance_text(notes), "notes": [asdict(n) for n in notes]}
+    data = {"guidance": guidance_text(notes), "notes": [_document(n) for n in notes]}
     atomicfile.write_json(path, data, mode=0o600)

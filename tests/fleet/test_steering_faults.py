@@ -1,0 +1,113 @@
+"""Steering orders and loop rows when something goes wrong partway (SPEC section 22), in
+process, against a real PostgreSQL server: the follower's connection cut while it lands
+orders, a stop that waited in the fleet while its loop was restarted, a value PostgreSQL
+cannot store, two followers of one database on one machine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from loopkit.fleet import steering
+from loopkit.fleet.pg import PgHub
+from loopkit.workspace import Workspace
+from loopkit.workspace.steer import Notes, Steering
+
+MACHINE = "b-machine"
+
+
+class CutAt:
+    """The follower's connection, cut — its backend terminated from another session, as a
+    dropped network or a server restart would — just before the ``at``-th order it lands
+    is marked applied (its file written by then)."""
+
+    def __init__(self, conn: Any, dsn: str, at: int) -> None:
+        self.conn = conn
+        self.dsn = dsn
+        self.at = at
+        self.marks = 0
+
+    def transaction(self) -> Any:
+        return self.conn.transaction()
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        if sql == steering.DONE:
+            self.marks += 1
+            if self.marks == self.at:
+                with psycopg.connect(self.dsn, autocommit=True) as admin:
+                    admin.execute("SELECT pg_terminate_backend(%s)", (self.conn.info.backend_pid,))
+        return self.conn.execute(sql, params)
+
+
+def loop_at(root: Path, dsn: str) -> Workspace:
+    """A workspace of machine b the fleet knows (its row in ``loopkit_loops``)."""
+    root.mkdir(parents=True, exist_ok=True)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO loopkit_loops (machine, workspace, repo, state, read_ns, beat_seconds) "
+            "VALUES (%s, %s, %s, 'running', 0, 10)",
+            (MACHINE, str(root), root.name),
+        )
+    return Workspace(root, root / "BLOCKED.md")
+
+
+def give(hub: PgHub, ws: Workspace, command: str, note: str | None = None) -> None:
+    given = steering.give(hub, machine=MACHINE, workspace=str(ws.root), command=command,
+                          note=note, by="ana", via="cli")  # fmt: skip
+    assert given == "given"
+
+
+def follower_conn(dsn: str) -> Any:
+    return psycopg.connect(dsn, autocommit=True)
+
+
+def pending(dsn: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT command, note FROM loopkit_steer WHERE applied_at IS NULL ORDER BY id"
+        ).fetchall()
+
+
+@pytest.fixture
+def hub(dsn: str) -> Any:
+    made = PgHub(dsn)
+    yield made
+    made.close()
+
+
+def test_a_connection_cut_while_landing_lands_no_note_twice(
+    tmp_path: Path, dsn: str, hub: PgHub
+) -> None:
+    ws = loop_at(tmp_path / "api", dsn)
+    give(hub, ws, "note", "first")
+    give(hub, ws, "note", "second")
+    places = {str(ws.root): ws}
+    with follower_conn(dsn) as conn, pytest.raises(psycopg.OperationalError):
+        steering.apply_pending(CutAt(conn, dsn, at=2), MACHINE, places)
+    with follower_conn(dsn) as conn:  # the next look, on a new connection
+        steering.apply_pending(conn, MACHINE, places)
+    assert [note.text for note in Notes(ws).pending()] == ["first", "second"]
+    assert pending(dsn) == []
+    events = (ws.state_dir / "events.jsonl").read_text().splitlines()
+    assert [json.loads(line)["event"] for line in events] == ["guidance_given"] * 2
+
+
+def test_a_connection_cut_after_a_pause_landed_does_not_land_it_again(
+    tmp_path: Path, dsn: str, hub: PgHub
+) -> None:
+    ws = loop_at(tmp_path / "api", dsn)
+    give(hub, ws, "pause")
+    places = {str(ws.root): ws}
+    with follower_conn(dsn) as conn, pytest.raises(psycopg.OperationalError):
+        steering.apply_pending(CutAt(conn, dsn, at=1), MACHINE, places)
+    landed = Steering(ws).latest()
+    assert landed is not None and landed.command == "pause"
+    with follower_conn(dsn) as conn:
+        steering.apply_pending(conn, MACHINE, places)
+    assert Steering(ws).latest() == landed  # the same order, not written again
+    assert pending(dsn) == []
