@@ -14,6 +14,10 @@ stop or note given on one machine lands on the loop's own.
   on), marked applied with its outcome, and committed before the next is taken: a
   connection lost partway leaves the orders already landed marked. An order for a
   workspace not registered on the machine is marked refused, never written.
+- **Stamped when given.** A landed order's ``at`` is when it was given (its age by the
+  database's clock, taken from this machine's now), never when it landed: a supervisor
+  drops a stop given before it started, however late the stop lands; of two commands, the
+  one given later stands.
 - **Each order lands once.** Its file carries the order's key (its id and the time it was
   given): a note of that key already waiting (or taken by the last agent run), or a
   ``steer.json`` holding that order, is not written again — so even a crash between the
@@ -23,14 +27,16 @@ stop or note given on one machine lands on the loop's own.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from loopkit import clock
 from loopkit.errors import LoopkitError
 from loopkit.fleet.pg import PgHub
 from loopkit.fleet.schema import LOOPS_VERSION
 from loopkit.log import get_logger
 from loopkit.workspace import Workspace
-from loopkit.workspace.steer import COMMANDS, Notes, Steering
+from loopkit.workspace.steer import COMMANDS, Notes, Order, Steering
 
 log = get_logger("loopkit.fleet")
 
@@ -51,7 +57,8 @@ SELECT id, pg_notify('{CHANNEL}', machine)::text FROM given
 """
 PENDING = """
 SELECT id, workspace, command, note, given_by, via, from_machine,
-       (extract(epoch FROM given_at) * 1000000)::bigint
+       (extract(epoch FROM given_at) * 1000000)::bigint,
+       extract(epoch FROM clock_timestamp() - given_at)::float8
 FROM loopkit_steer
 WHERE machine = %s AND applied_at IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
 """
@@ -91,10 +98,13 @@ def apply_pending(conn: Any, machine: str, places: Mapping[str, Workspace]) -> l
             row = conn.execute(PENDING, (machine,)).fetchone()
             if row is None:
                 return touched
-            order_id, where, command, note, by, via, given_on, given_us = row
-            key = f"o{order_id}-{given_us}"
+            order_id, where, command, note, by, via, given_on, given_us, age = row
+            key = _key(order_id, given_us)
+            # When it was given, on this machine's clock: its age by the database's clock
+            # (the giver's clock, and how the two differ, never matter).
+            given = clock.now() - timedelta(seconds=max(0.0, float(age)))
             outcome = _land(places.get(where), command, note, by=by, via=via, given_on=given_on,
-                            key=key)  # fmt: skip
+                            key=key, given=given)  # fmt: skip
             conn.execute(DONE, (outcome, order_id))
         if outcome == "applied":
             touched.append(where)
@@ -110,24 +120,53 @@ def apply_pending(conn: Any, machine: str, places: Mapping[str, Workspace]) -> l
 
 def _land(
     workspace: Workspace | None, command: str, note: str | None, *, by: str, via: str,
-    given_on: str, key: str,
+    given_on: str, key: str, given: datetime,
 ) -> str:  # fmt: skip
-    """Write one order (``key``: the fleet's key of it) as the local path does, unless it
-    was written already; its outcome in a few words."""
+    """Write one order (``key``: the fleet's key of it; ``given``: when) as the local path
+    does, unless it was written already, stamped with the time it was given; its outcome in
+    a few words. A pause, resume or stop older than the command ``steer.json`` holds was
+    overtaken by it: it is not written (the latest given stands, whatever the order they
+    land in)."""
     if workspace is None:
         return "refused: no such workspace is registered on this machine"
     try:
         if command == "note":
             notes = Notes(workspace)
             if not notes.landed(key):
-                notes.add(note or "", by=by, via=via, given_on=given_on, order=key)
+                notes.add(note or "", by=by, via=via, given_on=given_on, order=key, given=given)
         elif command in COMMANDS:
             steering = Steering(workspace)
             latest = steering.latest()
+            if latest is not None and latest.order != key and _later(latest, key, given):
+                return f"overtaken: {latest.line()} came later"
             if latest is None or latest.order != key:
-                steering.give(command, by=by, via=via, given_on=given_on, order=key)
+                steering.give(command, by=by, via=via, given_on=given_on, order=key, given=given)
         else:
             return f"refused: unknown command {command!r}"
     except LoopkitError as exc:
         return f"failed: {exc}"
     return "applied"
+
+
+def _key(order_id: int, given_us: int) -> str:
+    return f"o{order_id}-{given_us}"
+
+
+def _given(key: str) -> tuple[int, int] | None:
+    """An order's key as (when given, in µs on the database's clock; its id), or None."""
+    head, _, given_us = key.partition("-")
+    try:
+        return int(given_us), int(head.removeprefix("o"))
+    except ValueError:
+        return None
+
+
+def _later(latest: Order, key: str, given: datetime) -> bool:
+    """Whether ``latest`` (what ``steer.json`` holds) was given after the order ``key``
+    (given at ``given``): two orders of the fleet by the database's clock (to the
+    microsecond, then their ids), one given here by this machine's."""
+    theirs = _given(latest.order) if latest.order else None
+    ours = _given(key)
+    if theirs is not None and ours is not None:
+        return theirs > ours
+    return latest.at > clock.iso_millis(given)

@@ -56,7 +56,8 @@ class Controls:
         self._seen: Order | None = None
 
     def __enter__(self) -> Controls:
-        # The real time, as the orders are stamped (a test's fake clock is not theirs).
+        # The real time, as the orders are stamped — with when they were given, also one
+        # that came late through the fleet (a test's fake clock is not theirs).
         self._started_at = clock.iso_millis()
         self._seen = self.steering.latest()
         folder = control_dir(self.parts.workspace)

@@ -6,10 +6,13 @@ watches that folder and acts on it. Nothing is sent to a process, so a loop is s
 same way whether its supervisor runs now, starts later or is gone.
 
 - ``control/steer.json``: the latest command, ``{"command", "by", "via", "at"}``, replaced
-  atomically. ``pause`` holds until a ``resume`` replaces it, across restarts of the
-  supervisor; ``stop`` ends the supervisor that was running when it was given (a stop
-  older than the supervisor's own start is history, not an order).
-- ``control/notes/<ns>-<random>.json``: one file per note (``{"text", "by", "via", "at"}``),
+  atomically; ``at`` is when it was given (for one that came through the fleet, also its
+  ``order``: :mod:`loopkit.fleet.steering`). ``pause`` holds until a ``resume`` replaces
+  it, across restarts of the supervisor; ``stop`` ends the supervisor that was running
+  when it was given (a stop given before the supervisor's own start is history, not an
+  order).
+- ``control/notes/<ns>-<random>.json`` (one from the fleet: ``<ns>-<order>.json``, ``ns``
+  when it was given): one file per note (``{"text", "by", "via", "at"}``),
   created, never rewritten, so two people noting at once lose nothing. The next agent run
   takes them all (:meth:`Notes.take`): they leave the folder before it starts, so each
   reaches exactly one run.
@@ -22,6 +25,7 @@ import json
 import os
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -104,20 +108,20 @@ class Steering:
 
     def give(
         self, command: Command, *, by: str, via: str, given_on: str | None = None,
-        order: str | None = None,
+        order: str | None = None, given: datetime | None = None,
     ) -> Order:  # fmt: skip
         """Record ``command`` (replacing the one before) and log it as an event; ``given_on``:
-        the machine it was given on, when another one (it came through the fleet), and
-        ``order`` the fleet's key of it."""
-        given = Order(command, by, via, clock.iso_millis(), order)
+        the machine it was given on, when another one (it came through the fleet), ``order``
+        the fleet's key of it and ``given`` when it was given (else now)."""
+        new = Order(command, by, via, clock.iso_millis(given), order)
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            atomicfile.write_json(self.path, _document(given), mode=0o600)
+            atomicfile.write_json(self.path, _document(new), mode=0o600)
         except OSError as exc:
             raise WorkspaceError(atomicfile.failure(exc, self.path)) from None
-        record_event(self.workspace, f"steer_{command}_given", given.line() + _on(given_on),
-                     by=by, via=via, at=given.at, **_given_on(given_on))  # fmt: skip
-        return given
+        record_event(self.workspace, f"steer_{command}_given", new.line() + _on(given_on),
+                     by=by, via=via, at=new.at, **_given_on(given_on))  # fmt: skip
+        return new
 
     def latest(self) -> Order | None:
         """The latest command, or None (none given, or a file that is not one of ours)."""
@@ -149,7 +153,7 @@ class Notes:
 
     def add(
         self, text: str, *, by: str, via: str, given_on: str | None = None,
-        order: str | None = None,
+        order: str | None = None, given: datetime | None = None,
     ) -> Note:  # fmt: skip
         """Add a note for the next agent run (``given_on`` and ``order`` as for
         :meth:`Steering.give`; a note of an order is named after it, see :meth:`landed`)."""
@@ -158,9 +162,10 @@ class Notes:
             self.refuse_empty()
         import secrets  # only a note's writer needs it: `status` and `ps` only read
 
-        note = Note(text[:MAX_NOTE], by, via, clock.iso_millis(), order)
+        note = Note(text[:MAX_NOTE], by, via, clock.iso_millis(given), order)
         tail = order if order is not None else secrets.token_hex(4)
-        path = self.folder / f"{time.time_ns():020d}-{tail}.json"
+        ns = round(given.timestamp() * 1e9) if given is not None else time.time_ns()
+        path = self.folder / f"{ns:020d}-{tail}.json"  # the order they were given in
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomicfile.write_json(path, _document(note), mode=0o600)

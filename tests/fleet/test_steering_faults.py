@@ -7,16 +7,24 @@ cannot store, two followers of one database on one machine.
 from __future__ import annotations
 
 import json
+import signal
+import threading
+from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
 import pytest
 
+from loopkit import clock
 from loopkit.fleet import steering
 from loopkit.fleet.pg import PgHub
+from loopkit.supervisor.pause import Controls
 from loopkit.workspace import Workspace
 from loopkit.workspace.steer import Notes, Steering
+
+from helpers import wait_until
 
 MACHINE = "b-machine"
 
@@ -111,3 +119,74 @@ def test_a_connection_cut_after_a_pause_landed_does_not_land_it_again(
         steering.apply_pending(conn, MACHINE, places)
     assert Steering(ws).latest() == landed  # the same order, not written again
     assert pending(dsn) == []
+
+
+def test_a_stop_given_before_the_supervisor_started_does_not_stop_it_when_it_lands_late(
+    tmp_path: Path, dsn: str, hub: PgHub
+) -> None:
+    # b's supervisor was killed; a stop for it waited in the fleet; a new supervisor starts
+    # on b before the stop lands (the database was gone, or its catch-up was slow).
+    ws = loop_at(tmp_path / "api", dsn)
+    give(hub, ws, "stop")
+    with psycopg.connect(dsn) as conn:
+        given_at = conn.execute("SELECT max(given_at) FROM loopkit_steer").fetchone()
+    assert given_at is not None
+    wait_until(lambda: clock.now() > given_at[0] + timedelta(milliseconds=20), what="a moment")
+    stopped: list[int] = []
+    parts: Any = SimpleNamespace(workspace=ws, changed=threading.Event(),
+                                 wake=threading.Event(), stop=threading.Event())  # fmt: skip
+    with Controls(parts, stopped.append) as controls:
+        with follower_conn(dsn) as conn:  # the old stop lands now, with the time it was given
+            steering.apply_pending(conn, MACHINE, {str(ws.root): ws})
+        landed = Steering(ws).latest()
+        assert landed is not None and landed.command == "stop"
+        # Stamped with when it was given, not when it landed.
+        assert abs(clock.parse_iso(landed.at) - given_at[0]).total_seconds() < 1
+        controls._look()
+        assert stopped == []  # history, not an order for this run
+        give(hub, ws, "stop")  # a stop given now reaches it
+        with follower_conn(dsn) as conn:
+            steering.apply_pending(conn, MACHINE, {str(ws.root): ws})
+        controls._look()
+        wait_until(lambda: stopped == [signal.SIGTERM], what="the new stop to stop it")
+
+
+def test_a_pause_landing_after_a_later_resume_here_does_not_pause_again(
+    tmp_path: Path, dsn: str, hub: PgHub
+) -> None:
+    # The pause landed, the connection was cut before it was marked; meanwhile someone on b
+    # resumed the loop. The next look must not pause it again with the older order.
+    ws = loop_at(tmp_path / "api", dsn)
+    give(hub, ws, "pause")
+    places = {str(ws.root): ws}
+    with follower_conn(dsn) as conn, pytest.raises(psycopg.OperationalError):
+        steering.apply_pending(CutAt(conn, dsn, at=1), MACHINE, places)
+    Steering(ws).give("resume", by="bo", via="cli")
+    with follower_conn(dsn) as conn:
+        steering.apply_pending(conn, MACHINE, places)
+    latest = Steering(ws).latest()
+    assert latest is not None and (latest.command, latest.by) == ("resume", "bo")
+    assert pending(dsn) == []
+
+
+def test_of_two_orders_landing_out_of_turn_the_later_given_stands(
+    tmp_path: Path, dsn: str, hub: PgHub
+) -> None:
+    # Two followers of b: one holds the pause (locked, landing), the other takes the resume
+    # given after it, and lands it first.
+    ws = loop_at(tmp_path / "api", dsn)
+    give(hub, ws, "pause")
+    give(hub, ws, "resume")
+    places = {str(ws.root): ws}
+    with psycopg.connect(dsn) as holder:
+        holder.execute("SELECT id FROM loopkit_steer WHERE command = 'pause' FOR UPDATE")
+        with follower_conn(dsn) as conn:
+            steering.apply_pending(conn, MACHINE, places)
+        assert pending(dsn) == [("pause", None)]
+    with follower_conn(dsn) as conn:
+        steering.apply_pending(conn, MACHINE, places)
+    latest = Steering(ws).latest()
+    assert latest is not None and latest.command == "resume"
+    with psycopg.connect(dsn) as conn:
+        outcome = conn.execute("SELECT outcome FROM loopkit_steer WHERE command = 'pause'")
+        assert str(outcome.fetchone()[0]).startswith("overtaken: resume by ana via cli at ")
