@@ -71,6 +71,7 @@ class Follower:
         self.synced = home() / "fleet" / "synced.json"
         self.loops_ready = False  # the schema has the loop and steering tables
         self._unreadable: set[Path] = set()  # loops whose reading failed (warned once)
+        self._refused: set[str] = set()  # loops whose row the database refused (warned once)
 
     def run(self) -> None:
         backoff = 1.0
@@ -237,7 +238,7 @@ class Follower:
                     self._unreadable.add(entry.path)
                     why = f"fleet: cannot read the loop at {entry.path}: {exc}"
                     log.warning("fleet_publish_failed", msg=why)
-        states.publish(conn, self.hub.machine, rows, read_ns=read_ns)
+        states.publish(conn, self.hub.machine, rows, read_ns=read_ns, refused=self._refused)
 
     # --- applying ---------------------------------------------------------------------------
 

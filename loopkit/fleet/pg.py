@@ -125,6 +125,9 @@ class PgHub:
                 connect_timeout=CONNECT_TIMEOUT,
                 autocommit=True,
                 application_name=name[:63],
+                # No server-side prepared statements: a batch the server refused partway
+                # (one unstorable row) leaves psycopg's cache naming one that does not exist.
+                prepare_threshold=None,
             )
         except psycopg.Error as exc:
             self.down(exc)

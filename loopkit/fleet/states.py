@@ -17,7 +17,9 @@ own ``loopkit ps`` reads from files to ``loopkit_loops``, and reads the other ma
 - **Never in a loop's way.** Publishing runs on the follower's thread (or, for the last row,
   through the hub's shared connection with its short connect timeout); a database that is
   gone, or a schema older than :data:`~loopkit.fleet.schema.LOOPS_VERSION`, skips it with one
-  warning per process, and the next beat tries again.
+  warning per process, and the next beat tries again. A value PostgreSQL cannot store
+  (a NUL in a task or a verify line) is cleaned before it goes (:func:`storable`); a row
+  the database still refuses is skipped alone, warned once, and is no outage.
 """
 
 from __future__ import annotations
@@ -26,12 +28,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from loopkit import clock
 from loopkit.fleet.pg import PgHub
 from loopkit.fleet.publishing import BEAT, STALE_BEATS
 from loopkit.fleet.schema import LOOPS_VERSION
+from loopkit.log import get_logger
+
+log = get_logger("loopkit.fleet")
 
 ALIVE = ("running", "blocked", "paused")  # states that say a supervisor runs
 # The row's fields as loopkit.loops.Loop names them (and the table's columns).
@@ -56,21 +62,63 @@ FROM loopkit_loops WHERE machine <> %s ORDER BY machine, repo, workspace
 """
 
 
+def storable(value: Any) -> Any:
+    """``value`` as PostgreSQL stores it: text (also inside JSON) without NUL characters,
+    which text and jsonb refuse, nor lone surrogates (a file read with ``surrogateescape``),
+    which cannot be encoded."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "")
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            value = value.encode(errors="replace").decode()
+        return value
+    if isinstance(value, Mapping):
+        return {storable(str(key)): storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
+
+
 def params(machine: str, row: Mapping[str, Any], *, read_ns: int) -> dict[str, Any]:
-    """A row's statement parameters (``row``: a Loop as a dict)."""
-    values = {name: row.get(name) for name in FIELDS}
+    """A row's statement parameters (``row``: a Loop as a dict), storable."""
+    values = {name: storable(row.get(name)) for name in FIELDS}
     values["last_verify"] = Jsonb(values["last_verify"]) if values["last_verify"] else None
     values["iteration"] = int(values["iteration"] or 0)
     values["guidance_pending"] = int(values["guidance_pending"] or 0)
-    return {**values, "machine": machine, "workspace": str(row["workspace"]),
+    return {**values, "machine": machine, "workspace": storable(str(row["workspace"])),
             "read_ns": read_ns, "beat_seconds": BEAT}  # fmt: skip
 
 
-def publish(conn: Any, machine: str, rows: list[Mapping[str, Any]], *, read_ns: int) -> None:
-    """Upsert ``rows`` on ``conn`` (the follower's); a psycopg error goes to the caller."""
-    if rows:
+def publish(
+    conn: Any, machine: str, rows: list[Mapping[str, Any]], *, read_ns: int,
+    refused: set[str] | None = None,
+) -> None:  # fmt: skip
+    """Upsert ``rows`` on ``conn`` (the follower's, in autocommit), at once. A row the
+    database refuses (a value it cannot store: ``psycopg.DataError``) is no outage: the
+    rows go again one by one, and each refused one is skipped — warned once per workspace
+    while ``refused`` (the caller's) remembers it. Any other psycopg error goes to the
+    caller."""
+    if not rows:
+        return
+    batch = [params(machine, row, read_ns=read_ns) for row in rows]
+    try:
         with conn.cursor() as cursor:
-            cursor.executemany(UPSERT, [params(machine, row, read_ns=read_ns) for row in rows])
+            cursor.executemany(UPSERT, batch)
+        return
+    except psycopg.DataError:
+        pass
+    for one in batch:
+        try:
+            conn.execute(UPSERT, one)
+        except psycopg.DataError as exc:
+            if refused is None or one["workspace"] not in refused:
+                if refused is not None:
+                    refused.add(one["workspace"])
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "refused"
+                log.warning("fleet_row_refused", msg=f"fleet: cannot publish the loop at "
+                            f"{one['workspace']}: {reason}; its row is not updated")  # fmt: skip
 
 
 def publish_last(hub: PgHub, row: Mapping[str, Any], *, read_ns: int) -> None:

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from loopkit import clock
-from loopkit.fleet import steering
+from loopkit.fleet import states, steering
 from loopkit.fleet.pg import PgHub
 from loopkit.supervisor.pause import Controls
 from loopkit.workspace import Workspace
@@ -71,7 +71,10 @@ def give(hub: PgHub, ws: Workspace, command: str, note: str | None = None) -> No
 
 
 def follower_conn(dsn: str) -> Any:
-    return psycopg.connect(dsn, autocommit=True)
+    """A connection as the follower makes it."""
+    conn = PgHub(dsn).connect("loopkit follow test")
+    assert conn is not None
+    return conn
 
 
 def pending(dsn: str) -> list[tuple[Any, ...]]:
@@ -190,3 +193,34 @@ def test_of_two_orders_landing_out_of_turn_the_later_given_stands(
     with psycopg.connect(dsn) as conn:
         outcome = conn.execute("SELECT outcome FROM loopkit_steer WHERE command = 'pause'")
         assert str(outcome.fetchone()[0]).startswith("overtaken: resume by ana via cli at ")
+
+
+def row_of(workspace: str, **fields: Any) -> dict[str, Any]:
+    """A loop's row as :func:`loopkit.loops.describe` gives it."""
+    return {"workspace": workspace, "repo": Path(workspace).name, "state": "running",
+            "pid": 4242, "iteration": 3, "task": "ship it", "since": None,
+            "last_verify": None, "question": None, "request_id": None, "spend_usd": None,
+            "paused_by": None, "guidance_pending": 0, "problem": None, **fields}  # fmt: skip
+
+
+def test_a_value_postgresql_cannot_store_stops_no_row_of_the_machine(dsn: str) -> None:
+    rows = [
+        row_of("/r/nul", task="fix\x00 the parser", last_verify={"ok": False, "line": "a\x00b"}),
+        row_of("/r/huge", iteration=2**40),  # more than the column holds: refused, alone
+        row_of("/r/fine"),
+        row_of("/r/bytes", task="caf\udce9"),  # a file read with surrogateescape
+    ]
+    refused: set[str] = set()
+    with follower_conn(dsn) as conn:
+        states.publish(conn, MACHINE, rows, read_ns=1)
+        states.publish(conn, MACHINE, rows, read_ns=2, refused=refused)  # the next beat
+        states.publish(conn, MACHINE, rows, read_ns=3, refused=refused)
+        conn.execute("SELECT 1")  # the connection is as good as before
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute("SELECT workspace, task, last_verify, read_ns FROM loopkit_loops "
+                             "WHERE machine = %s", (MACHINE,)).fetchall()  # fmt: skip
+    stored = {workspace: tuple(rest) for workspace, *rest in found}
+    assert stored["/r/nul"] == ("fix the parser", {"ok": False, "line": "ab"}, 3)
+    assert stored["/r/fine"] == ("ship it", None, 3)
+    assert stored["/r/bytes"][0] == "caf?"
+    assert "/r/huge" not in stored and refused == {"/r/huge"}
