@@ -201,7 +201,8 @@ class Follower:
             return
         places = self._places()
         workspaces: dict[str, Workspace] = {k: p.workspace for k, (_, p) in places.items()}
-        touched = steering.apply_pending(conn, self.hub.machine, workspaces)
+        registered = [str(entry.path) for entry in self.stores.registry.workspaces()]
+        touched = steering.apply_pending(conn, self.hub.machine, workspaces, registered)
         if touched and self.publishing is not None:  # the pause or note shows at once
             self._publish_rows(conn, [places[path][0] for path in dict.fromkeys(touched)])
 

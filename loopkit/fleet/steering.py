@@ -12,8 +12,10 @@ stop or note given on one machine lands on the loop's own.
   the file the local path writes (``.loopkit/control/steer.json``, or a note under
   ``control/notes/``) with the same event (who, via, when, and the machine it was given
   on), marked applied with its outcome, and committed before the next is taken: a
-  connection lost partway leaves the orders already landed marked. An order for a
-  workspace not registered on the machine is marked refused, never written.
+  connection lost partway leaves the orders already landed marked. A follower takes only
+  orders for the workspaces it steers (two followers of one database, its DSN spelled two
+  ways, each take their own); an order for a workspace not registered on the machine at
+  all is marked refused, never written.
 - **Stamped when given.** A landed order's ``at`` is when it was given (its age by the
   database's clock, taken from this machine's now), never when it landed: a supervisor
   drops a stop given before it started, however late the stop lands; of two commands, the
@@ -26,7 +28,7 @@ stop or note given on one machine lands on the loop's own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -60,7 +62,9 @@ SELECT id, workspace, command, note, given_by, via, from_machine,
        (extract(epoch FROM given_at) * 1000000)::bigint,
        extract(epoch FROM clock_timestamp() - given_at)::float8
 FROM loopkit_steer
-WHERE machine = %s AND applied_at IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+WHERE machine = %(machine)s AND applied_at IS NULL
+  AND (workspace = ANY(%(mine)s) OR NOT workspace = ANY(%(registered)s))
+ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
 """
 DONE = "UPDATE loopkit_steer SET applied_at = now(), outcome = %s WHERE id = %s"
 
@@ -87,15 +91,24 @@ def give(
     return "given" if rows else "unknown"
 
 
-def apply_pending(conn: Any, machine: str, places: Mapping[str, Workspace]) -> list[str]:
-    """Land this machine's orders not yet applied (``places``: the registered workspaces
-    this fleet steers, by path), each committed on its own; the workspaces it touched. A
-    psycopg error goes to the caller: the orders landed before it stay marked applied, the
-    one it interrupted is landed (once) at the next look."""
+def apply_pending(
+    conn: Any, machine: str, places: Mapping[str, Workspace],
+    registered: Collection[str] | None = None,
+) -> list[str]:  # fmt: skip
+    """Land this machine's orders not yet applied for ``places`` (the registered workspaces
+    this follower steers, by path), each committed on its own; the workspaces it touched.
+    An order for a workspace not ``registered`` on this machine at all (default: none but
+    ``places``) is refused; one for a workspace another follower steers (its configuration
+    names this database otherwise) is left to it. A psycopg error goes to the caller: the
+    orders landed before it stay marked applied, the one it interrupted is landed (once) at
+    the next look."""
+    mine = list(places)
+    query = {"machine": machine, "mine": mine,
+             "registered": mine if registered is None else list(registered)}  # fmt: skip
     touched: list[str] = []
     while True:
         with conn.transaction():
-            row = conn.execute(PENDING, (machine,)).fetchone()
+            row = conn.execute(PENDING, query).fetchone()
             if row is None:
                 return touched
             order_id, where, command, note, by, via, given_on, given_us, age = row

@@ -18,8 +18,11 @@ import psycopg
 import pytest
 
 from loopkit import clock
-from loopkit.fleet import states, steering
+from loopkit.fleet import Hubs, states, steering
+from loopkit.fleet.follow import Follower
 from loopkit.fleet.pg import PgHub
+from loopkit.home import Registry
+from loopkit.requests.locate import Stores
 from loopkit.supervisor.pause import Controls
 from loopkit.workspace import Workspace
 from loopkit.workspace.steer import Notes, Steering
@@ -224,3 +227,53 @@ def test_a_value_postgresql_cannot_store_stops_no_row_of_the_machine(dsn: str) -
     assert stored["/r/fine"] == ("ship it", None, 3)
     assert stored["/r/bytes"][0] == "caf?"
     assert "/r/huge" not in stored and refused == {"/r/huge"}
+
+
+def test_a_follower_takes_only_the_orders_of_its_own_workspaces(
+    tmp_path: Path, dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two workspaces of b name one database with two spellings of its DSN: two hubs, two
+    # followers, each steering its own workspace.
+    monkeypatch.setenv("LOOPKIT_HOME", str(tmp_path / "home-b"))
+    hubs = Hubs(environ={})
+    spelled = {"api": dsn, "web": dsn + "?application_name=web"}
+    spaces = {}
+    for repo, its_dsn in spelled.items():
+        root = tmp_path / repo
+        root.mkdir()
+        (root / "loopkit.toml").write_text(f'[fleet]\ndsn = "{its_dsn}"\n')
+        Registry().register(root, repo)
+        spaces[repo] = Workspace(root, root / "BLOCKED.md")
+    stores = Stores(hubs.for_config)
+    followers = {}
+    for repo, its_dsn in spelled.items():
+        its_hub = hubs.for_dsn(its_dsn)
+        assert isinstance(its_hub, PgHub)
+        followers[repo] = Follower(its_hub, stores, threading.Event(), None)
+    machine = followers["api"].hub.machine
+    gone = tmp_path / "gone"  # a workspace no longer registered on b
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for root in (spaces["web"].root, gone, spaces["api"].root):
+                conn.execute(
+                    "INSERT INTO loopkit_steer (machine, workspace, command, given_by, via, "
+                    "from_machine) VALUES (%s, %s, 'pause', 'ana', 'cli', 'a')",
+                    (machine, str(root)),
+                )
+        with follower_conn(dsn) as conn:  # api's follower looks first
+            followers["api"].loops_ready = True
+            followers["api"]._steer(conn)
+        assert Steering(spaces["web"]).latest() is None
+        assert pending(dsn) == [("pause", None)]  # web's, for its own follower
+        with follower_conn(dsn) as conn:
+            followers["web"].loops_ready = True
+            followers["web"]._steer(conn)
+        paused = Steering(spaces["web"]).latest()
+        assert paused is not None and paused.command == "pause" and pending(dsn) == []
+        with psycopg.connect(dsn) as conn:
+            outcomes = conn.execute("SELECT outcome FROM loopkit_steer ORDER BY id").fetchall()
+        assert [outcome for (outcome,) in outcomes] == [
+            "applied", "refused: no such workspace is registered on this machine", "applied",
+        ]  # fmt: skip
+    finally:
+        hubs.close()
