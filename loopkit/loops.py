@@ -92,9 +92,11 @@ class Loop:
         return f"{self.repo} on {self.machine}" if self.machine else self.repo
 
 
-def read_loop(registered: Registered) -> Loop:
+def read_loop(registered: Registered, *, exiting: int | None = None) -> Loop:
     """The row of one registered workspace (a file that cannot be read makes a row that
-    says so, never a failed ``ps``)."""
+    says so, never a failed ``ps``). ``exiting``: a pid read as gone — the supervisor's own
+    as it ends, so its last row says what ``ps`` reads once it has (``dead`` after a crash
+    that left ``running`` in state.json)."""
     root = registered.path
     workspace, problem = _workspace_at(root)
     try:
@@ -103,7 +105,11 @@ def read_loop(registered: Registered) -> Loop:
         state, problem = State(), str(exc)
     steering = Steering(workspace)
     paused = steering.paused()
-    alive = state.status in ALIVE and liveness.alive(state.pid, state.pid_start)
+    alive = (
+        state.status in ALIVE
+        and (exiting is None or state.pid != exiting)
+        and liveness.alive(state.pid, state.pid_start)
+    )
     blocked = os.path.lexists(workspace.blocked)  # a file, or something in its way
     since = state.updated_at
     request_id, question = state.open_request, None
@@ -189,9 +195,9 @@ def loops(registry: Registry | None = None) -> list[Loop]:
     return [read_loop(entry) for entry in (registry or Registry()).workspaces()]
 
 
-def describe(registered: Registered) -> dict[str, Any]:
+def describe(registered: Registered, /, *, exiting: int | None = None) -> dict[str, Any]:
     """One registered loop's row as the fleet publishes it (:mod:`loopkit.fleet.states`)."""
-    return read_loop(registered).to_dict()
+    return read_loop(registered, exiting=exiting).to_dict()
 
 
 class Fleet(Protocol):

@@ -192,8 +192,9 @@ def follow_answers(
 
 def publish_last(hubs: Hubs, hub: Hub, publishing: Publishing) -> None:
     """A supervisor's last row as it ends: ``publishing.own``'s, to ``hub`` (its
-    workspace's; nothing without a fleet). Never raises: the database gone, the row keeps
-    its last word, which goes stale."""
+    workspace's; nothing without a fleet), read as ``ps`` will once this process is gone
+    (an unhandled exception left state.json saying running: ``dead``). Never raises: the
+    database gone, the row keeps its last word, which goes stale."""
     own = publishing.own
     if own is None or hub not in hubs.pg_hubs():
         return
@@ -202,4 +203,5 @@ def publish_last(hubs: Hubs, hub: Hub, publishing: Publishing) -> None:
 
     assert isinstance(hub, PgHub)
     read_ns = states.now_ns()  # before the read: a row read later always wins
-    states.publish_last(hub, publishing.describe(own), read_ns=read_ns)
+    row = publishing.describe(own, exiting=os.getpid())
+    states.publish_last(hub, row, read_ns=read_ns)

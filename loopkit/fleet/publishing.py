@@ -5,9 +5,9 @@ without a fleet hands this over without loading psycopg."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from loopkit.home import Registered
 
@@ -15,7 +15,14 @@ BEAT = 10.0  # seconds between a machine's refreshes of its loops' rows
 STALE_BEATS = 3  # beats without a refresh: the row is stale (its machine not heard from)
 CATCH_UP = 3.0  # seconds a supervisor waits at most for its follower's first look
 
-Describe = Callable[[Registered], Mapping[str, Any]]
+
+class Describe(Protocol):
+    """Reads one registered workspace's row; ``exiting``: the pid of a supervisor about to
+    end (its last row), read as gone — the state ``ps`` reads once it is."""
+
+    def __call__(
+        self, registered: Registered, /, *, exiting: int | None = None
+    ) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)

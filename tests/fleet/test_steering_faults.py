@@ -7,6 +7,7 @@ cannot store, two followers of one database on one machine.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 from datetime import timedelta
@@ -17,11 +18,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from loopkit import clock
+from loopkit import clock, fleet, loops
 from loopkit.fleet import Hubs, states, steering
 from loopkit.fleet.follow import Follower
 from loopkit.fleet.pg import PgHub
-from loopkit.home import Registry
+from loopkit.fleet.publishing import Publishing
+from loopkit.home import Registered, Registry
+from loopkit.liveness import start_ticks
 from loopkit.requests.locate import Stores
 from loopkit.supervisor.pause import Controls
 from loopkit.workspace import Workspace
@@ -277,3 +280,27 @@ def test_a_follower_takes_only_the_orders_of_its_own_workspaces(
         ]  # fmt: skip
     finally:
         hubs.close()
+
+
+def test_the_last_row_of_a_supervisor_ending_on_a_crash_says_dead_not_running(
+    tmp_path: Path, dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An unhandled exception ends the supervisor (this process plays it): state.json still
+    # says running, with its pid — alive while the last row is read.
+    monkeypatch.setenv("LOOPKIT_HOME", str(tmp_path / "home-b"))
+    root = tmp_path / "api"
+    (root / ".loopkit").mkdir(parents=True)
+    state = {"status": "running", "pid": os.getpid(), "pid_start": start_ticks(os.getpid()),
+             "iteration": 2, "task": "add the price endpoint"}  # fmt: skip
+    (root / ".loopkit" / "state.json").write_text(json.dumps(state))
+    hubs = Hubs(environ={})
+    hub = hubs.for_dsn(dsn)
+    try:
+        own = Registered(root, "api", "")
+        assert loops.read_loop(own).state == "running"  # as ps reads it meanwhile
+        fleet.publish_last(hubs, hub, Publishing(loops.describe, own=own))
+    finally:
+        hubs.close()
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT state, pid, iteration FROM loopkit_loops").fetchone()
+    assert row == ("dead", None, 2)  # what ps reads once the pid is gone
