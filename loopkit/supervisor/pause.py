@@ -48,18 +48,21 @@ class Controls:
     def __init__(self, parts: Parts, stop: Callable[[int], None]) -> None:
         self.parts = parts
         self.steering = Steering(parts.workspace)
+        self.notes = Notes(parts.workspace)
         self._stop = stop
         self._changed = threading.Event()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self._started_at = ""
         self._seen: Order | None = None
+        self._shown: tuple[Order | None, int] | None = None  # what the fleet's row says
 
     def __enter__(self) -> Controls:
         # The real time, as the orders are stamped — with when they were given, also one
         # that came late through the fleet (a test's fake clock is not theirs).
         self._started_at = clock.iso_millis()
         self._seen = self.steering.latest()
+        self._shown = (self._seen, self.notes.count())
         folder = control_dir(self.parts.workspace)
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -88,8 +91,11 @@ class Controls:
                 self._look()
 
     def _look(self) -> None:
-        self.parts.changed.set()  # a pause given, a note: the fleet's row says so
         order = self.steering.latest()
+        shown = (order, self.notes.count())
+        if shown != self._shown:  # a pause given, a note: the fleet's row says so at once
+            self._shown = shown
+            self.parts.changed.set()
         if order is None or order == self._seen:
             return
         self._seen = order
