@@ -7,9 +7,19 @@ import getpass
 import click
 
 from loopkit.app import App
-from loopkit.errors import EXIT_FAILURE, EXIT_OK, LoopNotFound
+from loopkit.errors import EXIT_FAILURE, EXIT_OK, LoopkitError, LoopNotFound
 from loopkit.home import Registered, Registry
-from loopkit.loops import Loop, all_loops, loops, note, pick, print_loops, read_loop, steer
+from loopkit.loops import (
+    Loop,
+    all_loops,
+    find,
+    loops,
+    note,
+    pick,
+    print_loops,
+    read_loop,
+    steer,
+)
 from loopkit.workspace.steer import Command
 
 
@@ -42,7 +52,13 @@ def _target(app: App, repo: str | None) -> Loop:
             raise LoopNotFound(f"{root} is no loopkit workspace; name a loop (`loopkit ps` "
                                "lists them) or run this in one")  # fmt: skip
         return read_loop(Registered(root, root.name, ""))
-    return pick(repo, all_loops(app.hubs))
+    found = all_loops(app.hubs)
+    if app.hubs.unreached and not find(repo, found):  # it may be another machine's
+        raise LoopkitError(
+            f"cannot reach the fleet database to find {repo!r} (no loop of this machine has "
+            "that name): steer it on its own machine, or when the database is back"
+        )
+    return pick(repo, found)
 
 
 def _who() -> str:

@@ -47,6 +47,7 @@ class Hubs:
         self._made: dict[str, Hub] = {}
         self._lock = threading.Lock()
         self._env_dsn: str | None = None
+        self.unreached = False  # the last read of other machines' loops missed a fleet
         with contextlib.suppress(ValueError):
             self._env_dsn = fleet_dsn(environ.get("LOOPKIT_FLEET_DSN", "")) or None
 
@@ -96,16 +97,23 @@ class Hubs:
 
     def remote_loop_rows(self) -> list[dict[str, Any]]:
         """Other machines' loops, across every fleet known (each once), as
-        :func:`loopkit.fleet.states.remote` gives them."""
+        :func:`loopkit.fleet.states.remote` gives them; ``unreached`` says whether a
+        fleet's database could not be reached for them."""
         hubs = self.pg_hubs()
+        self.unreached = False
         if not hubs:
             return []
         from loopkit.fleet import states
 
         seen: set[tuple[str, str]] = set()
         found: list[dict[str, Any]] = []
+        self.unreached = False
         for hub in hubs:
-            for row in states.remote(hub):
+            rows = states.remote(hub)
+            if rows is None:
+                self.unreached = True
+                continue
+            for row in rows:
                 key = (row["machine"], row["workspace"])
                 if key not in seen:
                     seen.add(key)

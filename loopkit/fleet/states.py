@@ -136,14 +136,18 @@ def forget_gone(conn: Any, machine: str, kept: list[str]) -> None:
     )
 
 
-def remote(hub: PgHub) -> list[dict[str, Any]]:
+def remote(hub: PgHub) -> list[dict[str, Any]] | None:
     """Other machines' loops in this fleet, each a dict of the Loop fields with
     ``machine``, ``workspace``, ``heard_at`` (ISO-8601 UTC), ``stale`` and
-    ``heard_seconds`` (how long ago its machine last refreshed it)."""
+    ``heard_seconds`` (how long ago its machine last refreshed it); None when the database
+    cannot be reached (a schema older than steering: none)."""
     if not hub.ready(LOOPS_VERSION):
-        return []
+        return [] if hub.schema_read else None
+    rows = hub._run(REMOTE, (hub.machine,))
+    if rows is None:
+        return None
     found = []
-    for row in hub._run(REMOTE, (hub.machine,)) or []:
+    for row in rows:
         data = dict(zip(("machine", "workspace", *FIELDS), row[: 2 + len(FIELDS)], strict=True))
         heard_at, stale, heard_seconds = row[2 + len(FIELDS) :]
         data["heard_at"] = clock.iso_seconds(heard_at)

@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import signal
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -270,3 +271,15 @@ def test_an_older_schema_leaves_loops_running_and_says_once_what_to_run(
     assert "unreachable" not in done.stderr
     rows = ps(b)
     assert rows[(None, "ws-b")]["state"] == "finished"
+
+
+def test_steering_another_machine_s_loop_with_the_database_gone_says_so(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        nobody = f"postgresql://loopkit@127.0.0.1:{sock.getsockname()[1]}/gone"
+    a = Machine(tmp_path, "a", nobody)
+    for command in (("pause", "b-1:api"), ("note", "--repo", "api", "use staging")):
+        done = a.lk(*command, ws=False)
+        assert done.returncode == 1, done.stderr
+        assert "cannot reach the fleet database to find " in done.stderr
+        assert "no loop named" not in done.stderr
