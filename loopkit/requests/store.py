@@ -184,6 +184,17 @@ class RequestStore:
             return []
         return [stem for _, stem in sorted(found)]
 
+    def mentioning(self, text: str, since_ns: int) -> list[str]:
+        """The ids of records written at or after ``since_ns`` whose file holds ``text`` — a
+        read each, no parse: a cheap sieve before :meth:`load` (SPEC §20)."""
+        needle = text.encode()
+        found = []
+        for request_id in self.changed_since(since_ns):
+            with contextlib.suppress(OSError):
+                if needle in readfile.read_bytes(self.path(request_id)):
+                    found.append(request_id)
+        return found
+
     def all(self) -> Iterator[tuple[str, Request | BadInput]]:
         """Every record, oldest first; a corrupt one yields its error instead of stopping."""
         loaded: list[tuple[str, Request | BadInput]] = []

@@ -320,16 +320,29 @@ class BlockedPhase:
         if record is not None and not applied:
             self._mark_applied(record)  # after the state is saved: a crash before re-applies
         if record is not None:
-            self._raise_waiting(record.request_id)
+            self._raise_waiting(record)
         return resumed
 
-    def _raise_waiting(self, gone: str) -> None:
+    def _raise_waiting(self, record: Request) -> None:
         """A question that joined the block that just went, after its request was answered,
-        is asked now, as a block of its own (one at a time: the others join it)."""
-        for _, waiting in self.parts.store.all():
-            if not (isinstance(waiting, Request) and waiting.is_open):
-                continue
-            if waiting.block != "joined" or waiting.joined_to != gone:
+        is asked now, as a block of its own (one at a time: the others join it).
+
+        Such a question names the block's request, and was written after it: only records
+        written since (less the slack of coarse mtimes) that hold its id are read — not every
+        request the workspace ever had, on the path from an answer to the agent's restart."""
+        gone = record.request_id
+        try:
+            since = int(parse_iso(record.created_at).timestamp() * 1e9) - ANSWER_SLACK_NS
+        except ValueError:
+            since = 0
+        found: list[Request] = []
+        for request_id in self.parts.store.mentioning(gone, since):
+            with contextlib.suppress(LoopkitError):  # a broken one: as `store.all` skips it
+                if request_id != gone:
+                    found.append(self.parts.store.load(request_id))
+        found.sort(key=lambda one: one.created_at)  # the oldest first
+        for waiting in found:
+            if not waiting.is_open or waiting.block != "joined" or waiting.joined_to != gone:
                 continue
             try:
                 placed = self.parts.escalator.place(waiting, persisted=True, own=True)
