@@ -79,7 +79,9 @@ def changes(before: Mapping[str, str], after: Mapping[str, str]) -> list[str] | 
 def script(argv: list[str], lines: list[str]) -> bytes:
     """What the release writes: one brace group, ending in the command."""
     if len(argv) == 3 and argv[:2] == ["/bin/sh", "-c"]:
-        run = f"eval {shlex.quote(argv[2])}"  # a shell command: in this shell, as fresh
+        # A shell command: in this shell, as a fresh one runs in its own; its status is the
+        # shell's (without the exit, the helper's script would go on after it).
+        run = f"eval {shlex.quote(argv[2])}\nexit"
     else:
         run = f"exec {shlex.join(argv)}"
     return ("{ exec 3<&-\n" + "".join(f"{line}\n" for line in lines) + f"{run}\n}}\n").encode()
