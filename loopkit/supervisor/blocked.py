@@ -284,18 +284,12 @@ class BlockedPhase:
     def _unblocked(self, record: Request | None, *, removed: bool) -> Step:
         """BLOCKED.md is gone, or the open request was answered."""
         if record is not None:
-            record = self._load(record.request_id) or record
-            applied = _applied(record)
-            news = not applied  # the record's ending is new: the phone's message should show it
-            if removed and record.status == "deferred":
-                pass  # a deferred review stays open: lifting the block is not an answer
-            elif removed:
-                resolution = unblocked_by_hand(
-                    record.request_id, by="human", via="blocked-file-removed"
-                )
-                record, changed = self.parts.store.resolve(record.request_id, resolution)
-                news = changed or (record.status != "expired" and not applied)
+            if removed:
+                record, applied, news = self._lifted(record)
             else:
+                record = self._load(record.request_id) or record
+                applied = _applied(record)
+                news = not applied  # the record's ending is new: the phone's message shows it
                 self._remove_block(record)
             if news:
                 self.parts.announce(
@@ -322,6 +316,33 @@ class BlockedPhase:
         if record is not None:
             self._raise_waiting(record)
         return resumed
+
+    def _lifted(self, record: Request) -> tuple[Request, bool, bool]:
+        """BLOCKED.md was removed: the request is closed as unblocked by hand (a deferred
+        review stays open: lifting the block is not an answer). Returns the record, whether
+        its ending counts as applied, and whether that ending is news for the phone.
+
+        Lifting a block hands nothing to the agent, so the request is stamped applied in the
+        same write that closes it — one read and one durable write on the way from the
+        ``rm`` to the agent's restart, where there were three of each (SPEC section 20). A
+        crash after that write finds it closed and applied: nothing is handed twice."""
+        seen: dict[str, bool] = {"applied": False, "closed": False}
+        stamp = iso_seconds(self.parts.clock.now())
+
+        def close(fresh: Request) -> bool:
+            seen["applied"] = _applied(fresh)
+            if not fresh.is_open or fresh.status == "deferred":
+                return False
+            resolution = unblocked_by_hand(fresh.request_id, by="human", via="blocked-file-removed")
+            fresh.status, fresh.resolution, fresh.applied_at = "resolved", resolution, stamp
+            seen["closed"] = True
+            return True
+
+        fresh = self.parts.store.update(record.request_id, close)
+        if seen["closed"]:
+            return fresh, True, True
+        news = fresh.status != "expired" and not seen["applied"]
+        return fresh, seen["applied"], news
 
     def _raise_waiting(self, record: Request) -> None:
         """A question that joined the block that just went, after its request was answered,
