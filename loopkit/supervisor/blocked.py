@@ -283,6 +283,7 @@ class BlockedPhase:
 
     def _unblocked(self, record: Request | None, *, removed: bool) -> Step:
         """BLOCKED.md is gone, or the open request was answered."""
+        pending = list(self.parts.state.pending_decisions)  # a decision handed on changes it
         if record is not None:
             if removed:
                 record, applied, news = self._lifted(record)
@@ -310,7 +311,7 @@ class BlockedPhase:
                 self._mark_applied(record)
                 return finished
         log.info("unblocked", msg="unblocked; resuming")
-        resumed = self._resume()
+        resumed = self._resume(durable=self.parts.state.pending_decisions != pending)
         if record is not None and not applied:
             self._mark_applied(record)  # after the state is saved: a crash before re-applies
         if record is not None:
@@ -323,9 +324,11 @@ class BlockedPhase:
         its ending counts as applied, and whether that ending is news for the phone.
 
         Lifting a block hands nothing to the agent, so the request is stamped applied in the
-        same write that closes it — one read and one durable write on the way from the
-        ``rm`` to the agent's restart, where there were three of each (SPEC section 20). A
-        crash after that write finds it closed and applied: nothing is handed twice."""
+        same write that closes it — one read and one write on the way from the ``rm`` to the
+        agent's restart, where there were three of each, durable (SPEC section 20). A crash
+        after that write finds it closed and applied: nothing is handed twice. The write is
+        not fsynced: a power cut that loses it leaves the block open with its file gone,
+        which the next start lifts again, the same way."""
         seen: dict[str, bool] = {"applied": False, "closed": False}
         stamp = iso_seconds(self.parts.clock.now())
 
@@ -338,7 +341,7 @@ class BlockedPhase:
             seen["closed"] = True
             return True
 
-        fresh = self.parts.store.update(record.request_id, close)
+        fresh = self.parts.store.update(record.request_id, close, durable=False)
         if seen["closed"]:
             return fresh, True, True
         news = fresh.status != "expired" and not seen["applied"]
@@ -447,13 +450,18 @@ class BlockedPhase:
         """Remove BLOCKED.md if it is still this request's block (never a human's own)."""
         blockfile.remove_block(self.parts.workspace.blocked, record)
 
-    def _resume(self) -> Step:
+    def _resume(self, *, durable: bool = True) -> Step:
+        """The loop runs again: saved — durably when a decision was handed on (it must be
+        in the state before its request is stamped applied). A block lifted with nothing to
+        hand on is saved without fsync, on the path to the agent's restart: a power cut
+        before the disk has it leaves the block as it was, and the next start lifts it again
+        (its request is closed and applied already)."""
         state = self.parts.state
         state.failures, state.failed_iterations = 0, []
         block_ended(state)  # the stuck signals it carried start counting afresh
         state.open_request = None
         state.status = "running"
-        self.parts.save()
+        self.parts.save(durable=durable)
         return CONTINUE
 
 
