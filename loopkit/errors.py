@@ -11,7 +11,7 @@
     │   └── RequestConflict       4   already answered, or changed since read
     ├── AgentAnswer              77   an answer from inside a supervised agent's session
     ├── TaskNotFound             66   no such skipped task (unskip)
-    ├── LoopNotFound             66   no loop of that name on this machine (pause, stop …)
+    ├── LoopNotFound             66   no loop of that name, here or in the fleet (pause, stop …)
     └── ChannelError              1   a channel could not be set up (send-test, doctor)
 
 Only ``loopkit.cli`` turns these into exits; domain code raises them. Every message is one

@@ -17,10 +17,20 @@ The state, first match wins:
 - ``stopped``: it ended otherwise (a stop, a signal, ``--max-iterations``, an abort) or never
   ran here.
 
-With a fleet, other machines' loops are listed too — but only those waiting on a human:
-the fleet shares requests, not loop states, so another machine's open block is a
-``blocked`` row (its question, its machine) and its running, paused or finished loops are
-not seen from here. Another machine's loop is steered on that machine.
+With a fleet, every other machine's loops are listed too, with their ``machine``: each
+machine publishes the rows it reads here to the fleet (:mod:`loopkit.fleet.states`), so this
+machine's loops come from its files and the others' from the fleet — never both. A row
+whose machine has not refreshed it for a few beats while it said a supervisor runs is
+``unknown`` (a blocked one stays ``blocked``: its question is still open), with how long
+the fleet has not heard from it in ``problem``; ``heard_at`` says when it last did. An open
+block another machine mirrored to the fleet shows as ``blocked`` even before (or without)
+its machine's row.
+
+A loop is named by its repo, its workspace path, its registry key, or ``MACHINE:REPO``
+(MACHINE as ``ps`` shows it, or its host name alone) when two machines have a repo of that
+name. Another machine's loop is steered through the fleet
+(:mod:`loopkit.fleet.steering`): its own machine writes the same files the local path
+writes, with the same events.
 """
 
 from __future__ import annotations
@@ -29,16 +39,16 @@ import contextlib
 import hashlib
 import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from loopkit import clock, liveness, readfile
 from loopkit import config as config_mod
-from loopkit.errors import EXIT_BLOCKED, LoopkitError
+from loopkit.errors import EXIT_BLOCKED, LoopkitError, LoopNotFound, UsageError
 from loopkit.escalation import marker
-from loopkit.home import Registered, Registry, workspace_id
+from loopkit.home import Registered, Registry, machine, workspace_id
 from loopkit.message import age, fold
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import State, StateFile
@@ -71,9 +81,15 @@ class Loop:
     paused_by: str | None  # "by via at" of the pause in force
     guidance_pending: int  # notes waiting for the next agent run
     problem: str | None = None  # why the row is incomplete (state.json unreadable, …)
+    heard_at: str | None = None  # another machine's loop: when the fleet last heard of it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def where(self) -> str:
+        """The loop's name with its machine, for a human: ``shop-api`` or ``shop-api on b-1``."""
+        return f"{self.repo} on {self.machine}" if self.machine else self.repo
 
 
 def read_loop(registered: Registered) -> Loop:
@@ -173,10 +189,20 @@ def loops(registry: Registry | None = None) -> list[Loop]:
     return [read_loop(entry) for entry in (registry or Registry()).workspaces()]
 
 
-class RemoteRequests(Protocol):
-    """What :func:`remote_loops` needs of :class:`~loopkit.fleet.Hubs`."""
+def describe(registered: Registered) -> dict[str, Any]:
+    """One registered loop's row as the fleet publishes it (:mod:`loopkit.fleet.states`)."""
+    return read_loop(registered).to_dict()
+
+
+class Fleet(Protocol):
+    """What the loops of other machines need of :class:`~loopkit.fleet.Hubs`: their rows,
+    their open requests, and a way to steer them."""
 
     def remote_open(self) -> list[Remote]: ...
+    def remote_loop_rows(self) -> list[dict[str, Any]]: ...
+    def steer_remote(
+        self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
+    ) -> None: ...
 
 
 def remote_key(machine: str, workspace: str) -> str:
@@ -184,48 +210,129 @@ def remote_key(machine: str, workspace: str) -> str:
     return "m" + hashlib.sha256(f"{machine}\n{workspace}".encode()).hexdigest()[:15]
 
 
-def remote_loops(hubs: RemoteRequests) -> list[Loop]:
-    """Other machines' loops that wait on a human: one ``blocked`` row per workspace with an
-    open block in the fleet (its oldest question)."""
-    rows: dict[tuple[str, str], Loop] = {}
-    for remote in sorted(hubs.remote_open(), key=lambda r: r.record.asked_at):
+def remote_loops(fleet: Fleet) -> list[Loop]:
+    """Other machines' loops: each as its machine published it, and each workspace with an
+    open block in the fleet as ``blocked`` with its oldest question (whether or not its
+    machine published a row for it)."""
+    rows = {(one.machine, one.workspace): one for one in map(_published, fleet.remote_loop_rows())}
+    blocks: dict[tuple[str | None, str], Loop] = {}
+    for remote in sorted(fleet.remote_open(), key=lambda r: r.record.asked_at):
         record = remote.record
         where = (remote.machine, remote.workspace)
-        if not (record.is_open and record.has_own_block) or where in rows:
+        if not (record.is_open and record.has_own_block) or where in blocks:
             continue
-        rows[where] = Loop(
+        row = rows.get(where)
+        if row is not None:  # its machine's row, with the question the fleet holds
+            since = row.since if row.state == "blocked" else record.asked_at
+            blocks[where] = replace(row, state="blocked", question=record.prompt,
+                                    request_id=record.request_id, since=since)  # fmt: skip
+            continue
+        blocks[where] = Loop(
             key=remote_key(remote.machine, remote.workspace), repo=remote.repo,
             workspace=remote.workspace, machine=remote.machine, state="blocked", pid=None,
             iteration=record.iteration or 0, task=record.task, since=record.asked_at,
             last_verify=None, question=record.prompt, request_id=record.request_id,
             spend_usd=None, paused_by=None, guidance_pending=0,
         )  # fmt: skip
-    return list(rows.values())
+    merged = {**rows, **blocks}
+    return sorted(merged.values(), key=lambda one: (one.machine or "", one.repo, one.workspace))
 
 
-def all_loops() -> list[Loop]:
-    """This machine's loops and — when ``LOOPKIT_FLEET_DSN`` names a fleet — other machines'
-    waiting on a human (the fleet's libraries load only then)."""
+def _published(data: dict[str, Any]) -> Loop:
+    """A row another machine published; stale (its machine not heard from for a few beats
+    while it said a supervisor runs): ``unknown``, or still ``blocked``, and why."""
+    state, pid, problem = str(data["state"]), data.get("pid"), data.get("problem")
+    machine_name = str(data["machine"])
+    if data.get("stale") and state in ALIVE:
+        heard = age(float(data.get("heard_seconds") or 0))
+        problem = (f"no word from {machine_name} for {heard} (it said {state}): that machine "
+                   "is off, or cannot reach the fleet database")  # fmt: skip
+        pid = None
+        state = "blocked" if state == "blocked" else "unknown"
+    verify = data.get("last_verify")
+    spend = data.get("spend_usd")
+    return Loop(
+        key=remote_key(machine_name, str(data["workspace"])), repo=str(data["repo"]),
+        workspace=str(data["workspace"]), machine=machine_name, state=state,
+        pid=int(pid) if isinstance(pid, int) else None, iteration=int(data.get("iteration") or 0),
+        task=data.get("task"), since=data.get("since"),
+        last_verify=verify if isinstance(verify, dict) else None,
+        question=data.get("question"), request_id=data.get("request_id"),
+        spend_usd=float(spend) if isinstance(spend, int | float) else None,
+        paused_by=data.get("paused_by"), guidance_pending=int(data.get("guidance_pending") or 0),
+        problem=problem, heard_at=data.get("heard_at"),
+    )  # fmt: skip
+
+
+def all_loops(fleet: Fleet | None = None) -> list[Loop]:
+    """This machine's loops and — given a ``fleet`` — every other machine's."""
     found = loops()
-    if os.environ.get("LOOPKIT_FLEET_DSN", "").strip():
-        from loopkit.fleet import Hubs
-
-        hubs = Hubs()
-        try:
-            found += remote_loops(hubs)
-        finally:
-            hubs.close()
+    if fleet is not None:
+        found += remote_loops(fleet)
     return found
 
 
+def env_fleet_loops() -> list[Loop]:
+    """:func:`all_loops`, with the fleet ``LOOPKIT_FLEET_DSN`` names when it is set (the
+    fleet's libraries load only then: ``ps`` without a fleet stays fast)."""
+    if not os.environ.get("LOOPKIT_FLEET_DSN", "").strip():
+        return loops()
+    from loopkit.fleet import Hubs
+
+    hubs = Hubs()
+    try:
+        return all_loops(hubs)
+    finally:
+        hubs.close()
+
+
 def find(name: str, found: list[Loop]) -> list[Loop]:
-    """The loops ``name`` means: a repo name, a workspace path, or a registry key."""
+    """The loops ``name`` means: a registry key, a workspace path, a repo name — or, when
+    none is, ``MACHINE:REPO``, where MACHINE is a machine's name as ``ps`` shows it (this
+    machine's own for its loops) or its host name alone."""
     path = str(Path(name).expanduser().absolute()) if "/" in name or name == "." else None
-    return [
+    direct = [
         one
         for one in found
         if name in (one.repo, one.key) or (path is not None and one.workspace == path)
     ]
+    where, colon, repo = name.partition(":")
+    if direct or not colon or not where or not repo:
+        return direct
+    here = machine()
+    return [one for one in found if one.repo == repo and where in _names(one.machine or here)]
+
+
+def _names(machine_name: str) -> tuple[str, str]:
+    """A machine's names: its own (``host-1a2b3c4d``) and its host's (``host``)."""
+    return machine_name, machine_name.rsplit("-", 1)[0]
+
+
+def address(loop: Loop) -> str:
+    """The ``MACHINE:REPO`` that names ``loop`` when its repo alone is not enough."""
+    return f"{loop.machine or machine()}:{loop.repo}"
+
+
+def pick(name: str, found: list[Loop]) -> Loop:
+    """The one loop ``name`` names (:func:`find`); LoopNotFound — with the loops to choose
+    from, or the ``MACHINE:REPO`` names when two machines share the name — otherwise."""
+    matches = find(name, found)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        machines = {one.machine for one in matches}
+        if len(machines) > 1:
+            names = ", ".join(address(one) for one in matches)
+            raise LoopNotFound(f"{name!r} names {len(matches)} loops on different machines; "
+                               f"say which: {names}")  # fmt: skip
+        paths = ", ".join(one.workspace for one in matches)
+        raise LoopNotFound(
+            f"{name!r} names {len(matches)} loops ({paths}); give the workspace path"
+        )
+    fleet = any(one.machine for one in found)
+    names = ", ".join(sorted({one.where for one in found})) or "none registered"
+    where = "on this machine or in the fleet" if fleet else "on this machine"
+    raise LoopNotFound(f"no loop named {name!r} {where}; the loops: {names} (`loopkit ps`)")
 
 
 def since_text(loop: Loop) -> str:
@@ -245,31 +352,29 @@ def verify_text(loop: Loop) -> str:
 
 
 def render(found: list[Loop]) -> str:
+    """The table ``ps`` prints: one line per loop (a MACHINE column when another machine's
+    are listed; this machine's are ``here``), then a line for each question, pause, notes
+    waiting and problem."""
     if not found:
         return "no loops registered on this machine (`loopkit run` registers one)"
-    rows = [("REPO", "STATE", "ITER", "SINCE", "TASK", "VERIFY", "SPEND")]
+    fleet = any(one.machine for one in found)
+    rows = [("REPO", *(("MACHINE",) if fleet else ()), "STATE", "ITER", "SINCE", "TASK",
+             "VERIFY", "SPEND")]  # fmt: skip
     notes: list[str] = []
     for one in found:
         spend = f"${one.spend_usd:.2f}" if one.spend_usd is not None else ""
-        rows.append(
-            (
-                one.repo,
-                one.state,
-                str(one.iteration),
-                since_text(one),
-                fold(one.task or "", 40),
-                verify_text(one),
-                spend,
-            )
-        )
+        on = (one.machine or "here",) if fleet else ()
+        rows.append((one.repo, *on, one.state, str(one.iteration), since_text(one),
+                     fold(one.task or "", 40), verify_text(one), spend))  # fmt: skip
+        name = one.where
         if one.question:
-            notes.append(f"{one.repo}: Q: {fold(one.question, 100)}")
+            notes.append(f"{name}: Q: {fold(one.question, 100)}")
         if one.paused_by:
-            notes.append(f"{one.repo}: {one.paused_by}")
+            notes.append(f"{name}: {one.paused_by}")
         if one.guidance_pending:
-            notes.append(f"{one.repo}: {one.guidance_pending} note(s) for the next agent run")
+            notes.append(f"{name}: {one.guidance_pending} note(s) for the next agent run")
         if one.problem:
-            notes.append(f"{one.repo}: {one.problem}")
+            notes.append(f"{name}: {one.problem}")
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
              for row in rows]  # fmt: skip
@@ -281,11 +386,21 @@ def _workspace(loop: Loop) -> Workspace:
     return Workspace(root, root / "BLOCKED.md")  # steering needs only its .loopkit/
 
 
-def steer(loop: Loop, command: Command, *, by: str, via: str) -> str:
+def steer(loop: Loop, command: Command, *, by: str, via: str, fleet: Fleet | None = None) -> str:
     """Give ``command`` to ``loop`` (recorded with who, via and when); what happened, in one
-    line. A stop reaches only a running supervisor: with none, nothing is written."""
+    line. A stop reaches only a running supervisor: with none, nothing is written. Another
+    machine's loop is steered through ``fleet`` (its machine lands the order)."""
     if command == "stop" and loop.pid is None:
-        return f"{loop.repo} is not running ({loop.state}): nothing to stop"
+        return f"{loop.where} is not running ({loop.state}): nothing to stop"
+    if loop.machine is not None:
+        _remote(fleet, loop).steer_remote(loop.machine, loop.workspace, command, None, by=by,
+                                          via=via)  # fmt: skip
+        sent = f"{loop.where}: {command} sent (by {by} via {via})"
+        if command == "pause":
+            then = ("after its running iteration" if loop.pid is not None
+                    else "from its next `loopkit run` there")  # fmt: skip
+            return f"{sent}; it waits {then} until resumed"
+        return f"{sent}; its machine lands it as soon as loopkit runs there"
     order = Steering(_workspace(loop)).give(command, by=by, via=via)
     running = loop.pid is not None
     if command == "pause":
@@ -296,15 +411,29 @@ def steer(loop: Loop, command: Command, *, by: str, via: str) -> str:
     return f"{loop.repo}: stopping ({order.line()})"
 
 
-def note(loop: Loop, text: str, *, by: str, via: str) -> str:
-    """Guidance for ``loop``'s next agent run (``LOOPKIT_GUIDANCE``), once."""
-    Notes(_workspace(loop)).add(text, by=by, via=via)
-    return f"{loop.repo}: noted for its next agent run"
+def note(loop: Loop, text: str, *, by: str, via: str, fleet: Fleet | None = None) -> str:
+    """Guidance for ``loop``'s next agent run (``LOOPKIT_GUIDANCE``), once; another
+    machine's loop gets it through ``fleet``."""
+    if loop.machine is None:
+        Notes(_workspace(loop)).add(text, by=by, via=via)
+        return f"{loop.repo}: noted for its next agent run"
+    if not text.strip():
+        Notes.refuse_empty()
+    _remote(fleet, loop).steer_remote(loop.machine, loop.workspace, "note", text.strip(),
+                                      by=by, via=via)  # fmt: skip
+    return f"{loop.where}: note sent for its next agent run"
+
+
+def _remote(fleet: Fleet | None, loop: Loop) -> Fleet:
+    if fleet is None:
+        raise UsageError(f"{loop.where} is on another machine and no fleet is configured "
+                         "here: steer it there, or set LOOPKIT_FLEET_DSN")  # fmt: skip
+    return fleet
 
 
 def print_loops(*, as_json: bool) -> int:
     """``loopkit ps`` (its fast path, and the click command's body): exit 0."""
-    found = all_loops()
+    found = env_fleet_loops()
     if as_json:
         import json
 

@@ -431,9 +431,30 @@ class FakeSlack:
         """Slack sends a payload again (in a new envelope), acknowledged or not."""
         return self._deliver(envelope.kind, envelope.payload, envelope.retry_attempt + 1)
 
+    def _live_links(self, timeout: float = 10.0) -> list[Link]:
+        """The open links, once there is one: the client may see its handshake done before the
+        server's handler has run, so a test acting on "the connection" waits for it here."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                links = [link for link in self._links if not link.leaving]
+            if links:
+                return links
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no open Socket Mode connection after {timeout} s")
+            self._stop.wait(0.01)
+
+    def drop(self) -> None:
+        """The TCP connection is cut with a close frame, no ``disconnect`` first (a network
+        drop that reaches the client, or a server going away)."""
+        for link in self._live_links():
+            with self._lock:
+                link.leaving = True
+            link.conn.close()
+
     def disconnect(self, reason: str = "refresh_requested") -> None:
+        links = self._live_links()
         with self._lock:
-            links = [link for link in self._links if not link.leaving]
             for link in links:
                 link.leaving = True
         for link in links:

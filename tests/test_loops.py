@@ -1,15 +1,21 @@
-"""``loopkit ps`` with a fleet: other machines' loops that wait on a human are listed as
-blocked rows (the fleet shares requests, not loop states), one per workspace, and only
-blocks — a question asked without blocking is no blocked loop."""
+"""``loopkit ps`` with a fleet, over a fake fleet: other machines' loops as they published
+them — stale ones ``unknown`` (a blocked one stays blocked) — and each workspace with an
+open block as a blocked row, once, whether or not its machine published a row; a question
+asked without blocking is no blocked loop. Names: ``MACHINE:REPO`` when two machines share a
+repo name. (Against a real database: ``tests/fleet/test_fleet_loops.py``.)"""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from loopkit import config
+from loopkit.errors import LoopNotFound
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
-from loopkit.loops import remote_key, remote_loops
+from loopkit.loops import Loop, find, pick, remote_key, remote_loops
 from loopkit.requests.hub import Remote
 from loopkit.requests.record import Request
 
@@ -22,11 +28,20 @@ def _block(ws: Path, question: str) -> Request:
 
 
 class Fleet:
-    def __init__(self, remotes: list[Remote]) -> None:
+    def __init__(self, remotes: list[Remote], rows: list[dict[str, Any]] | None = None) -> None:
         self.remotes = remotes
+        self.rows = rows or []
 
     def remote_open(self) -> list[Remote]:
         return self.remotes
+
+    def remote_loop_rows(self) -> list[dict[str, Any]]:
+        return self.rows
+
+    def steer_remote(
+        self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
+    ) -> None:
+        raise AssertionError("not steered here")
 
 
 def test_other_machines_blocked_loops_are_rows_of_their_own(ws: Path) -> None:
@@ -45,3 +60,76 @@ def test_other_machines_blocked_loops_are_rows_of_their_own(ws: Path) -> None:
     [row] = rows
     assert row.key == remote_key("build-2", "/srv/billing") and row.key.startswith("m")
     assert row.request_id == first.request_id and row.pid is None and row.paused_by is None
+
+
+def published(machine: str, repo: str, state: str, **extra: Any) -> dict[str, Any]:
+    """A row as :func:`loopkit.fleet.states.remote` gives it."""
+    row = {"machine": machine, "workspace": f"/srv/{repo}", "repo": repo, "state": state,
+           "pid": 4242, "iteration": 3, "task": None, "since": "2026-12-03T20:00:00Z",
+           "last_verify": {"ok": True, "line": "12 passed", "at": "2026-12-03T20:00:00Z"},
+           "question": None, "request_id": None, "spend_usd": 1.5, "paused_by": None,
+           "guidance_pending": 0, "problem": None, "heard_at": "2026-12-03T21:00:00Z",
+           "stale": False, "heard_seconds": 4.0}  # fmt: skip
+    return {**row, **extra}
+
+
+def test_published_rows_are_loops_and_a_silent_machine_s_read_unknown() -> None:
+    rows = remote_loops(Fleet([], [
+        published("build-2", "shop", "running"),
+        published("build-2", "billing", "paused", paused_by="pause by ana via inbox at …"),
+        published("build-3", "docs", "running", stale=True, heard_seconds=185.0),
+        published("build-3", "api", "blocked", stale=True, heard_seconds=185.0,
+                  question="Drop it?", request_id="r1"),
+        published("build-3", "old", "finished", stale=True, heard_seconds=9000.0),
+    ]))  # fmt: skip
+    by_repo = {one.repo: one for one in rows}
+    assert {r: (o.state, o.pid) for r, o in by_repo.items()} == {
+        "shop": ("running", 4242), "billing": ("paused", 4242), "docs": ("unknown", None),
+        "api": ("blocked", None), "old": ("finished", 4242),
+    }  # fmt: skip
+    silent = "no word from build-3 for 3m (it said running): that machine is off, or cannot "
+    assert by_repo["docs"].problem == silent + "reach the fleet database"
+    assert by_repo["api"].question == "Drop it?" and by_repo["api"].problem
+    assert by_repo["shop"].key == remote_key("build-2", "/srv/shop")
+    assert by_repo["shop"].spend_usd == 1.5 and by_repo["shop"].heard_at
+    assert by_repo["old"].problem is None  # it said all it had to say
+
+
+def test_an_open_block_in_the_fleet_makes_its_machine_s_row_blocked(ws: Path) -> None:
+    asked = _block(ws, "Drop the legacy invoices table?")
+    rows = remote_loops(Fleet(
+        [Remote("build-2", "/srv/billing", "billing", asked)],
+        [published("build-2", "billing", "running", iteration=7)],
+    ))  # fmt: skip
+    [row] = rows  # one row: the published one, blocked now — never both
+    assert (row.state, row.iteration, row.question) == (
+        "blocked",
+        7,
+        "Drop the legacy invoices table?",
+    )
+    assert row.request_id == asked.request_id and row.since == asked.asked_at
+
+
+def loop(repo: str, machine: str | None) -> Loop:
+    return Loop(key=f"k-{repo}-{machine}", repo=repo, workspace=f"/w/{machine}/{repo}",
+                machine=machine, state="running", pid=1, iteration=1, task=None, since=None,
+                last_verify=None, question=None, request_id=None, spend_usd=None,
+                paused_by=None, guidance_pending=0)  # fmt: skip
+
+
+def test_a_repo_name_two_machines_share_is_named_machine_colon_repo() -> None:
+    from loopkit.home import machine
+
+    here = machine()
+    found = [loop("api", None), loop("api", "build-2-1a2b3c4d"), loop("shop", "build-2-1a2b3c4d")]
+    with pytest.raises(LoopNotFound, match="say which: ") as said:
+        pick("api", found)
+    assert f"{here}:api" in str(said.value) and "build-2-1a2b3c4d:api" in str(said.value)
+    assert pick("build-2-1a2b3c4d:api", found) is found[1]
+    assert pick("build-2:api", found) is found[1]  # the host name alone, when it is enough
+    assert pick(f"{here}:api", found) is found[0]
+    assert pick("shop", found) is found[2]
+    assert find("build-9:api", found) == [] and find("api:", found) == []
+    with pytest.raises(LoopNotFound, match="on this machine or in the fleet; the loops: api, "
+                                           "api on build-2-1a2b3c4d, shop on build-2"):  # fmt: skip
+        pick("nosuch", found)

@@ -74,7 +74,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "ps": (
         "loopkit.cli.loops:ps",
-        "Every loop registered on this machine: state, iteration, task, since, verify, spend.",
+        "Every loop of this machine (with a fleet, of every machine): state, task, verify, spend.",
     ),
     "reply": (
         "loopkit.cli.answer:reply",

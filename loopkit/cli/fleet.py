@@ -61,8 +61,9 @@ def init(app: App) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.pass_obj
 def status(app: App, as_json: bool) -> int:
-    """Machines seen, open requests per machine, who holds which bot's lease, and the lag
-    (answers given on one machine that their owner has not applied yet)."""
+    """Machines seen, open requests and loops per machine, who holds which bot's lease, and
+    the lag (answers and steering orders given on one machine that their owner has not
+    applied yet)."""
     from loopkit.fleet import schema
     from loopkit.home import machine
 
@@ -77,10 +78,13 @@ def status(app: App, as_json: bool) -> int:
     click.echo(f"schema version {info['schema_version']} · this machine: {info['this_machine']}")
     for seen in info["machines"]:
         count = info["open"].get(seen["machine"], 0)
-        click.echo(f"  {seen['machine']}: seen {seen['seen_seconds_ago']:.0f} s ago, {count} open")
+        loops = info["loops"].get(seen["machine"], 0)
+        click.echo(f"  {seen['machine']}: seen {seen['seen_seconds_ago']:.0f} s ago, {count} open, "
+                   f"{loops} loop(s)")  # fmt: skip
     click.echo("bot leases: " + (", ".join(info["leases"]) or "none held"))
     click.echo(
         f"answers not yet applied by their machine: {info['answers_not_applied']}"
         f" (oldest {info['oldest_unapplied_seconds']:.0f} s)"
     )
+    click.echo(f"steering orders not yet applied by their machine: {info['steering_not_applied']}")
     return EXIT_OK

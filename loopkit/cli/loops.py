@@ -9,7 +9,7 @@ import click
 from loopkit.app import App
 from loopkit.errors import EXIT_FAILURE, EXIT_OK, LoopNotFound
 from loopkit.home import Registered, Registry
-from loopkit.loops import Loop, find, loops, note, print_loops, read_loop, steer
+from loopkit.loops import Loop, all_loops, loops, note, pick, print_loops, read_loop, steer
 from loopkit.workspace.steer import Command
 
 
@@ -17,18 +17,22 @@ from loopkit.workspace.steer import Command
 @click.option("--json", "as_json", is_flag=True, help="Print the loops as JSON (one array).")
 @click.pass_obj
 def ps(app: App, as_json: bool) -> int:
-    """Every loop registered on this machine: state, iteration, task, since, verify, spend.
+    """Every loop of this machine (with a fleet, of every machine): state, task, verify, spend.
+
+    With a fleet (LOOPKIT_FLEET_DSN), other machines' loops are listed with their machine.
 
     States: running, blocked (BLOCKED.md stands), paused (waits for `loopkit resume`),
-    finished (done said so), stopped, dead (its supervisor's pid is gone). Below the table:
-    each open question, each pause (who, via, when) and the notes waiting for a loop's next
-    agent run. Works from any folder.
+    finished (done said so), stopped, dead (its supervisor's pid is gone), unknown (another
+    machine's loop whose machine the fleet has not heard from for a while). Below the table:
+    each open question, each pause (who, via, when), the notes waiting for a loop's next
+    agent run, and what is unknown. Works from any folder.
     """
     return print_loops(as_json=as_json)  # `loopkit ps` alone takes the fast path in main
 
 
 def _target(app: App, repo: str | None) -> Loop:
-    """The loop ``repo`` names (a repo name or a workspace path), else this workspace's."""
+    """The loop ``repo`` names (a repo name, ``MACHINE:REPO`` or a workspace path; with a
+    fleet, any machine's), else this workspace's."""
     if repo is None:
         root = app.root.resolve()
         for one in loops():
@@ -38,17 +42,7 @@ def _target(app: App, repo: str | None) -> Loop:
             raise LoopNotFound(f"{root} is no loopkit workspace; name a loop (`loopkit ps` "
                                "lists them) or run this in one")  # fmt: skip
         return read_loop(Registered(root, root.name, ""))
-    found = loops()
-    matches = find(repo, found)
-    if len(matches) == 1:
-        return matches[0]
-    names = ", ".join(sorted({one.repo for one in found})) or "none registered"
-    if matches:
-        paths = ", ".join(one.workspace for one in matches)
-        raise LoopNotFound(
-            f"{repo!r} names {len(matches)} loops ({paths}); give the workspace path"
-        )
-    raise LoopNotFound(f"no loop named {repo!r} on this machine; the loops: {names} (`loopkit ps`)")
+    return pick(repo, all_loops(app.hubs))
 
 
 def _who() -> str:
@@ -60,7 +54,7 @@ def _who() -> str:
 
 def _steer(app: App, repo: str | None, command: Command) -> int:
     loop = _target(app, repo)
-    line = steer(loop, command, by=_who(), via="cli")
+    line = steer(loop, command, by=_who(), via="cli", fleet=app.hubs)
     click.echo(line)
     return EXIT_FAILURE if command == "stop" and loop.pid is None else EXIT_OK
 
@@ -74,9 +68,10 @@ REPO = click.argument("repo", required=False, metavar="[REPO]")
 def pause(app: App, repo: str | None) -> int:
     """Pause a loop after its running iteration; no question is sent.
 
-    REPO: a name from `loopkit ps`, or a workspace path (default: this workspace). Not a
-    block: no question is sent; `ps`, `status` and the inbox say paused. A pause
-    holds across restarts of the supervisor until `loopkit resume`.
+    REPO: a name from `loopkit ps`, MACHINE:REPO when two machines of the fleet have a repo
+    of that name, or a workspace path (default: this workspace). Not a block: no question is
+    sent; `ps`, `status` and the inbox say paused. A pause holds across restarts of the
+    supervisor until `loopkit resume`. Another machine's loop is paused through the fleet.
     """
     return _steer(app, repo, "pause")
 
@@ -107,7 +102,9 @@ def note_command(app: App, text: tuple[str, ...], repo: str | None) -> int:
     The run gets the text (and .loopkit/guidance.json), once; notes given before it starts
     all go to that run. `loopkit ps` shows the notes waiting."""
     loop = _target(app, repo)
-    click.echo(note(loop, " ".join(text), by=_who(), via="cli"))
-    if not any(one.workspace == loop.workspace for one in loops(Registry())):
+    click.echo(note(loop, " ".join(text), by=_who(), via="cli", fleet=app.hubs))
+    if loop.machine is None and not any(
+        one.workspace == loop.workspace for one in loops(Registry())
+    ):
         click.echo("(this workspace is not registered yet: its first `loopkit run` registers it)")
     return EXIT_OK

@@ -1,6 +1,8 @@
-"""The fleet on PostgreSQL (SPEC sections 13 and 15): :mod:`~loopkit.fleet.pg` (the hub),
+"""The fleet on PostgreSQL (SPEC sections 13, 15 and 22): :mod:`~loopkit.fleet.pg` (the hub),
 :mod:`~loopkit.fleet.follow` (the owner's side), :mod:`~loopkit.fleet.schema` (the tables),
-:mod:`~loopkit.fleet.route` (an answer finds its request anywhere).
+:mod:`~loopkit.fleet.route` (an answer finds its request anywhere),
+:mod:`~loopkit.fleet.states` (every machine's loops) and :mod:`~loopkit.fleet.steering`
+(pause, resume, stop and notes for another machine's loop).
 
 :class:`Hubs` is where a process gets its hubs: built once where an application is assembled
 (the CLI's App, ``serve``, ``run``'s Supervisor, ``mcp``) and handed down. It makes one
@@ -15,14 +17,16 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loopkit.config import Config
 from loopkit.config.values import fleet_dsn
+from loopkit.errors import LoopkitError, LoopNotFound
 from loopkit.requests.hub import Hub, LocalHub, Remote
 
 if TYPE_CHECKING:
     from loopkit.fleet.pg import PgHub
+    from loopkit.fleet.publishing import Publishing
     from loopkit.requests.locate import Stores
 
 
@@ -90,6 +94,49 @@ class Hubs:
                     found.append(remote)
         return found
 
+    def remote_loop_rows(self) -> list[dict[str, Any]]:
+        """Other machines' loops, across every fleet known (each once), as
+        :func:`loopkit.fleet.states.remote` gives them."""
+        hubs = self.pg_hubs()
+        if not hubs:
+            return []
+        from loopkit.fleet import states
+
+        seen: set[tuple[str, str]] = set()
+        found: list[dict[str, Any]] = []
+        for hub in hubs:
+            for row in states.remote(hub):
+                key = (row["machine"], row["workspace"])
+                if key not in seen:
+                    seen.add(key)
+                    found.append(row)
+        return found
+
+    def steer_remote(
+        self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
+    ) -> None:
+        """Give another machine's loop ``command`` (``"note"``: ``note`` is its text) through
+        the fleet that knows it. Raises LoopNotFound when none does, LoopkitError when the
+        fleet cannot take it (the database gone, a schema to migrate)."""
+        from loopkit.fleet import steering
+
+        outcomes = []
+        for hub in self.pg_hubs():  # the first fleet that knows the loop takes it: once
+            given = steering.give(hub, machine=machine, workspace=workspace, command=command,
+                                  note=note, by=by, via=via)  # fmt: skip
+            if given == "given":
+                return
+            outcomes.append(given)
+        if "unreachable" in outcomes:
+            raise LoopkitError(f"cannot reach the fleet database to steer {workspace} on "
+                               f"{machine}: do it there, or when the database is back")  # fmt: skip
+        if "outdated" in outcomes:
+            raise LoopkitError("the fleet schema predates steering: run `loopkit fleet init`, "
+                               f"or steer {workspace} on {machine}")  # fmt: skip
+        raise LoopNotFound(
+            f"{machine} has no loop {workspace} in the fleet (any more); `loopkit ps` lists them"
+        )
+
     def find(self, request_id: str) -> tuple[Hub, Remote] | None:
         """Another machine's request ``request_id``, with the hub that holds it."""
         for hub in self.fleets():
@@ -111,10 +158,16 @@ def _installed() -> bool:
 
 
 def follow_answers(
-    hubs: Hubs, stores: Stores, stop: threading.Event, wake: Callable[[], None] | None = None
+    hubs: Hubs,
+    stores: Stores,
+    stop: threading.Event,
+    wake: Callable[[], None] | None = None,
+    *,
+    publishing: Publishing | None = None,
 ) -> list[threading.Thread]:
-    """With a fleet: one follower thread per fleet, so answers given on other machines reach
-    this machine's workspaces (:mod:`loopkit.fleet.follow`). Without one, nothing. The
+    """With a fleet: one follower thread per fleet, so answers and steering orders given on
+    other machines reach this machine's workspaces, and — given ``publishing`` — this
+    machine's loops are published (:mod:`loopkit.fleet.follow`). Without one, nothing. The
     fleets are the environment's and every one a registered workspace names.
 
     Not named ``follow``: importing the submodule :mod:`loopkit.fleet.follow` sets the
@@ -128,8 +181,25 @@ def follow_answers(
     threads = []
     for hub in pg_hubs:
         thread = threading.Thread(
-            target=Follower(hub, stores, stop, wake).run, daemon=True, name="loopkit-fleet"
+            target=Follower(hub, stores, stop, wake, publishing).run,
+            daemon=True,
+            name="loopkit-fleet",
         )
         thread.start()
         threads.append(thread)
     return threads
+
+
+def publish_last(hubs: Hubs, hub: Hub, publishing: Publishing) -> None:
+    """A supervisor's last row as it ends: ``publishing.own``'s, to ``hub`` (its
+    workspace's; nothing without a fleet). Never raises: the database gone, the row keeps
+    its last word, which goes stale."""
+    own = publishing.own
+    if own is None or hub not in hubs.pg_hubs():
+        return
+    from loopkit.fleet import states
+    from loopkit.fleet.pg import PgHub
+
+    assert isinstance(hub, PgHub)
+    read_ns = states.now_ns()  # before the read: a row read later always wins
+    states.publish_last(hub, publishing.describe(own), read_ns=read_ns)

@@ -1,12 +1,19 @@
 """The owner's side of the fleet: LISTEN for answers to this machine's requests, apply them
 to the workspace's own record (and lift its block), and catch up after the database was
-gone. Runs in a thread of ``loopkit run`` and of ``loopkit serve``.
+gone; LISTEN for steering orders for this machine's loops and land them
+(:mod:`~loopkit.fleet.steering`); publish this machine's loops (:mod:`~loopkit.fleet.states`).
+Runs in a thread of ``loopkit run`` and of ``loopkit serve``.
 
 One connection, reconnected with backoff (1 s, doubling, at most 10 s). On every
 (re)connect: this machine is marked seen, every record changed since the last catch-up is
-mirrored, and every answer written meanwhile is applied. Two answers to one request (one
-given here while the database was gone, one on another machine) are settled by their
-recorded time: the first stands, the other is logged as not used.
+mirrored, every answer and steering order written meanwhile is applied, and the loops are
+published. Two answers to one request (one given here while the database was gone, one on
+another machine) are settled by their recorded time: the first stands, the other is logged
+as not used. Each :data:`BEAT` the follower looks again for answers and orders a NOTIFY may
+have missed, and publishes the loops again (their heartbeat); a supervisor's own loop is
+also published within a second of each change of its state. Loop states and steering need
+schema version 3: with an older schema they are skipped, with one warning, and requests are
+followed as before.
 """
 
 from __future__ import annotations
@@ -23,15 +30,19 @@ import psycopg
 from loopkit import atomicfile, readfile
 from loopkit.errors import LoopkitError
 from loopkit.escalation.blockfile import remove_block
+from loopkit.fleet import states, steering
 from loopkit.fleet.pg import CHANNEL, PgHub
-from loopkit.home import home
+from loopkit.fleet.publishing import BEAT, Publishing
+from loopkit.fleet.schema import LOOPS_VERSION
+from loopkit.fleet.schema import version as schema_version
+from loopkit.home import Registered, home
 from loopkit.log import get_logger
-from loopkit.requests.locate import Stores
+from loopkit.requests.locate import Place, Stores
 from loopkit.requests.record import Request
+from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.fleet")
 
-BEAT = 10.0  # seconds between heartbeats (and looks for answers a NOTIFY may have missed)
 MARGIN_NS = 5_000_000_000  # re-mirror records written this close before the last catch-up
 
 
@@ -50,18 +61,23 @@ class Follower:
         stores: Stores,
         stop: threading.Event,
         wake: Callable[[], None] | None,
+        publishing: Publishing | None = None,
     ) -> None:
         self.hub = hub
         self.stores = stores
         self.stop = stop
         self.wake = wake
+        self.publishing = publishing
         self.synced = home() / "fleet" / "synced.json"
+        self.loops_ready = False  # the schema has the loop and steering tables
+        self._unreadable: set[Path] = set()  # loops whose reading failed (warned once)
 
     def run(self) -> None:
         backoff = 1.0
         while not self.stop.is_set():
             conn = self.hub.connect(f"loopkit follow {self.hub.machine}")
             if conn is None:
+                self._caught_up()  # nothing to catch up with: the loop need not wait
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
                 continue
@@ -70,19 +86,34 @@ class Follower:
                 with conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self.catch_up(conn)
+                    self._caught_up()
                     beat = time.monotonic()
                     while not self.stop.is_set():
                         # Gathered first: the connection is busy while notifies() runs.
-                        notes = [n.payload for n in conn.notifies(timeout=1.0, stop_after=1)]
-                        for payload in notes:
-                            self._notified(conn, payload)
+                        notes = [
+                            (n.channel, n.payload) for n in conn.notifies(timeout=1.0, stop_after=1)
+                        ]
+                        for channel, payload in notes:
+                            if channel != steering.CHANNEL:
+                                self._notified(conn, payload)
+                            elif payload == self.hub.machine:
+                                self._steer(conn)
+                        if self.publishing is not None and self.publishing.changed.is_set():
+                            self.publishing.changed.clear()
+                            self._publish(conn)
                         if time.monotonic() - beat >= BEAT:
                             self._pending(conn)
                             self._seen(conn)
+                            self._loops_beat(conn)
                             beat = time.monotonic()
             except psycopg.Error as exc:
                 self.hub.down(exc)
+                self._caught_up()
                 self.stop.wait(backoff)
+
+    def _caught_up(self) -> None:
+        if self.publishing is not None:
+            self.publishing.caught_up.set()
 
     # --- catching up ------------------------------------------------------------------------
 
@@ -101,6 +132,8 @@ class Follower:
         self.synced.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         atomicfile.write_json(self.synced, {"ns": started}, durable=False)
         self._pending(conn)
+        self.loops_ready = False  # a new connection: LISTEN again once the schema has it
+        self._loops_beat(conn)
 
     def _synced_ns(self) -> int:
         try:
@@ -139,6 +172,72 @@ class Follower:
         ).fetchone()
         if row is not None:
             self.apply(str(key.get("workspace")), str(key.get("request_id")), row[0])
+
+    # --- loops: steering and states (SPEC §22) ------------------------------------------
+
+    def _loops_beat(self, conn: Any) -> None:
+        """Steering orders a NOTIFY may have missed, and every loop's row (the heartbeat)."""
+        if not self.loops_ready:
+            found = schema_version(conn)
+            if found < LOOPS_VERSION:
+                self.hub.outdated(found, LOOPS_VERSION)
+                return
+            conn.execute(f"LISTEN {steering.CHANNEL}")
+            self.loops_ready = True
+        self._steer(conn)
+        self._publish(conn, everything=True)
+
+    def _places(self) -> dict[str, tuple[Registered, Place]]:
+        """This machine's registered workspaces whose fleet is this one, by path."""
+        return {
+            str(registered.path): (registered, place)
+            for registered, place in self.stores.registered()
+            if place.store.hub is self.hub
+        }
+
+    def _steer(self, conn: Any) -> None:
+        if not self.loops_ready:
+            return
+        places = self._places()
+        workspaces: dict[str, Workspace] = {k: p.workspace for k, (_, p) in places.items()}
+        touched = steering.apply_pending(conn, self.hub.machine, workspaces)
+        if touched and self.publishing is not None:  # the pause or note shows at once
+            self._publish_rows(conn, [places[path][0] for path in dict.fromkeys(touched)])
+
+    def _publish(self, conn: Any, *, everything: bool = False) -> None:
+        """Publish the loops this follower publishes: the supervisor's own (``everything``
+        or not), or every registered one of this fleet (``serve``, at each beat)."""
+        publishing = self.publishing
+        if publishing is None or not self.loops_ready:
+            return
+        if publishing.own is not None:
+            try:
+                mine = self.stores.of(publishing.own.path).hub is self.hub
+            except LoopkitError:
+                mine = False
+            self._publish_rows(conn, [publishing.own] if mine else [])
+            return
+        if not everything:
+            return
+        self._publish_rows(conn, [registered for registered, _ in self._places().values()])
+        kept = [str(registered.path) for registered in self.stores.registry.workspaces()]
+        states.forget_gone(conn, self.hub.machine, kept)
+
+    def _publish_rows(self, conn: Any, entries: list[Registered]) -> None:
+        publishing = self.publishing
+        if publishing is None or not entries:
+            return
+        read_ns = states.now_ns()  # before the reads: a row read later always wins
+        rows = []
+        for entry in entries:
+            try:
+                rows.append(publishing.describe(entry))
+            except Exception as exc:  # a loop that cannot be read must not stop the follower
+                if entry.path not in self._unreadable:
+                    self._unreadable.add(entry.path)
+                    why = f"fleet: cannot read the loop at {entry.path}: {exc}"
+                    log.warning("fleet_publish_failed", msg=why)
+        states.publish(conn, self.hub.machine, rows, read_ns=read_ns)
 
     # --- applying ---------------------------------------------------------------------------
 

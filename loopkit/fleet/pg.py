@@ -32,6 +32,7 @@ from psycopg.types.json import Jsonb
 
 from loopkit import clock
 from loopkit.errors import RequestConflict
+from loopkit.fleet.schema import version as schema_version
 from loopkit.home import machine
 from loopkit.home.bot import KEEP_HANDLED, BotLease, OffsetFile, Position
 from loopkit.log import get_logger
@@ -47,6 +48,7 @@ T = TypeVar("T")
 CHANNEL = "loopkit_answer"
 CONNECT_TIMEOUT = 2  # seconds: a database that is gone must not hold up a block
 QUIET_AFTER_FAILURE = 5.0  # seconds without new tries once a connection failed
+SCHEMA_RECHECK = 60.0  # seconds between looks at a schema older than this loopkit's
 LEASE_RETRY = 1.0  # seconds between tries for a bot's lease held elsewhere
 
 # A machine that writes a request is seen (``fleet status``), whether or not it runs a
@@ -105,6 +107,9 @@ class PgHub:
         # own. Reentrant: a claim may mirror.
         self._shared: psycopg.Connection[Any] | None = None
         self._use = threading.RLock()
+        self._schema = 0  # the schema's version, as last read
+        self._schema_at = float("-inf")  # when (monotonic; never: -inf)
+        self._told_schema = False
 
     # --- connections ----------------------------------------------------------------------
 
@@ -163,6 +168,47 @@ class PgHub:
                 self._shared.close()
             self._shared = None
         self.down(exc)
+
+    def ready(self, version: int) -> bool:
+        """Whether the fleet's schema is at ``version`` or later. Read once, and again every
+        :data:`SCHEMA_RECHECK` seconds while it is older (a machine upgraded before
+        ``loopkit fleet init`` ran keeps sharing requests, and says once what to run); the
+        database gone: False, at no cost (:meth:`connect` is quiet after a failure)."""
+        if self._schema >= version:
+            return True
+        if time.monotonic() - self._schema_at < SCHEMA_RECHECK:
+            return False
+        with self._use:
+            conn = self._session()
+            if conn is None:
+                return False
+            try:
+                self._schema = schema_version(conn)
+            except psycopg.Error as exc:
+                self._failed(exc)
+                return False
+        self._schema_at = time.monotonic()
+        if self._schema < version:
+            self.outdated(self._schema, version)
+        return self._schema >= version
+
+    @property
+    def schema_read(self) -> bool:
+        """Whether the schema's version was read (else :meth:`ready` said no for want of
+        the database)."""
+        return self._schema_at != float("-inf")
+
+    def outdated(self, found: int, wanted: int) -> None:
+        """Say once that the schema is older than this loopkit's (what is not shared yet)."""
+        with self._lock:
+            if self._told_schema:
+                return
+            self._told_schema = True
+        log.warning(
+            "fleet_schema_old",
+            msg=f"the fleet schema is at version {found}, this loopkit needs {wanted} to share "
+            "loop states and steering: run `loopkit fleet init` (requests are shared as before)",
+        )
 
     def _run(self, sql: str, params: dict[str, Any] | tuple[Any, ...] = ()) -> list[Any] | None:
         with self._use:

@@ -9,6 +9,14 @@ them (idempotent), ``loopkit fleet status`` reads them.
 - ``loopkit_bot_updates``: the updates each bot's poller handled in the last eight days, so
   whichever machine takes the lease next applies none of them twice (SPEC §16).
 - ``loopkit_machines``: when each machine's loopkit was last seen.
+- ``loopkit_loops``: every machine's loops as its ``loopkit ps`` reads them (SPEC §22) —
+  (machine, workspace), repo, state, pid, iteration, task, since, the last verify, the open
+  question and its request id, spend, the pause in force, the notes waiting; ``read_ns``
+  (when its machine read the files: a later read wins), ``beat_seconds`` (how often its
+  machine refreshes the row) and ``updated_at`` (the database's time of the last refresh:
+  a row not refreshed for a few beats is a machine not heard from).
+- ``loopkit_steer``: pause / resume / stop / note orders for another machine's loop, each
+  applied once by that machine (``applied_at``, ``outcome``).
 """
 
 from __future__ import annotations
@@ -56,7 +64,47 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                 ON loopkit_bot_updates (bot, handled_at)""",
         ],
     ),
+    (
+        3,  # SPEC §22: every machine's loops, and steering them from anywhere
+        [
+            """CREATE TABLE IF NOT EXISTS loopkit_loops (
+                machine text NOT NULL,
+                workspace text NOT NULL,
+                repo text NOT NULL,
+                state text NOT NULL,
+                pid integer,
+                iteration integer NOT NULL DEFAULT 0,
+                task text,
+                since text,
+                last_verify jsonb,
+                question text,
+                request_id text,
+                spend_usd double precision,
+                paused_by text,
+                guidance_pending integer NOT NULL DEFAULT 0,
+                problem text,
+                read_ns bigint NOT NULL,
+                beat_seconds real NOT NULL,
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (machine, workspace))""",
+            """CREATE TABLE IF NOT EXISTS loopkit_steer (
+                id bigserial PRIMARY KEY,
+                machine text NOT NULL,
+                workspace text NOT NULL,
+                command text NOT NULL,
+                note text,
+                given_by text NOT NULL,
+                via text NOT NULL,
+                from_machine text NOT NULL,
+                given_at timestamptz NOT NULL DEFAULT now(),
+                applied_at timestamptz,
+                outcome text)""",
+            """CREATE INDEX IF NOT EXISTS loopkit_steer_pending
+                ON loopkit_steer (machine) WHERE applied_at IS NULL""",
+        ],
+    ),
 ]
+LOOPS_VERSION = 3  # the first schema with loopkit_loops and loopkit_steer
 LATEST = MIGRATIONS[-1][0]
 
 
@@ -86,7 +134,8 @@ def version(conn: Any) -> int:
 
 
 def status(conn: Any) -> dict[str, Any]:
-    """Machines seen, open requests, who holds which bot's lease, and the lag."""
+    """Machines seen, open requests, who holds which bot's lease, the lag, each machine's
+    loops and the steering orders their machine has not applied yet."""
     machines = conn.execute(
         "SELECT machine, seen_at, extract(epoch FROM now() - seen_at) FROM loopkit_machines "
         "ORDER BY machine"
@@ -103,8 +152,20 @@ def status(conn: Any) -> dict[str, Any]:
         "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
         "WHERE l.locktype = 'advisory' AND a.application_name LIKE 'loopkit lease %'"
     ).fetchall()
+    found = version(conn)
+    loops: dict[str, int] = {}
+    steering = 0
+    if found >= LOOPS_VERSION:
+        rows = conn.execute(
+            "SELECT machine, count(*) FROM loopkit_loops GROUP BY machine ORDER BY machine"
+        ).fetchall()
+        loops = {m: int(n) for m, n in rows}
+        waiting = conn.execute(
+            "SELECT count(*) FROM loopkit_steer WHERE applied_at IS NULL"
+        ).fetchone()
+        steering = int(waiting[0]) if waiting else 0
     return {
-        "schema_version": version(conn),
+        "schema_version": found,
         "machines": [
             {"machine": m, "seen_at": seen.isoformat(), "seen_seconds_ago": round(float(ago), 1)}
             for m, seen, ago in machines
@@ -113,6 +174,8 @@ def status(conn: Any) -> dict[str, Any]:
         "leases": [name.removeprefix("loopkit lease ") for (name,) in leases],
         "answers_not_applied": int(pending[0]) if pending else 0,
         "oldest_unapplied_seconds": round(float(pending[1]), 1) if pending and pending[1] else 0,
+        "loops": loops,
+        "steering_not_applied": steering,
     }
 
 

@@ -1,12 +1,14 @@
-"""The inbox's Loops page (SPEC section 22): every loop of the machine, live like the list,
-with Pause / Resume / Stop buttons and a note box.
+"""The inbox's Loops page (SPEC section 22): every loop of the machine — and with a fleet,
+every machine's — live like the list, with Pause / Resume / Stop buttons and a note box.
 
 ``GET /loops`` (``?fragment=list``: the part the page's script fetches every second),
 ``POST /loops/<key>/pause|resume|stop`` and ``POST /loops/<key>/note``, each with the
 session's CSRF token. Stop takes two taps: the first POST shows a page that asks again and
 changes nothing; its form posts once more with ``confirm=1``. A loop is addressed by its
-registry id, never by a path from the request. Every command is recorded with who
-(``--user``), via ``inbox`` and when, as the CLI's are (:mod:`loopkit.loops`).
+registry id (another machine's by the key made of its machine and workspace), never by a
+path from the request. Every command is recorded with who (``--user``), via ``inbox`` and
+when, as the CLI's are (:mod:`loopkit.loops`); another machine's loop gets it through the
+fleet.
 """
 
 from __future__ import annotations
@@ -37,9 +39,8 @@ def _card(loop: Loop) -> dict[str, Any]:
         "verify": loops.verify_text(loop),
         "spend": f"${loop.spend_usd:.2f}" if loop.spend_usd is not None else None,
         "question_url": f"/r/{loop.key}/{loop.request_id}" if loop.request_id else None,
-        "here": loop.machine is None,  # another machine's loop is steered there
-        "can_pause": loop.machine is None and loop.paused_by is None and loop.state != "finished",
-        "can_resume": loop.machine is None and loop.paused_by is not None,
+        "can_pause": loop.paused_by is None and loop.state != "finished",
+        "can_resume": loop.paused_by is not None,
         "can_stop": loop.pid is not None,
     }
 
@@ -52,16 +53,16 @@ def routes(
     csrf_matches: Callable[[str, str], bool],
     user: str,
     headers: dict[str, str],
-    remote: loops.RemoteRequests,
+    remote: loops.Fleet,
 ) -> list[Route]:
-    """The Loops page's routes; ``remote``: the fleets (other machines' loops waiting on a
-    human are listed, not steered)."""
+    """The Loops page's routes; ``remote``: the fleets (other machines' loops are listed and
+    steered through them)."""
 
     def find(key: str) -> Loop | None:
-        return next((one for one in loops.loops() if one.key == key), None)
+        return next((one for one in loops.all_loops(remote) if one.key == key), None)
 
     async def listing(request: HttpRequest, nonce: str) -> Response:
-        cards = [_card(one) for one in loops.loops() + loops.remote_loops(remote)]
+        cards = [_card(one) for one in loops.all_loops(remote)]
         name = "_loops.html.j2" if request.query_params.get("fragment") else "loops.html.j2"
         told = request.query_params.get("told")
         return page(name, cards=cards, csrf=csrf(nonce), title="Loops", told=told)
@@ -92,7 +93,7 @@ def routes(
                 return page("loop_confirm.html.j2", card=_card(loop), csrf=csrf(nonce),
                             title=loop.repo)  # fmt: skip
             try:
-                told = loops.steer(loop, command, by=user, via="inbox")
+                told = loops.steer(loop, command, by=user, via="inbox", fleet=remote)
             except LoopkitError as exc:
                 return page("refused.html.j2", 400, title="Not done", message=str(exc))
             return back(told)
@@ -108,9 +109,9 @@ def routes(
             return page("missing.html.j2", 404, title="Not found")
         text = (form.get("note") or "").strip()
         if not text:
-            return back(f"{loop.repo}: an empty note; nothing sent")
+            return back(f"{loop.where}: an empty note; nothing sent")
         try:
-            told = loops.note(loop, text, by=user, via="inbox")
+            told = loops.note(loop, text, by=user, via="inbox", fleet=remote)
         except LoopkitError as exc:
             return page("refused.html.j2", 400, title="Not done", message=str(exc))
         return back(told)

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from loopkit import clock, fleet
+from loopkit import clock, fleet, loops
 from loopkit.config import ChannelSettings
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
 from loopkit.escalation import blockfile, delivery
@@ -34,6 +34,7 @@ from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
 from loopkit.escalation.sender import Sender
 from loopkit.fleet import Hubs
+from loopkit.fleet.publishing import Publishing
 from loopkit.home import home
 from loopkit.inbox.relay.poller import UpdatePoller
 from loopkit.log import get_logger
@@ -251,8 +252,9 @@ def serve(
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     retrier = Retrier(stop, stores)
     threading.Thread(target=retrier.run, daemon=True, name="loopkit-retry").start()
-    # With a fleet: answers given on other machines reach this machine's workspaces.
-    fleet.follow_answers(hubs, stores, stop)
+    # With a fleet: answers and steering given on other machines reach this machine's
+    # workspaces, and every loop of this machine is published to the fleet each beat.
+    fleet.follow_answers(hubs, stores, stop, publishing=Publishing(loops.describe))
     out.write(f"loopkit serve: listening on http://{bound[0]}:{bound[1]} (LOOPKIT_HOME {home()})\n")
     show_url(out, bound[0], bound[1], secret, user)
     try:

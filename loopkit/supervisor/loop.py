@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from loopkit import channels, clock, fleet, liveness
+from loopkit import channels, clock, fleet, liveness, loops
 from loopkit import config as config_mod
 from loopkit.clock import Clock, SystemClock
 from loopkit.config import Config
@@ -37,6 +37,8 @@ from loopkit.escalation import blockfile
 from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.repair import repair
 from loopkit.fleet import Hubs
+from loopkit.fleet.publishing import CATCH_UP, Publishing
+from loopkit.home import Registered
 from loopkit.log import get_logger
 from loopkit.requests.hub import Hub
 from loopkit.supervisor.blocked import BlockedPhase
@@ -144,16 +146,18 @@ class Supervisor:
         parts = self.parts
         with self.lock.held(), self._signals(), self._in_workspace(), subreaper():
             folders = [parts.workspace.root, parts.workspace.requests_dir]
-            with FolderWatch(folders, parts.wake) as watch, following(parts), self.controls:
-                parts.watch = watch
-                try:
-                    return self._loop()
-                finally:
-                    parts.runner.close()  # a process made ready for a next command is not used
-                    parts.watch = None
-                    parts.close()
-                    if self._closes_hubs:
-                        parts.hubs.close()
+            try:
+                with FolderWatch(folders, parts.wake) as watch, following(parts), self.controls:
+                    parts.watch = watch
+                    try:
+                        return self._loop()
+                    finally:
+                        parts.runner.close()  # a process made ready for a next command
+                        parts.watch = None
+                        parts.close()
+            finally:  # after the loop's last row went out (following's end)
+                if self._closes_hubs:
+                    parts.hubs.close()
 
     @contextlib.contextmanager
     def _in_workspace(self) -> Iterator[None]:
@@ -255,14 +259,26 @@ class Supervisor:
 
 @contextlib.contextmanager
 def following(parts: Parts) -> Iterator[None]:
-    """With a fleet, answers given on other machines are applied here while we run
-    (:func:`loopkit.fleet.follow_answers`; without one there is nothing to follow)."""
+    """With a fleet, answers and steering orders given on other machines are applied here
+    while we run, and this loop's row is published at each change of its state and each
+    beat — and once more as it ends (:func:`loopkit.fleet.follow_answers`; without a fleet
+    there is nothing to follow)."""
     stop = threading.Event()
-    fleet.follow_answers(parts.hubs, parts.stores, stop, parts.wake.set)
+    own = Registered(parts.workspace.root, parts.workspace.repo_name(), "")
+    publishing = Publishing(loops.describe, own=own, changed=parts.changed)
+    followed = fleet.follow_answers(
+        parts.hubs, parts.stores, stop, parts.wake.set, publishing=publishing
+    )
+    if followed:
+        # A pause (or a note) given through the fleet while no loopkit ran here lands
+        # before the first iteration; a database that is gone costs one connect timeout.
+        publishing.caught_up.wait(CATCH_UP)
     try:
         yield
     finally:
         stop.set()
+        if followed:
+            fleet.publish_last(parts.hubs, parts.store.hub, publishing)
 
 
 def _code(step: Step) -> int:

@@ -112,6 +112,9 @@ class Parts:
         self.clock = clock
         self._escalator_for = escalator
         self.signal_received: int | None = None
+        # Set at each save of the state (and each steering order): the fleet's follower
+        # publishes the loop's row then (SPEC §22); nothing waits on it without a fleet.
+        self.changed = threading.Event()
         self._echo = echo
         self.state = State()
         self.watch: FolderWatch | None = None  # while the loop runs
@@ -215,6 +218,7 @@ class Parts:
 
     def save(self, *, durable: bool = True) -> None:
         self.state_file.save(self.state, durable=durable)
+        self.changed.set()
 
     def finish(self, status: str, code: int, why: str) -> Step:
         self.state.status = status

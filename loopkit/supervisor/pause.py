@@ -87,6 +87,7 @@ class Controls:
                 self._look()
 
     def _look(self) -> None:
+        self.parts.changed.set()  # a pause given, a note: the fleet's row says so
         order = self.steering.latest()
         if order is None or order == self._seen:
             return

@@ -23,7 +23,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.errors import UsageError, WorkspaceError
@@ -77,6 +77,14 @@ def record_event(workspace: Workspace, event: str, msg: str, **fields: Any) -> N
             os.close(fd)
 
 
+def _on(machine: str | None) -> str:
+    return f" (given on {machine})" if machine else ""
+
+
+def _given_on(machine: str | None) -> dict[str, str]:
+    return {"given_on": machine} if machine else {}
+
+
 class Steering:
     """``.loopkit/control/steer.json``: the latest pause / resume / stop of one workspace."""
 
@@ -85,16 +93,17 @@ class Steering:
         self.folder = control_dir(workspace)
         self.path = self.folder / "steer.json"
 
-    def give(self, command: Command, *, by: str, via: str) -> Order:
-        """Record ``command`` (replacing the one before) and log it as an event."""
+    def give(self, command: Command, *, by: str, via: str, given_on: str | None = None) -> Order:
+        """Record ``command`` (replacing the one before) and log it as an event; ``given_on``:
+        the machine it was given on, when another one (it came through the fleet)."""
         order = Order(command, by, via, clock.iso_millis())
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomicfile.write_json(self.path, asdict(order), mode=0o600)
         except OSError as exc:
             raise WorkspaceError(atomicfile.failure(exc, self.path)) from None
-        record_event(self.workspace, f"steer_{command}_given", order.line(), by=by, via=via,
-                     at=order.at)  # fmt: skip
+        record_event(self.workspace, f"steer_{command}_given", order.line() + _on(given_on),
+                     by=by, via=via, at=order.at, **_given_on(given_on))  # fmt: skip
         return order
 
     def latest(self) -> Order | None:
@@ -123,11 +132,11 @@ class Notes:
         self.workspace = workspace
         self.folder = control_dir(workspace) / "notes"
 
-    def add(self, text: str, *, by: str, via: str) -> Note:
+    def add(self, text: str, *, by: str, via: str, given_on: str | None = None) -> Note:
+        """Add a note for the next agent run (``given_on`` as for :meth:`Steering.give`)."""
         text = text.strip()
         if not text:
-            raise UsageError("an empty note: say what the agent should know, e.g. "
-                             "`loopkit note \"use the staging database\"`")  # fmt: skip
+            self.refuse_empty()
         import secrets  # only a note's writer needs it: `status` and `ps` only read
 
         note = Note(text[:MAX_NOTE], by, via, clock.iso_millis())
@@ -138,9 +147,14 @@ class Notes:
             atomicfile.write_json(path, asdict(note), mode=0o600)
         except OSError as exc:
             raise WorkspaceError(atomicfile.failure(exc, path)) from None
-        record_event(self.workspace, "guidance_given", f"a note by {by} via {via}", by=by,
-                     via=via, at=note.at)  # fmt: skip
+        record_event(self.workspace, "guidance_given", f"a note by {by} via {via}{_on(given_on)}",
+                     by=by, via=via, at=note.at, **_given_on(given_on))  # fmt: skip
         return note
+
+    @staticmethod
+    def refuse_empty() -> NoReturn:
+        raise UsageError("an empty note: say what the agent should know, e.g. "
+                         "`loopkit note \"use the staging database\"`")  # fmt: skip
 
     def _files(self) -> list[Path]:
         try:

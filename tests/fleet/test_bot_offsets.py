@@ -115,7 +115,7 @@ def row(dsn: str) -> tuple[int, datetime] | None:
     return (int(found[0]), found[1]) if found else None
 
 
-def test_the_schema_migrates_to_version_2_keeping_each_offset(pg_server: Any) -> None:
+def test_the_schema_migrates_from_version_1_keeping_each_offset(pg_server: Any) -> None:
     url = str(pg_server.new_database())
     written = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
     with psycopg.connect(url, autocommit=True) as conn:
@@ -128,9 +128,9 @@ def test_the_schema_migrates_to_version_2_keeping_each_offset(pg_server: Any) ->
             "INSERT INTO loopkit_bot_offsets (bot, next_offset, updated_at) VALUES (%s, 901, %s)",
             (BOT, written),
         )
-        assert schema.init(conn) == (1, 2) and schema.version(conn) == 2
+        assert schema.init(conn) == (1, schema.LATEST) and schema.version(conn) == schema.LATEST
         assert row(url) == (901, written)  # it was saved when its last update came
-        assert schema.init(conn) == (2, 2)
+        assert schema.init(conn) == (schema.LATEST, schema.LATEST)
         for statement in schema.MIGRATIONS[1][1]:  # each statement idempotent on its own
             conn.execute(statement)
         assert conn.execute("SELECT count(*) FROM loopkit_bot_updates").fetchone() == (0,)

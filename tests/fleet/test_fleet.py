@@ -16,45 +16,9 @@ import pytest
 
 from fakeserver import FakeServer
 from helpers import LOOPKIT, Daemon, clean_env, runs, setup, wait_until
+from machines import Machine
 
 TOKEN = "999999:AAFleetTokenNotARealOne_abcdefgh"
-
-
-class Machine:
-    def __init__(self, root: Path, name: str, dsn: str, **extra: str) -> None:
-        self.home = root / f"home-{name}"
-        self.ws = root / f"ws-{name}"
-        self.ws.mkdir(parents=True)
-        settings = {"LOOPKIT_HITL_CHANNEL": "none", **extra}
-        self.env = clean_env(LOOPKIT_HOME=str(self.home), LOOPKIT_FLEET_DSN=dsn, **settings)
-
-    def lk(self, *args: str, ws: bool = True) -> subprocess.CompletedProcess[str]:
-        where = ["-C", str(self.ws)] if ws else []
-        return subprocess.run(
-            [str(LOOPKIT), *where, *args], env=self.env, capture_output=True, text=True, timeout=60
-        )
-
-    def escalate(self, question: str = "Which flow?") -> str:
-        done = self.lk(
-            "escalate",
-            "-q",
-            question,
-            "-c",
-            "checkout",
-            "-a",
-            "read",
-            "--choice",
-            "Keep — as is",
-            "--choice",
-            "Migrate — to v2",
-        )
-        assert done.returncode == 2, done.stderr
-        return str(json.loads(self.lk("requests", "--json").stdout)[-1]["request_id"])
-
-    def record(self, request_id: str) -> dict[str, Any]:
-        data = json.loads((self.ws / "requests" / f"{request_id}.json").read_text())
-        assert isinstance(data, dict)
-        return data
 
 
 def test_init_makes_the_schema_from_nothing_and_is_idempotent(pg_server: Any) -> None:
@@ -62,12 +26,12 @@ def test_init_makes_the_schema_from_nothing_and_is_idempotent(pg_server: Any) ->
     env = clean_env(LOOPKIT_FLEET_DSN=url)
     lk = [str(LOOPKIT), "fleet"]
     first = subprocess.run([*lk, "init"], env=env, capture_output=True, text=True)
-    assert first.returncode == 0 and "from version 0 to 2" in first.stdout, first.stderr
+    assert first.returncode == 0 and "from version 0 to 3" in first.stdout, first.stderr
     again = subprocess.run([*lk, "init"], env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "nothing to do" in again.stdout
     status = subprocess.run([*lk, "status", "--json"], env=env, capture_output=True, text=True)
     info = json.loads(status.stdout)
-    assert info["schema_version"] == 2 and info["machines"] == [] and info["leases"] == []
+    assert info["schema_version"] == 3 and info["machines"] == [] and info["leases"] == []
 
 
 def test_both_machines_requests_are_in_one_inbox(tmp_path: Path, dsn: str) -> None:
@@ -259,7 +223,7 @@ def test_doctor_says_whether_the_fleet_is_ready(tmp_path: Path, pg_server: Any) 
     a = Machine(tmp_path, "a", url)
     assert "run `loopkit fleet init`" in a.lk("doctor").stdout
     assert a.lk("fleet", "init").returncode == 0
-    assert "the fleet database is reachable (schema version 2)" in a.lk("doctor").stdout
+    assert "the fleet database is reachable (schema version 3)" in a.lk("doctor").stdout
     gone = Machine(tmp_path, "b", "postgresql://loopkit:pw@127.0.0.1:1/none")
     said = gone.lk("doctor")
     assert "the fleet database is unreachable" in said.stdout and "pw" not in said.stdout

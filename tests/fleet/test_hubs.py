@@ -5,10 +5,15 @@ in process, against a real PostgreSQL server.
 under. The defect this guards against: loading a workspace without ``[fleet] dsn`` switched
 a process-wide hub to the local one, so a fleet workspace's own answers skipped the fleet's
 compare-and-set and two machines could both answer one request.
+
+The Loops page on one machine lists another machine's loop (as that machine's follower
+publishes it) and steers it through the fleet (SPEC section 22).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -16,21 +21,25 @@ from pathlib import Path
 
 import pytest
 
-from loopkit import config
+from loopkit import config, loops
 from loopkit.errors import RequestConflict
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.fleet import Hubs
+from loopkit.fleet.follow import Follower
 from loopkit.fleet.pg import PgHub
+from loopkit.fleet.publishing import Publishing
+from loopkit.home import Registry
 from loopkit.inbox.auth import InboxToken, Throttle
 from loopkit.inbox.pages import remote_key
 from loopkit.inbox.web import Inbox, app
+from loopkit.liveness import start_ticks
 from loopkit.requests.answer import answer
 from loopkit.requests.hub import LocalHub
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
-from helpers import Browser
+from helpers import Browser, wait_until
 
 
 @pytest.fixture
@@ -174,3 +183,54 @@ def test_a_tap_in_the_web_inbox_on_another_machines_request_shows_its_answer(
     assert "Answered: open" not in page
     assert 'name="reply"' not in page, "the buttons are still there"
     assert "No open questions" in client.get("/").text
+
+
+def test_the_loops_page_lists_and_steers_another_machine_s_loop(
+    tmp_path: Path, dsn: str, monkeypatch: pytest.MonkeyPatch, made: list[Hubs]
+) -> None:
+    # Machine a: a fleet workspace whose supervisor runs (this process plays it), and a's
+    # follower as `serve` runs it — publishing every loop of a, landing orders for them.
+    hubs_a = hubs_of(monkeypatch, tmp_path / "home-a", made, dsn)
+    shop = workspace(tmp_path / "shop", f'[fleet]\ndsn = "{dsn}"\n')
+    state = {"status": "running", "pid": os.getpid(), "pid_start": start_ticks(os.getpid()),
+             "iteration": 4, "task": "add the price endpoint"}  # fmt: skip
+    (shop.workspace / ".loopkit").mkdir()
+    (shop.workspace / ".loopkit" / "state.json").write_text(json.dumps(state))
+    Registry().register(shop.workspace, "shop")
+    stop = threading.Event()
+    follower = Follower(hubs_a.pg_hubs()[0], Stores(hubs_a.for_config), stop, None,
+                        Publishing(loops.describe))  # fmt: skip
+    thread = threading.Thread(target=follower.run, daemon=True)
+    thread.start()
+    try:
+        # Machine b's inbox: a's loop is there, with its machine, and its buttons work.
+        hubs_b = hubs_of(monkeypatch, tmp_path / "home-b", made, dsn, env=True)
+        token = InboxToken(tmp_path / "home-b")
+        token.ensure()
+        client = Browser(app(Inbox(token, "ana", Throttle(), Stores(hubs_b.for_config), hubs_b)))
+        client.get(f"/?token={token.value()}", follow_redirects=False)
+        machine_a = hubs_a.pg_hubs()[0].machine
+        wait_until(lambda: f"on {machine_a}" in client.get("/loops").text, 10, "a's loop listed")
+        page = client.get("/loops").text
+        assert 'data-repo="shop" data-state="running"' in page
+        key = loops.remote_key(machine_a, str(shop.workspace))
+        assert f'action="/loops/{key}/pause"' in page and f'action="/loops/{key}/stop"' in page
+        csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        done = client.post(f"/loops/{key}/pause", data={"csrf": csrf}, follow_redirects=False)
+        assert done.status_code == 303, done.text
+        assert "pause+sent" in done.headers["location"]
+        noted = client.post(f"/loops/{key}/note", data={"csrf": csrf, "note": "use staging"},
+                            follow_redirects=False)  # fmt: skip
+        assert noted.status_code == 303, noted.text
+        steer = shop.workspace / ".loopkit" / "control" / "steer.json"
+        wait_until(steer.exists, 10, "a's follower lands the pause")
+        order = json.loads(steer.read_text())
+        assert (order["command"], order["by"], order["via"]) == ("pause", "ana", "inbox")
+        notes = shop.workspace / ".loopkit" / "control" / "notes"
+        wait_until(lambda: notes.exists() and len(list(notes.iterdir())) == 1, 10, "the note")
+        # …and b's page says so within a beat: paused given, one note waiting.
+        wait_until(lambda: "1 note(s) waiting" in client.get("/loops").text, 12, "a republished")
+        assert "Paused: pause by ana via inbox" in client.get("/loops").text
+    finally:
+        stop.set()
+        thread.join(10)

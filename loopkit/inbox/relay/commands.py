@@ -2,9 +2,11 @@
 ``/resume <repo>``, ``/stop <repo>``, and guidance addressed to a loop.
 
 Only the allowed chat and users steer (the router checks before handing an update here);
-a stranger's command is logged and changes nothing. An unknown or missing repo is answered
-with the list of loops. Every command is recorded with who (the Telegram user), via
-``telegram`` and when, as the CLI's and the inbox's are (:mod:`loopkit.loops`).
+a stranger's command is logged and changes nothing. With a fleet, every machine's loops are
+listed and steered (another machine's through the fleet); a repo name two machines share is
+named ``machine:repo``. An unknown, missing or ambiguous repo is answered with the list of
+loops. Every command is recorded with who (the Telegram user), via ``telegram`` and when,
+as the CLI's and the inbox's are (:mod:`loopkit.loops`).
 
 Guidance: a message starting ``@repo`` is a note for that loop's next agent run; so is a
 reply to a message the bot sent about one loop (its answer to ``/pause``, ``/resume``,
@@ -32,21 +34,28 @@ log = get_logger("loopkit.phone")
 
 COMMANDS: dict[str, Command] = {"/pause": "pause", "/resume": "resume", "/stop": "stop"}
 REMEMBERED = 200
+MAX_LISTING = 4000  # characters of /loops' answer (Telegram's limit is 4096)
 
 
 class LoopCommands:
     """What the relay does with a steering command or a note from an allowed user."""
 
-    def __init__(self, bot: BotApi, chat: str, *, root: Path | None = None) -> None:
+    def __init__(
+        self, bot: BotApi, chat: str, *, fleet: loops.Fleet | None = None, root: Path | None = None
+    ) -> None:
         self.bot = bot
         self.chat = chat
+        self.fleet = fleet  # other machines' loops (None: this machine's alone)
         self.memory = (root or home()) / "telegram" / "loop-messages.json"
+
+    def _loops(self) -> list[Loop]:
+        return loops.all_loops(self.fleet)
 
     def command(self, text: str, sender: Sender, message_id: Any) -> None:
         """``/loops`` or ``/pause|/resume|/stop <repo>`` (anything else: the help line)."""
         head, _, rest = text.strip().partition(" ")
         name = head.split("@", 1)[0].lower()  # "/pause@loopkit_bot" in groups
-        found = loops.loops()
+        found = self._loops()
         if name == "/loops":
             self._tell(_listing(found), message_id)
             return
@@ -59,9 +68,9 @@ class LoopCommands:
         if loop is None:
             return
         try:
-            told = loops.steer(loop, command, by=sender.by, via="telegram")
+            told = loops.steer(loop, command, by=sender.by, via="telegram", fleet=self.fleet)
         except LoopkitError as exc:
-            told = f"{loop.repo}: not done: {exc}"
+            told = f"{loop.where}: not done: {exc}"
         log.info(f"telegram_{command}", by=sender.by, msg=f"telegram: {told}")
         self._tell(told, message_id, about=loop)
 
@@ -70,11 +79,13 @@ class LoopCommands:
         head, _, rest = text.strip().partition(" ")
         if not head.startswith("@") or len(head) < 2:
             return False
-        found = loops.loops()
+        found = self._loops()
         matches = loops.find(head[1:], found)
-        if len(matches) != 1:
+        if not matches:
             return False  # "@someone" that is no loop: an ordinary message
-        self._note(matches[0], rest, sender, message_id)
+        loop = self._one(head[1:], found, message_id)  # two loops: it says which names
+        if loop is not None:
+            self._note(loop, rest, sender, message_id)
         return True
 
     def replied(self, replied_to: Any, text: str, sender: Sender, message_id: Any) -> bool:
@@ -82,7 +93,7 @@ class LoopCommands:
         key = self._remembered().get(str(replied_to))
         if key is None:
             return False
-        loop = next((one for one in loops.loops() if one.key == key), None)
+        loop = next((one for one in self._loops() if one.key == key), None)
         if loop is None:
             return False
         self._note(loop, text, sender, message_id)
@@ -90,13 +101,13 @@ class LoopCommands:
 
     def _note(self, loop: Loop, text: str, sender: Sender, message_id: Any) -> None:
         if not text.strip():
-            self._tell(f"{loop.repo}: an empty note; write what it should know after the "
+            self._tell(f"{loop.where}: an empty note; write what it should know after the "
                        "name", message_id)  # fmt: skip
             return
         try:
-            told = loops.note(loop, text, by=sender.by, via="telegram")
+            told = loops.note(loop, text, by=sender.by, via="telegram", fleet=self.fleet)
         except LoopkitError as exc:
-            told = f"{loop.repo}: not noted: {exc}"
+            told = f"{loop.where}: not noted: {exc}"
         log.info("telegram_note", by=sender.by, msg=f"telegram: {told}")
         self._tell(told, message_id, about=loop)
 
@@ -104,7 +115,12 @@ class LoopCommands:
         matches = loops.find(name, found) if name else []
         if len(matches) == 1:
             return matches[0]
-        why = "Which loop?" if not name else f"No single loop named {name!r}."
+        machines = len({one.machine for one in matches})
+        if machines > 1:
+            names = ", ".join(loops.address(one) for one in matches)
+            why = f"{name!r} names loops on {machines} machines; say which: {names}."
+        else:
+            why = "Which loop?" if not name else f"No single loop named {name!r}."
         self._tell(f"{why}\n{_listing(found)}", message_id)
         return None
 
@@ -139,11 +155,23 @@ def _listing(found: list[Loop]) -> str:
     if not found:
         return "No loops on this machine."
     lines = ["Loops:"]
+    shared = {one.repo for one in found if sum(o.repo == one.repo for o in found) > 1}
     for one in found:
         since = loops.since_text(one)
+        name = loops.address(one) if one.repo in shared else one.repo
+        on = f" (on {one.machine})" if one.machine and one.repo not in shared else ""
         extra = f" · Q: {fold(one.question, 60)}" if one.question else ""
         extra += " · pause pending" if one.paused_by and one.state != "paused" else ""
-        lines.append(f"- {one.repo}: {one.state}, iteration {one.iteration}"
+        lines.append(f"- {name}{on}: {one.state}, iteration {one.iteration}"
                      f"{' · ' + since if since else ''}{extra}")  # fmt: skip
-    lines.append("/pause <repo> · /resume <repo> · /stop <repo> · @<repo> <note>")
+    tail = "/pause <repo> · /resume <repo> · /stop <repo> · @<repo> <note>"
+    if sum(len(line) + 1 for line in [*lines, tail]) > MAX_LISTING:
+        kept: list[str] = []
+        for line in lines:  # Telegram refuses a message over 4096 characters
+            if sum(len(k) + 1 for k in kept) + len(line) + 120 > MAX_LISTING:
+                break
+            kept.append(line)
+        more = len(lines) - len(kept)
+        lines = [*kept, f"… and {more} more: `loopkit ps` or the inbox's Loops page lists all"]
+    lines.append(tail)
     return "\n".join(lines)

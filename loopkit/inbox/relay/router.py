@@ -91,7 +91,8 @@ class Router:
         self.stores = stores
         self.hubs = hubs
         self.here = here
-        self.loop_commands = LoopCommands(bot, allowed.chat)  # /loops, /pause …, @repo notes
+        # /loops, /pause …, @repo notes: any machine's loop, with a fleet
+        self.loop_commands = LoopCommands(bot, allowed.chat, fleet=hubs)
 
     @property
     def chat(self) -> str:

@@ -1,17 +1,21 @@
 """Steering loops from Telegram, through the fake Bot API (SPEC §22): ``/loops``, ``/pause``,
 ``/resume``, ``/stop`` from the allowed user only; an unknown repo is answered with the
-list; ``@repo …`` and a reply to the bot's message about a loop are notes for its next run."""
+list; ``@repo …`` and a reply to the bot's message about a loop are notes for its next run.
+With a fleet (a fake one here; a real one in ``tests/fleet``), other machines' loops are
+listed and steered through it, and a repo name two machines share needs ``machine:repo``."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.home import Registry
 from loopkit.liveness import start_ticks
+from loopkit.requests.hub import Remote
 
 from fakeserver import FakeServer
 from helpers import relay_for
@@ -114,3 +118,98 @@ def test_commands_from_the_allowed_user_steer_a_stranger_s_do_nothing(
     stopped = order(shop)
     assert stopped is not None and stopped["command"] == "stop"
     assert told(server)[-1].startswith("shop: stopping (stop by 111 (Ana) via telegram")
+
+
+class Fleet:
+    """Another machine, build-2, with a running ``shop`` and a paused ``docs``."""
+
+    def __init__(self) -> None:
+        self.given: list[tuple[Any, ...]] = []
+
+    def remote_open(self) -> list[Remote]:
+        return []
+
+    def remote_loop_rows(self) -> list[dict[str, Any]]:
+        base = {"machine": "build-2-1a2b3c4d", "pid": 77, "iteration": 9, "task": None,
+                "since": None, "last_verify": None, "question": None, "request_id": None,
+                "spend_usd": None, "paused_by": None, "guidance_pending": 0, "problem": None,
+                "heard_at": None, "stale": False, "heard_seconds": 1.0}  # fmt: skip
+        return [
+            {**base, "workspace": "/srv/shop", "repo": "shop", "state": "running"},
+            {**base, "workspace": "/srv/docs", "repo": "docs", "state": "paused",
+             "paused_by": "pause by ana via cli at 2026-12-03 21:04:58"},
+        ]  # fmt: skip
+
+    def steer_remote(
+        self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
+    ) -> None:
+        self.given.append((machine, workspace, command, note, by, via))
+
+
+def test_other_machines_loops_are_listed_and_steered_through_the_fleet(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    shop = running_loop(tmp_path, "shop")  # this machine has a shop too
+    relay = relay_for(make_config(shop, server), poll_timeout=0)
+    fleet = Fleet()
+    relay.router.loop_commands.fleet = fleet
+
+    say(server, "/loops")
+    relay.poll_once()
+    [listing] = told(server)
+    from loopkit.home import machine
+
+    assert f"- {machine()}:shop: running, iteration 4" in listing
+    assert "- build-2-1a2b3c4d:shop: running, iteration 9" in listing
+    assert "- docs (on build-2-1a2b3c4d): paused, iteration 9" in listing
+
+    say(server, "/stop shop")  # two machines have a shop: which one?
+    relay.poll_once()
+    assert (
+        told(server)[-1].startswith("'shop' names loops on 2 machines; say which: ")
+        and "build-2-1a2b3c4d:shop" in told(server)[-1]
+    )
+    assert order(shop) is None and fleet.given == []
+
+    say(server, "/resume docs")
+    say(server, "/stop build-2:shop")
+    say(server, "@docs rebuild the index first")
+    say(server, "@shop a note for which shop?")
+    say(server, "/stop docs", sender=STRANGER)
+    relay.poll_once()
+    assert fleet.given == [
+        ("build-2-1a2b3c4d", "/srv/docs", "resume", None, "111 (Ana)", "telegram"),
+        ("build-2-1a2b3c4d", "/srv/shop", "stop", None, "111 (Ana)", "telegram"),
+        ("build-2-1a2b3c4d", "/srv/docs", "note", "rebuild the index first", "111 (Ana)",
+         "telegram"),
+    ]  # fmt: skip
+    said = told(server)[-4:]
+    assert said[0].startswith("docs on build-2-1a2b3c4d: resume sent (by 111 (Ana) via telegram)")
+    assert said[1].startswith("shop on build-2-1a2b3c4d: stop sent")
+    assert said[2] == "docs on build-2-1a2b3c4d: note sent for its next agent run"
+    assert said[3].startswith("'shop' names loops on 2 machines")  # no note was taken
+    assert notes(shop) == [] and order(shop) is None
+
+    # A reply to the bot's message about another machine's loop is a note for that loop.
+    about_docs = 100 + len(server.calls("/sendMessage")) - 1  # "docs … note sent"
+    say(server, "and the sitemap", reply_to=about_docs)
+    relay.poll_once()
+    assert fleet.given[-1][2:4] == ("note", "and the sitemap")
+
+
+def test_the_list_of_many_loops_fits_one_telegram_message() -> None:
+    from loopkit.inbox.relay.commands import _listing
+    from loopkit.loops import Loop
+
+    many = [
+        Loop(key=str(n), repo=f"service-number-{n:03d}", workspace=f"/srv/{n}",
+             machine="build-2-1a2b3c4d", state="running", pid=n, iteration=n, task=None,
+             since=None, last_verify=None, question="Drop the legacy table? " * 3,
+             request_id=None, spend_usd=None, paused_by=None, guidance_pending=0)
+        for n in range(150)
+    ]  # fmt: skip
+    text = _listing(many)
+    assert len(text) <= 4096
+    assert "more: `loopkit ps` or the inbox's Loops page lists all" in text
+    assert text.startswith("Loops:\n- service-number-000") and text.endswith("<note>")
+    assert len(_listing(many[:3]).splitlines()) == 5  # a few: every one, nothing cut

@@ -202,8 +202,7 @@ def test_a_dropped_connection_is_opened_again_with_backoff(
     relay = relay_of(config)
     relay.first_backoff = 0.25  # (1 s in use: the doubling is the subject, not the unit)
     slack.app_token = "xapp-1-A0FAKEAPP1-3333-rotated"  # the old token no longer opens one
-    for link in list(slack._links):
-        link.conn.close()
+    slack.drop()
     # The first one at once, refused; the next after 0.25 s, refused; then 0.5 s …
     # How soon a dropped link is noticed is slack_sdk's (its monitor); the backoff is the subject.
     wait_until(lambda: len(slack.called("apps.connections.open")) >= 2, 15, "the first try")
