@@ -91,6 +91,7 @@ class Containment:
         self._serial = 0  # of this run's cgroups: a command's and a prepared one's coexist
         self.running: Job | None = None  # the command started last, until it ends
         self.waiting: Job | None = None  # the process prepared for the next command
+        self._recorded: set[int] = set()  # the pids running.json names now
 
     def debug_once(self, what: str, message: str) -> None:
         if what not in self._quiet:
@@ -145,6 +146,12 @@ class Containment:
             atomicfile.write_json(self.record, data, durable=False, compact=True)
         except OSError as exc:
             self.debug_once("record_unwritable", f"cannot write {self.record}: {exc.strerror}")
+            return
+        self._recorded = {job.pid for job in (running, waiting) if job and job.pid is not None}
+
+    def recorded(self, job: Job) -> bool:
+        """Whether ``running.json`` names ``job``'s process already."""
+        return job.pid is not None and job.pid in self._recorded
 
     def ended(self, job: Job) -> None:
         """``job`` has ended: the record no longer names it as running — left as it is while
@@ -159,6 +166,7 @@ class Containment:
                 self.remove_record()
 
     def remove_record(self) -> None:
+        self._recorded = set()
         if self.record is not None:
             with contextlib.suppress(OSError):
                 self.record.unlink()  # (a folder in its place stays: not ours to remove)
@@ -199,7 +207,12 @@ class Job:
         self.owner.waiting = self
 
     def started(self, pid: int, command: str) -> None:
-        """Its command runs (a prepared process released, or a fresh one): recorded."""
+        """Its command runs (a prepared process released, or a fresh one): recorded, unless
+        the record names its process already (prepared, under ``also``). So with a process
+        made ahead for every command, ``running.json`` is written every other command: each
+        running command is in it; the one prepared meanwhile may wait for the next write —
+        it leaves by itself when we die (its pipe's end-of-file), and lives in a cgroup of
+        this workspace, with the token, where the next supervisor looks anyway."""
         if self.owner.waiting is self:
             self.owner.waiting = None
         if self.pid != pid:
@@ -207,7 +220,8 @@ class Job:
         self.command = command
         self.started_at = clock.iso_millis()
         self.owner.running = self
-        self.owner.write_record()
+        if not self.owner.recorded(self):
+            self.owner.write_record()
 
     def members(self) -> list[int]:
         """The command's processes still running (the leader among them while it runs)."""

@@ -106,7 +106,8 @@ def contained(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Contai
         assert held.parent is not None
     yield held
     parent = cgroup.parent()
-    left = sorted(parent.glob(f"{held.prefix}*")) if parent else []
+    # Ours only: a test's two variants share its name, and may run at once on two workers.
+    left = sorted(parent.glob(f"{held.prefix}{os.getpid()}.*")) if parent else []
     for folder in left:  # clean up what a failing test left, then fail it
         Cgroup(folder).kill()
         wait_until(lambda f=folder: Cgroup(f).remove(), what=f"{folder} to be removable")

@@ -43,7 +43,7 @@ def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
     made = Runner(wake=Wake(), stop=threading.Event(), kill_grace=1.0, containment=held)
     yield made
     made.close()
-    left = sorted(held.parent.glob(f"{held.prefix}*"))
+    left = sorted(held.parent.glob(f"{held.prefix}{os.getpid()}.*"))
     assert not left, f"cgroups left behind: {left}"
     assert not (tmp_path / "running.json").exists()
 
@@ -210,19 +210,28 @@ def test_a_prepared_process_killed_by_someone_is_made_again(tmp_path: Path, runn
 
 
 def test_then_prepares_the_next_while_the_command_runs(tmp_path: Path, runner: Runner) -> None:
-    """Each command leaves the next one's process ready: the second runs in it, and so on;
-    running.json names the running command and, under ``also``, the one prepared."""
+    """Each command leaves the next one's process ready: the second runs in it, and so on.
+    running.json names every running command — as its main entry or, prepared, under
+    ``also`` — so it is written every other command."""
     env = _base(tmp_path)
-    first = runner.run("echo $$; sleep 0.2", cwd=str(tmp_path), env=env, timeout=10, then=env)
-    ready = _ready(runner)
+    record = tmp_path / "running.json"
+
+    def read() -> tuple[object, list[object]]:
+        data = json.loads(record.read_text())
+        return data["pid"], [entry["pid"] for entry in data.get("also", [])]
+
+    first = runner.run("echo $$", cwd=str(tmp_path), env=env, timeout=10, then=env)
+    second_ready = _ready(runner)
+    first_pid = int(first.tail)
+    assert read() == (first_pid, [second_ready.pid])  # written as the first started
     second = runner.run("echo $$", cwd=str(tmp_path), env=env, timeout=10, then=env)
-    assert int(second.tail) == ready.pid != int(first.tail.split()[0])
-    third = _ready(runner)
-    assert third is not ready and procs.running(third.pid)
-    data = json.loads((tmp_path / "running.json").read_text())
-    # Written once, when the second started: it, and the third made meanwhile. The second
-    # has ended since (a dead leader in the record is passed over: its start time differs).
-    assert (data["pid"], data["also"][0]["pid"]) == (ready.pid, third.pid)
+    third_ready = _ready(runner)
+    assert int(second.tail) == second_ready.pid != first_pid
+    assert third_ready is not second_ready and procs.running(third_ready.pid)
+    assert read() == (first_pid, [second_ready.pid])  # it named the second already
+    third = runner.run("echo $$", cwd=str(tmp_path), env=env, timeout=10, then=env)
+    assert int(third.tail) == third_ready.pid
+    assert read() == (third_ready.pid, [_ready(runner).pid])  # the third was not named: written
 
 
 def test_a_script_cut_short_runs_nothing(tmp_path: Path, runner: Runner) -> None:
