@@ -87,8 +87,15 @@ def write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
     write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
-def write_json(path: Path, data: Any, *, mode: int = 0o600, durable: bool = True) -> None:
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def write_json(
+    path: Path, data: Any, *, mode: int = 0o600, durable: bool = True, compact: bool = False
+) -> None:
+    """``data`` as JSON: indented for a human, or ``compact`` (one line) for a machine's
+    record written often (``running.json``)."""
+    if compact:
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False) + "\n"
+    else:
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     write_bytes(path, text.encode(), mode=mode, durable=durable)
 
 

@@ -29,7 +29,7 @@ def _nothing_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     # cgroup of a supervisor that is gone is garbage, whoever's it was.
     parent = cgroup.parent()
     for folder in parent.glob("loopkit-*-*") if parent else []:
-        pid = folder.name.rsplit("-", 1)[1]
+        pid = folder.name.rsplit("-", 1)[1].split(".")[0]  # loopkit-<workspace>-<pid>.<n>
         if pid.isdigit() and not procs.running(int(pid)) and not Cgroup(folder).pids():
             Cgroup(folder).remove()
 

@@ -23,5 +23,5 @@ class PreviewStore(RequestStore):
     def locked(self) -> Iterator[None]:
         yield  # nothing is written, so nothing needs the lock (or its file)
 
-    def _write(self, record: Request) -> None:
+    def _write(self, record: Request, *, durable: bool = True) -> None:
         """Write nothing: a preview's record is returned, never stored."""

@@ -104,10 +104,12 @@ class RequestStore:
             )
         return record
 
-    def _write(self, record: Request) -> None:
+    def _write(self, record: Request, *, durable: bool = True) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            atomicfile.write_json(self.path(record.request_id), record.to_dict(), mode=0o600)
+            atomicfile.write_json(
+                self.path(record.request_id), record.to_dict(), mode=0o600, durable=durable
+            )
         except OSError as exc:
             raise WorkspaceError(atomicfile.failure(exc, self.path(record.request_id))) from None
         self.hub.mirror(self.workspace, record)  # the file is the record; the fleet, a copy
@@ -120,10 +122,10 @@ class RequestStore:
             )
         self._write(record)
 
-    def save(self, record: Request) -> None:
+    def save(self, record: Request, *, durable: bool = True) -> None:
         """Rewrite a record, moving ``updated_at`` on (always strictly later)."""
         record.updated_at = clock.later_than(record.updated_at)
-        self._write(record)
+        self._write(record, durable=durable)
 
     def update(
         self,
@@ -131,15 +133,17 @@ class RequestStore:
         change: Callable[[Request], bool | None],
         *,
         expected_updated_at: str | None = None,
+        durable: bool = True,
     ) -> Request:
         """The one read-modify-write: under the lock, load the record, ``change`` it in place,
         save it. ``change`` returns False when it changed nothing (no write, ``updated_at``
         stays) and raises to refuse (the record on disk is untouched then). A stale
-        ``expected_updated_at`` is a conflict (exit 4)."""
+        ``expected_updated_at`` is a conflict (exit 4). ``durable=False``: atomic, without
+        fsync — for a change the writer makes again after a power cut loses it."""
         with self.locked():
             record = self.load_unchanged(request_id, expected_updated_at)
             if change(record) is not False:
-                self.save(record)
+                self.save(record, durable=durable)
             return record
 
     def resolve(
@@ -183,6 +187,17 @@ class RequestStore:
         except OSError:
             return []
         return [stem for _, stem in sorted(found)]
+
+    def mentioning(self, text: str, since_ns: int) -> list[str]:
+        """The ids of records written at or after ``since_ns`` whose file holds ``text`` — a
+        read each, no parse: a cheap sieve before :meth:`load` (SPEC §20)."""
+        needle = text.encode()
+        found = []
+        for request_id in self.changed_since(since_ns):
+            with contextlib.suppress(OSError):
+                if needle in readfile.read_bytes(self.path(request_id)):
+                    found.append(request_id)
+        return found
 
     def all(self) -> Iterator[tuple[str, Request | BadInput]]:
         """Every record, oldest first; a corrupt one yields its error instead of stopping."""

@@ -9,7 +9,8 @@
 - :mod:`~loopkit.supervisor.triggers`: the questions the supervisor asks itself.
 - :mod:`~loopkit.supervisor.containment`: nothing a command starts outlives it (its token,
   cgroup and record; :mod:`~loopkit.supervisor.cgroup`, :mod:`~loopkit.supervisor.procfs`);
-  :mod:`~loopkit.supervisor.leftovers`: what a supervisor killed with ``kill -9`` left.
+  :mod:`~loopkit.supervisor.leftovers`: what a supervisor killed with ``kill -9`` left;
+  :mod:`~loopkit.supervisor.prepared`: the next command's process, made ahead in its cgroup.
 - :mod:`~loopkit.supervisor.runner`, :mod:`~loopkit.supervisor.status`,
   :mod:`~loopkit.supervisor.tasks`, :mod:`~loopkit.supervisor.iterlog`: running a command,
   ``loopkit status``, the current task, the iteration logs.

@@ -283,19 +283,14 @@ class BlockedPhase:
 
     def _unblocked(self, record: Request | None, *, removed: bool) -> Step:
         """BLOCKED.md is gone, or the open request was answered."""
+        pending = list(self.parts.state.pending_decisions)  # a decision handed on changes it
         if record is not None:
-            record = self._load(record.request_id) or record
-            applied = _applied(record)
-            news = not applied  # the record's ending is new: the phone's message should show it
-            if removed and record.status == "deferred":
-                pass  # a deferred review stays open: lifting the block is not an answer
-            elif removed:
-                resolution = unblocked_by_hand(
-                    record.request_id, by="human", via="blocked-file-removed"
-                )
-                record, changed = self.parts.store.resolve(record.request_id, resolution)
-                news = changed or (record.status != "expired" and not applied)
+            if removed:
+                record, applied, news = self._lifted(record)
             else:
+                record = self._load(record.request_id) or record
+                applied = _applied(record)
+                news = not applied  # the record's ending is new: the phone's message shows it
                 self._remove_block(record)
             if news:
                 self.parts.announce(
@@ -316,20 +311,62 @@ class BlockedPhase:
                 self._mark_applied(record)
                 return finished
         log.info("unblocked", msg="unblocked; resuming")
-        resumed = self._resume()
+        resumed = self._resume(durable=self.parts.state.pending_decisions != pending)
         if record is not None and not applied:
             self._mark_applied(record)  # after the state is saved: a crash before re-applies
         if record is not None:
-            self._raise_waiting(record.request_id)
+            self._raise_waiting(record)
         return resumed
 
-    def _raise_waiting(self, gone: str) -> None:
+    def _lifted(self, record: Request) -> tuple[Request, bool, bool]:
+        """BLOCKED.md was removed: the request is closed as unblocked by hand (a deferred
+        review stays open: lifting the block is not an answer). Returns the record, whether
+        its ending counts as applied, and whether that ending is news for the phone.
+
+        Lifting a block hands nothing to the agent, so the request is stamped applied in the
+        same write that closes it — one read and one write on the way from the ``rm`` to the
+        agent's restart, where there were three of each, durable (SPEC section 20). A crash
+        after that write finds it closed and applied: nothing is handed twice. The write is
+        not fsynced: a power cut that loses it leaves the block open with its file gone,
+        which the next start lifts again, the same way."""
+        seen: dict[str, bool] = {"applied": False, "closed": False}
+        stamp = iso_seconds(self.parts.clock.now())
+
+        def close(fresh: Request) -> bool:
+            seen["applied"] = _applied(fresh)
+            if not fresh.is_open or fresh.status == "deferred":
+                return False
+            resolution = unblocked_by_hand(fresh.request_id, by="human", via="blocked-file-removed")
+            fresh.status, fresh.resolution, fresh.applied_at = "resolved", resolution, stamp
+            seen["closed"] = True
+            return True
+
+        fresh = self.parts.store.update(record.request_id, close, durable=False)
+        if seen["closed"]:
+            return fresh, True, True
+        news = fresh.status != "expired" and not seen["applied"]
+        return fresh, seen["applied"], news
+
+    def _raise_waiting(self, record: Request) -> None:
         """A question that joined the block that just went, after its request was answered,
-        is asked now, as a block of its own (one at a time: the others join it)."""
-        for _, waiting in self.parts.store.all():
-            if not (isinstance(waiting, Request) and waiting.is_open):
-                continue
-            if waiting.block != "joined" or waiting.joined_to != gone:
+        is asked now, as a block of its own (one at a time: the others join it).
+
+        Such a question names the block's request, and was written after it: only records
+        written since (less the slack of coarse mtimes) that hold its id are read — not every
+        request the workspace ever had, on the path from an answer to the agent's restart."""
+        gone = record.request_id
+        try:
+            since = int(parse_iso(record.created_at).timestamp() * 1e9) - ANSWER_SLACK_NS
+        except ValueError:
+            since = 0
+        found: list[Request] = []
+        for request_id in self.parts.store.mentioning(gone, since):
+            with contextlib.suppress(LoopkitError):  # a broken one: as `store.all` skips it
+                if request_id != gone:
+                    found.append(self.parts.store.load(request_id))
+        found.sort(key=lambda one: one.created_at)  # the oldest first
+        for waiting in found:
+            if not waiting.is_open or waiting.block != "joined" or waiting.joined_to != gone:
                 continue
             try:
                 placed = self.parts.escalator.place(waiting, persisted=True, own=True)
@@ -413,13 +450,18 @@ class BlockedPhase:
         """Remove BLOCKED.md if it is still this request's block (never a human's own)."""
         blockfile.remove_block(self.parts.workspace.blocked, record)
 
-    def _resume(self) -> Step:
+    def _resume(self, *, durable: bool = True) -> Step:
+        """The loop runs again: saved — durably when a decision was handed on (it must be
+        in the state before its request is stamped applied). A block lifted with nothing to
+        hand on is saved without fsync, on the path to the agent's restart: a power cut
+        before the disk has it leaves the block as it was, and the next start lifts it again
+        (its request is closed and applied already)."""
         state = self.parts.state
         state.failures, state.failed_iterations = 0, []
         block_ended(state)  # the stuck signals it carried start counting afresh
         state.open_request = None
         state.status = "running"
-        self.parts.save()
+        self.parts.save(durable=durable)
         return CONTINUE
 
 

@@ -43,6 +43,7 @@ from loopkit.supervisor.cgroup import Cgroup
 log = get_logger("loopkit.supervisor")
 
 RECORD_VERSION = 1
+_ENTRY = ("pid", "pgid", "start_time", "cgroup")  # of a process in running.json
 KILL_WAIT = 5.0  # seconds to wait for SIGKILLed processes to be gone
 
 
@@ -87,6 +88,10 @@ class Containment:
         self.parent = cgroup.parent() if cgroups else None
         self.own_cgroup = procs.cgroup_of(os.getpid()) or "/"  # as /proc/<pid>/cgroup says
         self._quiet: set[str] = set()
+        self._serial = 0  # of this run's cgroups: a command's and a prepared one's coexist
+        self.running: Job | None = None  # the command started last, until it ends
+        self.waiting: Job | None = None  # the process prepared for the next command
+        self._recorded: set[int] = set()  # the pids running.json names now
 
     def debug_once(self, what: str, message: str) -> None:
         if what not in self._quiet:
@@ -97,26 +102,71 @@ class Containment:
         self.parent = None
         self.debug_once("cgroup_unused", f"commands run without a cgroup of their own: {why}")
 
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """A command's environment: ``env`` and the run's token."""
+        return {**env, SESSION_ENV: self.session}
+
+    def new_cgroup(self) -> Cgroup | None:
+        """A new cgroup for one command, ``loopkit-<workspace>-<our pid>.<n>``, or None."""
+        if self.parent is None:
+            return None
+        self._serial += 1
+        try:
+            return Cgroup.create(self.parent / f"{self.prefix}{os.getpid()}.{self._serial}")
+        except OSError as exc:
+            self.no_cgroups(f"cannot make one in {self.parent} ({exc.strerror})")
+            return None
+
     def prepare(self, argv: list[str], env: Mapping[str, str]) -> Job:
         """The command as it is to be started: in its cgroup, with the token."""
-        env = {**env, SESSION_ENV: self.session}
-        group = None
-        if self.parent is not None and _findable(argv[0], env):  # else: not-started, as ever
-            try:
-                group = Cgroup.create(self.parent / f"{self.prefix}{os.getpid()}")
-            except OSError as exc:
-                self.no_cgroups(f"cannot make one in {self.parent} ({exc.strerror})")
+        env = self.environment(env)
+        group = self.new_cgroup() if _findable(argv[0], env) else None  # else: not-started
         return Job(self, group.wrap(argv) if group else argv, env, group)
 
-    def write_record(self, data: dict[str, Any]) -> None:
+    def findable(self, argv: list[str], env: Mapping[str, str]) -> bool:
+        return _findable(argv[0], env)
+
+    def write_record(self) -> None:
+        """``running.json`` as things stand: the command started last and, under ``also``,
+        the process prepared for the next one; removed when there is neither."""
         if self.record is None:
             return
+        running, waiting = self.running, self.waiting
+        if running is None and waiting is None:
+            self.remove_record()
+            return
+        data: dict[str, Any] = {"version": RECORD_VERSION, "supervisor": os.getpid()}
+        data.update(running.entry() if running else dict.fromkeys(_ENTRY))
+        data["session"] = self.session
+        data["command"] = running.command if running else None
+        data["started_at"] = running.started_at if running else None
+        if waiting is not None:
+            data["also"] = [waiting.entry()]
         try:  # durable=False: it is for a supervisor's crash, not the machine's
-            atomicfile.write_json(self.record, data, durable=False)
+            atomicfile.write_json(self.record, data, durable=False, compact=True)
         except OSError as exc:
             self.debug_once("record_unwritable", f"cannot write {self.record}: {exc.strerror}")
+            return
+        self._recorded = {job.pid for job in (running, waiting) if job and job.pid is not None}
+
+    def recorded(self, job: Job) -> bool:
+        """Whether ``running.json`` names ``job``'s process already."""
+        return job.pid is not None and job.pid in self._recorded
+
+    def ended(self, job: Job) -> None:
+        """``job`` has ended: the record no longer names it as running — left as it is while
+        a prepared process waits (the next command's start rewrites it; a dead leader in it
+        is passed over: its start time no longer matches), removed when nothing is left."""
+        if self.waiting is job:
+            self.waiting = None
+            self.write_record()
+        elif self.running is job:
+            self.running = None
+            if self.waiting is None:
+                self.remove_record()
 
     def remove_record(self) -> None:
+        self._recorded = set()
         if self.record is not None:
             with contextlib.suppress(OSError):
                 self.record.unlink()  # (a folder in its place stays: not ours to remove)
@@ -133,23 +183,45 @@ class Job:
         self.env = env
         self.cgroup = group
         self.pid: int | None = None
+        self.start: int | None = None  # its leader's start time
+        self.command = ""
+        self.started_at = ""
         self._seen: dict[int, int] = {}  # pid → start time of every member seen running
         self._finished = False
 
-    def started(self, pid: int, command: str) -> None:
+    def entry(self) -> dict[str, Any]:
+        """What ``running.json`` says of it."""
+        cgroup = str(self.cgroup.path) if self.cgroup else None
+        return {"pid": self.pid, "pgid": self.pid, "start_time": self.start, "cgroup": cgroup}
+
+    def _leader(self, pid: int) -> None:
         self.pid = pid
         proc = procs.stat(pid)
-        self.owner.write_record({
-            "version": RECORD_VERSION,
-            "supervisor": os.getpid(),
-            "pid": pid,
-            "pgid": pid,
-            "start_time": proc.start if proc else None,
-            "cgroup": str(self.cgroup.path) if self.cgroup else None,
-            "session": self.owner.session,
-            "command": command,
-            "started_at": clock.iso_millis(),
-        })  # fmt: skip
+        self.start = proc.start if proc else None
+        if self.start is not None:
+            self._seen[pid] = self.start
+
+    def started_ahead(self, pid: int) -> None:
+        """Its process is started, prepared for a command not yet known."""
+        self._leader(pid)
+        self.owner.waiting = self
+
+    def started(self, pid: int, command: str) -> None:
+        """Its command runs (a prepared process released, or a fresh one): recorded, unless
+        the record names its process already (prepared, under ``also``). So with a process
+        made ahead for every command, ``running.json`` is written every other command: each
+        running command is in it; the one prepared meanwhile may wait for the next write —
+        it leaves by itself when we die (its pipe's end-of-file), and lives in a cgroup of
+        this workspace, with the token, where the next supervisor looks anyway."""
+        if self.owner.waiting is self:
+            self.owner.waiting = None
+        if self.pid != pid:
+            self._leader(pid)
+        self.command = command
+        self.started_at = clock.iso_millis()
+        self.owner.running = self
+        if not self.owner.recorded(self):
+            self.owner.write_record()
 
     def members(self) -> list[int]:
         """The command's processes still running (the leader among them while it runs)."""
@@ -218,10 +290,15 @@ class Job:
                 self.owner.no_cgroups(f"a command could not join {self.cgroup.path}")
             elif not self.cgroup.remove():
                 self.owner.debug_once("cgroup_busy", f"cannot remove {self.cgroup.path}")
-        self.owner.remove_record()
+        self.owner.ended(self)
 
     def _reap(self) -> None:
         """Reap the command's processes that were re-parented to us and have exited."""
+        try:  # a look that reaps nothing: is any child of ours a zombie at all?
+            if os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                return  # none: no /proc scan
+        except ChildProcessError:
+            return  # no child at all
         ours = None
         if self.cgroup is not None:
             ours = f"{self.owner.own_cgroup.rstrip('/')}/{self.cgroup.path.name}"

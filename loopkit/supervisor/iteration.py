@@ -147,7 +147,12 @@ class Iteration:
             env.update(guidance_for_agent(self.parts.workspace))  # notes, once (SPEC §22)
         log_file.begin(f"--- {name}: {describe(command)}")
         result = self.parts.runner.run(
-            command, cwd=str(self.parts.workspace.root), env=env, log=keep or log_file, **kwargs
+            command,
+            cwd=str(self.parts.workspace.root),
+            env=env,
+            log=keep or log_file,
+            then=self.ahead_env(),  # another command follows: its process is made meanwhile
+            **kwargs,
         )
         self.parts.flush_echo()
         # What a command printed passes the redactor before it reaches any file or message.
@@ -163,12 +168,25 @@ class Iteration:
             )
         return result
 
-    def _child_env(self) -> dict[str, str]:
+    def ahead_env(self) -> dict[str, str]:
+        """The environment a process is made ahead with (:mod:`~loopkit.supervisor.prepared`):
+        every command's, without what only some get — the channels' secrets (never in an
+        agent's process, not even unset later) and the human's decision."""
+        env = self._common_env()
+        for key in AGENT_HIDDEN_ENV:
+            env.pop(key, None)
+        return env
+
+    def _common_env(self) -> dict[str, str]:
         env = dict(self._base_env)
         env["LOOPKIT_WORKSPACE"] = str(self.parts.workspace.root)
         env["LOOPKIT_ITERATION"] = str(self.parts.state.iteration)
         if self.parts.state.task:
             env["LOOPKIT_TASK"] = self.parts.state.task
+        return env
+
+    def _child_env(self) -> dict[str, str]:
+        env = self._common_env()
         if self._decisions:  # the latest; last_decision.json lists them all
             decision = self._decisions[-1]
             env["LOOPKIT_DECISION"] = str(decision.get("parsed_decision") or "")

@@ -1,13 +1,14 @@
 """What a supervisor killed with ``kill -9`` left running, stopped when the next one starts.
 
-``.loopkit/running.json`` names the command that was running when its supervisor died
+``.loopkit/running.json`` names the command that was running when its supervisor died and,
+under ``also``, the process it had prepared for the next one
 (:mod:`~loopkit.supervisor.containment` writes it). Before iteration 1 the next supervisor —
 which holds the workspace's lock, so the one before is gone — stops, with SIGTERM and then
 SIGKILL after ``kill_grace``:
 
 - everything in the recorded cgroup, and in any other cgroup of this workspace left in our
   own (a supervisor killed between making one and recording it);
-- the recorded process group, only while its leader is still the process the record names
+- each recorded process group, only while its leader is still the process the record names
   (same start time): a pid since reused by an unrelated process is left alone;
 - every process that carries the recorded ``LOOPKIT_AGENT_SESSION`` token.
 
@@ -59,17 +60,33 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _group(entry: dict[str, Any]) -> int | None:
+    """The recorded process group, while its leader is still the recorded process."""
+    group = _int(entry.get("pgid"))
+    leader = procs.stat(_int(entry.get("pid")) or 0)
+    if leader is None or leader.pgid != group or leader.start != entry.get("start_time"):
+        return None  # gone, or its pid now names another process
+    return group
+
+
 class _Left:
     """The processes a dead supervisor's record (and its workspace's cgroups) point at."""
 
     def __init__(self, containment: Containment, data: dict[str, Any]) -> None:
         own, mount = cgroup.parent(), cgroup.mount()
+        also = data.get("also")
+        # The command, and the process prepared for the next one (``also``).
+        entries = [
+            data,
+            *(e for e in (also if isinstance(also, list) else []) if isinstance(e, dict)),
+        ]
         folders = []
-        recorded = data.get("cgroup")
-        if isinstance(recorded, str) and mount is not None:
-            path = Path(recorded)
-            if path.name.startswith("loopkit-") and path.is_relative_to(mount):
-                folders.append(path)
+        for entry in entries:
+            recorded = entry.get("cgroup")
+            if isinstance(recorded, str) and mount is not None:
+                path = Path(recorded)
+                if path.name.startswith("loopkit-") and path.is_relative_to(mount):
+                    folders.append(path)
         if own is not None:
             folders.extend(sorted(own.glob(f"{containment.prefix}*")))
         self.cgroups = [
@@ -77,10 +94,7 @@ class _Left:
             for folder in dict.fromkeys(folders)  # not one we run in ourselves
             if folder.is_dir() and not (own is not None and own.is_relative_to(folder))
         ]
-        self.group = _int(data.get("pgid"))
-        leader = procs.stat(_int(data.get("pid")) or 0)
-        if leader is None or leader.pgid != self.group or leader.start != data.get("start_time"):
-            self.group = None  # gone, or its pid now names another process
+        self.groups = {g for g in map(_group, entries) if g is not None}
         token = data.get("session")
         self.token = token if isinstance(token, str) and token else None
         self.spared = procs.ancestors(os.getpid())
@@ -89,13 +103,13 @@ class _Left:
         found: set[int] = set()
         for group in self.cgroups:
             found.update(group.pids())
-        if self.group is not None or self.token is not None:
+        if self.groups or self.token is not None:
             others = []
             for pid in procs.all_pids():
                 proc = procs.stat(pid)
                 if proc is None or proc.gone:
                     continue
-                if proc.pgid == self.group:
+                if proc.pgid in self.groups:
                     found.add(pid)
                 else:
                     others.append(pid)

@@ -152,6 +152,7 @@ class Supervisor:
                     try:
                         return self._loop()
                     finally:
+                        parts.runner.close()  # a process made ready for a next command
                         parts.watch = None
                         parts.close()
             finally:  # after the loop's last row went out (following's end)
@@ -200,6 +201,10 @@ class Supervisor:
                 self._reload()
             # A block we know of counts even if its file went before we got to wait on it.
             if blockfile.state(parts.workspace.blocked) != "absent" or parts.state.open_request:
+                if not parts.options.exit_on_block:
+                    # The next iteration's process is made now, in its cgroup, so the slow
+                    # join is paid while the loop waits (SPEC section 20).
+                    parts.runner.ahead(str(parts.workspace.root), self.iteration.ahead_env())
                 step = self.blocked.run(resend=not resumed)
                 resumed = True
                 if step.action == "exit":

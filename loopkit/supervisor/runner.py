@@ -31,6 +31,7 @@ from typing import Literal, Protocol
 from loopkit.config import Command
 from loopkit.supervisor.containment import Containment, Job
 from loopkit.supervisor.iterlog import MAX_LOG, Capped
+from loopkit.supervisor.prepared import Prepared
 from loopkit.watch.wake import Wake
 
 TAIL_BYTES = 8192
@@ -202,6 +203,7 @@ class CommandRunner(Protocol):
     """What the supervisor needs of a runner: :class:`Runner`, or a test's fake — which keeps
     :meth:`Runner.run`'s contract: the same :class:`Finished` for the same ending, the
     timeout, a stop and ``interrupt`` looked at as the real one does, the output to ``log``.
+    ``then``, :meth:`ahead` and :meth:`close` are about speed alone: a fake may ignore them.
 
     ``wake`` and ``stop`` are what it waits on; the supervisor that is handed the runner
     sets them (a signal, a folder change) and waits on them itself between commands.
@@ -223,7 +225,14 @@ class CommandRunner(Protocol):
         interrupt: Callable[[], bool] | None = None,
         interrupt_grace: float = 0.0,
         recheck: float | None = None,
+        then: Mapping[str, str] | None = None,
     ) -> Finished: ...
+
+    def ahead(self, cwd: str, env: Mapping[str, str]) -> None:
+        """Have the next command's process ready (while the loop is blocked)."""
+
+    def close(self) -> None:
+        """Drop what is ready (the supervisor ends)."""
 
 
 class Runner:
@@ -243,6 +252,7 @@ class Runner:
         containment: Containment | None = None,
     ) -> None:
         self.containment = containment or Containment()
+        self._ready: Prepared | None = None  # the next command's process, when made ahead
         self.wake = wake
         self.stop = stop
         self.kill_grace = kill_grace
@@ -261,25 +271,42 @@ class Runner:
         interrupt: Callable[[], bool] | None = None,
         interrupt_grace: float = 0.0,
         recheck: float | None = None,
+        then: Mapping[str, str] | None = None,
     ) -> Finished:
         """Run ``command`` to its end, a timeout, a stop, or ``interrupt()`` + grace.
 
         ``interrupt`` is looked at whenever ``wake`` is set, and at least every ``recheck``
-        seconds when given (a polling folder watch sets no events).
+        seconds when given (a polling folder watch sets no events). The command runs in the
+        process made ready for it (:mod:`~loopkit.supervisor.prepared`) when there is one it
+        can run in, else in a fresh one. ``then``: the environment of a command to follow —
+        its process is made ready while this one runs (its own variables, ``LOOPKIT_*``,
+        may still change).
         """
         started = self.clock()
-        read_fd, write_fd = os.pipe()
-        job = self.containment.prepare(argv_of(command), env)
-        try:
-            proc = spawn(job.argv, cwd=cwd, env=job.env, out=write_fd)
-        except OSError as exc:
-            os.close(read_fd)
+        argv = argv_of(command)
+        ready, self._ready = self._ready, None
+        if ready is not None and not self.containment.findable(argv, env):
+            self._ready, ready = ready, None  # kept: the fresh path says "not started"
+        proc: Child
+        if ready is not None and ready.release(argv, cwd, env):
+            job, proc, read_fd = ready.job, _Spawned(ready.pid), ready.output
+        else:
+            if ready is not None:
+                ready.discard()
+            read_fd, write_fd = os.pipe()
+            job = self.containment.prepare(argv, env)
+            try:
+                proc = spawn(job.argv, cwd=cwd, env=job.env, out=write_fd)
+            except OSError as exc:
+                os.close(read_fd)
+                os.close(write_fd)
+                job.finish()
+                reason = f"{exc.strerror or exc}: {argv[0]!r}"
+                return Finished("not-started", None, 0.0, "", reason)
             os.close(write_fd)
-            job.finish()
-            reason = f"{exc.strerror or exc}: {argv_of(command)[0]!r}"
-            return Finished("not-started", None, 0.0, "", reason)
+        if then is not None:
+            self._prepare(cwd, then)
         job.started(proc.pid, describe(command))
-        os.close(write_fd)
         sinks: list[Callable[[bytes], None]] = []
         echo = Capped(self.echo, self.max_output) if self.echo else None
         if echo is not None:
@@ -319,6 +346,27 @@ class Runner:
             output.text(),
             error,
         )
+
+    def _prepare(self, cwd: str, env: Mapping[str, str]) -> bool:
+        """Make the next command's process unless one is ready; True when one was made."""
+        if self._ready is not None:
+            if self._ready.alive():
+                return False
+            self._ready.discard()  # killed by someone: cleaned up, made again
+            self._ready = None
+        self._ready = Prepared.start(self.containment, cwd, env)
+        return self._ready is not None
+
+    def ahead(self, cwd: str, env: Mapping[str, str]) -> None:
+        """Have the next command's process ready — in its cgroup, waiting — and recorded."""
+        if self._prepare(cwd, env):
+            self.containment.write_record()
+
+    def close(self) -> None:
+        """Kill and clean up the process made ready, if one is (the supervisor ends)."""
+        ready, self._ready = self._ready, None
+        if ready is not None:
+            ready.discard()
 
     def _select(self, output: _Output, exit_: _Exit, timeout: float | None) -> None:
         fds: list[int] = [self.wake.fileno()]

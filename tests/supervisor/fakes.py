@@ -146,6 +146,7 @@ class FakeRunner:
         interrupt: Callable[[], bool] | None = None,
         interrupt_grace: float = 0.0,
         recheck: float | None = None,
+        then: Mapping[str, str] | None = None,
     ) -> Finished:
         name = describe(command)
         assert name in self.commands, f"the fake runner has no script for {name!r}"
@@ -177,6 +178,12 @@ class FakeRunner:
         duration = self.clock.monotonic() - started
         return Finished(ending, code if code is not None and code >= 0 else None, duration,
                         tail, error)  # fmt: skip
+
+    def ahead(self, cwd: str, env: Mapping[str, str]) -> None:
+        """Nothing is made ahead here: a fake command starts in no time."""
+
+    def close(self) -> None:
+        pass
 
     def _play(self, call: Call) -> Run:
         script = self.commands[call.name]

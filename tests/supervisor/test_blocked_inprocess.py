@@ -113,6 +113,25 @@ def test_it_waits_until_blocked_md_is_gone_then_resumes(ws: Path) -> None:
     assert saved["pending_decisions"] == []  # lifting a block is not an answer
 
 
+def test_a_lift_whose_state_save_was_lost_is_lifted_again_and_hands_nothing(ws: Path) -> None:
+    """The lift closes its request and stamps it applied in one write, and saves the state
+    without fsync (SPEC §20): after a power cut that lost the state, the next start finds the
+    block's file gone and its request closed and applied — it resumes, handing nothing on and
+    writing the request no more."""
+    block = Blocked(ws, timeout_minutes=600.0)
+    block.at(60, block.blocked.unlink)
+    assert block.run() == CONTINUE
+    lifted = block.record()
+    state = block.sup.parts.state
+    state.status, state.open_request, state.failures = "blocked", block.request_id, 3
+    block.sup.parts.save()  # the state as it was before the lift
+    assert block.run() == CONTINUE
+    assert block.record().to_dict() == lifted.to_dict()  # not written again
+    saved = block.saved()
+    assert (saved["status"], saved["open_request"], saved["failures"]) == ("running", None, 0)
+    assert saved["pending_decisions"] == []
+
+
 def test_an_editor_saving_blocked_md_is_not_an_unblock(ws: Path) -> None:
     block = Blocked(ws, timeout_minutes=600.0)
     moved = ws / "BLOCKED.md~"

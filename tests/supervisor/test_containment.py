@@ -106,7 +106,8 @@ def contained(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Contai
         assert held.parent is not None
     yield held
     parent = cgroup.parent()
-    left = sorted(parent.glob(f"{held.prefix}*")) if parent else []
+    # Ours only: a test's two variants share its name, and may run at once on two workers.
+    left = sorted(parent.glob(f"{held.prefix}{os.getpid()}.*")) if parent else []
     for folder in left:  # clean up what a failing test left, then fail it
         Cgroup(folder).kill()
         wait_until(lambda f=folder: Cgroup(f).remove(), what=f"{folder} to be removable")
@@ -261,7 +262,7 @@ def test_the_command_is_in_its_cgroup_before_it_runs_anything(
         result = runner.run(command, cwd=str(tmp_path), env={}, timeout=10)
         assert result.ok, result
         line = next(x for x in result.tail.splitlines() if x.startswith("0::"))
-        assert line.rsplit("/", 1)[1] == f"{contained.prefix}{os.getpid()}"
+        assert line.rsplit("/", 1)[1].startswith(f"{contained.prefix}{os.getpid()}.")
     assert runner.run("echo $LOOPKIT_AGENT_SESSION", cwd=str(tmp_path), env={},
                       timeout=10).tail.strip() == contained.session  # fmt: skip
 
