@@ -350,9 +350,12 @@ def test_a_payload_handled_before_a_restart_is_not_applied_again(
     wait_until(lambda: first.applied >= 1 and slack.called("chat.update"), 5, "applied")
     first.stop()  # loopkit restarts; Slack sends the click once more to the new connection
     second = relay_of(config)
+    # (the client may see its handshake done before the fake's handler registers the link)
+    wait_until(lambda: slack.open_links() == 1, 10, "the new connection at the fake")
     again = slack.redeliver(click)
     slack.reply(ANA, "1.000001", "hello")  # something new after it, routed in order
     wait_until(lambda: second.applied >= 1, 5, "what came after routed")
-    assert again.acked and second.applied == 1  # the redelivered click was dropped
+    wait_until(lambda: again.acked, 5, "the redelivery acknowledged")  # (acks are the fake's)
+    assert second.applied == 1  # the redelivered click was dropped
     assert not slack.called("chat.postEphemeral") and len(slack.called("chat.update")) == 1
     assert load(ws, request_id)["resolution"]["chosen_option"] == "skip-the-task"
