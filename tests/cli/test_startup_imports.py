@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ESCALATE, POLICY, clean_env
+from helpers import ESCALATE, LOOPKIT, POLICY, clean_env
 
 HEAVY = ("asyncio", "structlog", "jinja2", "rapidfuzz", "httpx", "httpcore", "anyio", "watchdog",
          "starlette", "uvicorn", "mcp", "psycopg", "slack_sdk", "apprise",
@@ -103,3 +103,16 @@ def test_the_unattended_claude_hooks_import_no_heavy_library(workspace: Path) ->
     assert json.loads((workspace / ".loopkit" / "agent_failure.json").read_text())["error"] == (
         "rate_limit"
     )
+
+
+def test_the_installed_command_imports_no_re_before_check(workspace: Path) -> None:
+    """The `loopkit` on PATH is loopkit's own script, not pip's generated wrapper, which
+    imports ``re`` (6 ms here, a third of `check`'s start-up) to strip a Windows suffix."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(LOOPKIT), "-C", str(workspace), "check"],
+        capture_output=True, text=True, env=clean_env(), timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "loopkit.check" in imported
+    assert not imported & {"re", "enum", "typing", "json"}, sorted(imported)
