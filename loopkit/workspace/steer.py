@@ -73,10 +73,10 @@ def _document(item: Order | Note) -> dict[str, Any]:
 
 
 def record_event(workspace: Workspace, event: str, msg: str, **fields: Any) -> None:
-    """One line in the workspace's ``events.jsonl``, as the structlog handler writes them
-    (a single ``write`` on ``O_APPEND``: lines of concurrent processes never interleave),
-    from whichever process steers — a CLI, ``serve`` — without loading structlog. Logging
-    never stops a command: a file that cannot be written is skipped."""
+    """One line in the workspace's ``events.jsonl``, as :mod:`loopkit.log` writes them (a
+    single ``write`` on ``O_APPEND``: lines of concurrent processes never interleave), from
+    whichever process steers — a CLI, ``serve`` — without setting logging up. Logging never
+    stops a command: a file that cannot be written is skipped."""
     line = {"event": event, **fields, "msg": msg, "logger": "loopkit.steer", "level": "info",
             "timestamp": clock.iso_millis()}  # fmt: skip
     data = (json.dumps(line, default=str).replace("\n", "\\n") + "\n").encode()
