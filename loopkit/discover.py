@@ -13,7 +13,10 @@ below it. ``loopkit check`` calls this too, so it imports nothing but ``os``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+
+TYPE_CHECKING = False  # collections.abc would import collections: ~1.5 ms of every hook's start
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 MARKS = ("loopkit.toml", ".loopkit")
 

@@ -20,18 +20,22 @@ Built to Codex's hook runner (openai/codex ``codex-rs/hooks/src/events/pre_tool_
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 from loopkit.hooks.pretooluse import Dialect
 
+TYPE_CHECKING = False  # the no-match path imports neither typing nor re
+if TYPE_CHECKING:
+    from typing import Any
+
 # The lines of an apply_patch patch that name a file it touches.
-_PATCH_PATH = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
+_PATCH_PATH = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$"
 
 
 def patch_paths(patch: str) -> list[str]:
     """The files an ``apply_patch`` patch adds, updates, deletes or moves to."""
-    return [(m.group(1) or m.group(2)).strip() for m in _PATCH_PATH.finditer(patch)]
+    import re
+
+    found = re.finditer(_PATCH_PATH, patch, re.MULTILINE)
+    return [(m.group(1) or m.group(2)).strip() for m in found]
 
 
 class CodexDialect(Dialect):

@@ -1,9 +1,10 @@
 """``loopkit hook claude pretooluse``: Claude Code's PreToolUse hook (SPEC section 12).
 
-It runs before every tool call, so the path of a call that matches no rule imports only
-``re``, ``fnmatch`` and loopkit's own standard-library helpers (``discover``,
-:mod:`~loopkit.hooks.rules`) and parses ``loopkit.toml`` only when it may hold a gate table
-(:func:`may_hold_gate`): no output, exit 0, about as fast as ``python -c pass``. A match goes to
+It runs before every tool call, so the path of a call that surely matches no rule imports
+only loopkit's own standard-library helpers (``discover``, :mod:`~loopkit.hooks.rules`) — no
+``re``, ``typing`` or ``json``: its scans are written out by hand — and parses ``loopkit.toml``
+only when it may hold a gate table (:func:`may_hold_gate`): no output, exit 0, about as fast as
+``python -c pass``. A match goes to
 :mod:`~loopkit.hooks.approve`, which asks for an approval bound to this exact call.
 Anything that goes wrong on a matched call, on input that cannot be read (which could hide
 one), or anywhere before the call is known to be ungated — a bug included — denies it (exit
@@ -14,12 +15,14 @@ other exit, 1 for a traceback or 127 for a hook it cannot find, for "proceed".
 from __future__ import annotations
 
 import os
-import re
 import sys
-from typing import Any
 
 from loopkit import discover
 from loopkit.hooks.rules import WORDS, Rules, match
+
+TYPE_CHECKING = False  # typing costs ~3 ms of a start of ~20: mypy reads the name as its own
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_INPUT = 8 * 1024 * 1024
 SUPERVISED = "LOOPKIT_AGENT_SESSION"  # agentsession.SESSION_ENV: set under `loopkit run`
@@ -39,9 +42,20 @@ class Dialect:
     shell: tuple[str, ...] = ("Bash",)
     files: tuple[str, ...] = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
-    def __init__(self) -> None:
-        names = "|".join(re.escape(name) for name in (*self.shell, *self.files))
-        self.gated_tool = re.compile(rb'"tool_name"\s*:\s*"(' + names.encode() + rb')"')
+    def gated_tool(self, raw: bytes) -> str | None:
+        """What ``re.search(rb'"tool_name"\\s*:\\s*"(Bash|Write|…)"', raw)`` finds — the first
+        ``"tool_name"`` key, in the text, whose value is a tool of :attr:`shell` or
+        :attr:`files` — read without ``re`` (it costs a third of the hook's start).
+        :data:`_MANY_KEYS` when there are too many keys to read here."""
+        names = {name.encode() for name in (*self.shell, *self.files)}
+        starts = _strings_of(raw, b'"tool_name"')
+        if starts is None:
+            return _MANY_KEYS
+        for start in starts:
+            close = raw.find(b'"', start)
+            if close >= 0 and raw[start:close] in names:
+                return raw[start:close].decode()
+        return None
 
     def calls(self, tool_name: str, tool_input: Any) -> list[tuple[str, Any]]:
         return [(tool_name, tool_input)]
@@ -74,11 +88,64 @@ def _deny_on_error(message: str) -> int:
 # With the default rules, a call can only match if one of these is in it. Every tool a
 # default rule names (the dialect's ``gated_tool``), and a word each default Bash rule needs
 # at the start of a word (the rules' own :data:`~loopkit.hooks.rules.WORDS`; a prefix is
-# enough: `rmdir` is read too), or a protected path's.
-_BASH_WORDS = re.compile(
-    rb"(?i)\b(?:" + b"|".join(sorted({w.encode() for ws in WORDS.values() for w in ws})) + rb")"
-)
-_PATH_WORDS = re.compile(rb"(?i)\.env|\.pem|\.key|migrations")
+# enough: `rmdir` is read too), or a protected path's. Each is read without ``re`` (its import
+# is a third of the hook's start), exactly as the expression in its comment would.
+_BASH_WORDS = tuple(sorted({w.lower().encode() for ws in WORDS.values() for w in ws}))
+_PATH_WORDS = (b".env", b".pem", b".key", b"migrations")  # (?i)\.env|\.pem|\.key|migrations
+_SPACE = b" \t\n\r\f\v"  # \s in a bytes expression
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")  # \w
+# A text with more keys or words than this read in Python is parsed instead: the scan stays a
+# fraction of a millisecond, whatever the call holds.
+_MANY = 64
+_MANY_KEYS = "\0many"  # gated_tool's "parse it": no tool has this name
+
+
+def _strings_of(raw: bytes, key: bytes) -> list[int] | None:
+    """Where the string starts (just past its opening quote) after each ``key\\s*:\\s*"`` in
+    ``raw``, in the order of the keys in the text; None — parse it — past :data:`_MANY` keys."""
+    found: list[int] = []
+    at = raw.find(key)
+    for _ in range(_MANY):
+        if at < 0:
+            return found
+        colon = _skip_space(raw, at + len(key))
+        if colon < 0:
+            return None
+        if raw[colon : colon + 1] == b":":
+            quote = _skip_space(raw, colon + 1)
+            if quote < 0:
+                return None
+            if raw[quote : quote + 1] == b'"':
+                found.append(quote + 1)
+        at = raw.find(key, at + 1)
+    return found if at < 0 else None
+
+
+def _skip_space(raw: bytes, at: int) -> int:
+    """Past the \\s* at ``at``; -1 — parse it — for a run longer than :data:`_MANY`."""
+    window = raw[at : at + _MANY + 1]
+    rest = window.lstrip(_SPACE)
+    if not rest and len(window) > _MANY:
+        return -1
+    return at + len(window) - len(rest)
+
+
+def _names_a_command_word(given: bytes) -> bool:
+    """``re.search(rb"(?i)\\b(?:rm|find|…)", given)``: a word of :data:`_BASH_WORDS` at the
+    start of a word (each starts with a letter, so \\b is: nothing or a non-word byte before).
+    Past :data:`_MANY` of them inside other words, True: parse it."""
+    folded = given.lower()  # ASCII only, as a bytes expression's (?i)
+    inside = 0
+    for word in _BASH_WORDS:
+        at = folded.find(word)
+        while at >= 0:
+            if at == 0 or folded[at - 1] not in _WORD:
+                return True
+            inside += 1
+            if inside > _MANY:
+                return True
+            at = folded.find(word, at + 1)
+    return False
 
 
 def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = None) -> bool:
@@ -99,26 +166,32 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
         workspace = discover.find_workspace(explicit)  # -C, else the variable
     else:
         here = os.getcwd()
-        if not re.search(rb'"cwd"\s*:\s*"' + re.escape(os.fsencode(here)) + rb'"', raw):
+        # re.search(rb'"cwd"\s*:\s*"' + re.escape(os.fsencode(here)) + rb'"', raw)
+        quoted = os.fsencode(here) + b'"'
+        starts = _strings_of(raw, b'"cwd"')
+        if starts is None or not any(raw.startswith(quoted, at) for at in starts):
             return False
         workspace = discover.find_workspace(None, cwd=here)
     if may_hold_gate(workspace):
         return False
-    tool = dialect.gated_tool.search(raw)
+    tool = dialect.gated_tool(raw)
     if tool is None:
         return True
+    if tool == _MANY_KEYS:
+        return False
     given = raw.split(b'"tool_input"', 1)[-1]
-    if tool.group(1).decode() not in dialect.shell:
-        return _PATH_WORDS.search(given) is None
+    if tool not in dialect.shell:
+        folded = given.lower()
+        return not any(word in folded for word in _PATH_WORDS)
     # The rules read the command as text, where a non-ASCII letter can match an ASCII one
     # case-insensitively ("ſ" is an "s"): only ASCII is decided on its bytes.
-    return given.isascii() and _BASH_WORDS.search(given) is None
+    return given.isascii() and not _names_a_command_word(given)
 
 
 SCAN_LIMIT = 1 << 20
 # Every valid TOML spelling of a key named gate holds the word itself ([gate], [ "gate" ],
 # gate.rules, gate = {…}, 'gate') unless a basic string spells a letter as an escape.
-_MAY_NAME_GATE = re.compile(rb"gate|\\[uUx]")
+_MAY_NAME_GATE = (b"gate", b"\\u", b"\\U", b"\\x")  # gate|\\[uUx]
 
 
 def may_hold_gate(workspace: str) -> bool:
@@ -141,7 +214,7 @@ def may_hold_gate(workspace: str) -> bool:
             text += chunk  # a read may return less than asked (FUSE, NFS)
     finally:
         os.close(fd)
-    return len(text) > SCAN_LIMIT or _MAY_NAME_GATE.search(text) is not None
+    return len(text) > SCAN_LIMIT or any(word in text for word in _MAY_NAME_GATE)
 
 
 def load_rules(workspace: str) -> Rules:

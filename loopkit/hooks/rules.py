@@ -1,7 +1,8 @@
 """Which tool calls wait for a human: ``[gate] rules`` and ``[gate] protect``.
 
 Standard library only, and only ``re``, ``fnmatch`` and ``os.path`` at that: this module is
-imported for every tool call Claude Code makes.
+imported for every tool call Claude Code makes, so ``re`` and ``fnmatch`` are imported only
+when a call is matched (the fast path of :mod:`~loopkit.hooks.pretooluse` needs neither).
 
 - ``rules``: regular expressions searched in a Bash command (case-insensitive), or
   ``tool:<glob>`` for a tool by name (``tool:mcp__*__delete_*``). Set, they replace the
@@ -13,9 +14,7 @@ imported for every tool call Claude Code makes.
 
 from __future__ import annotations
 
-import fnmatch
 import os.path
-import re
 
 # The default rules, by the destructive class they hold (SPEC section 17), each with a label
 # shown to the human instead of the expression. Fragments, so that a rule reads as a command.
@@ -152,6 +151,8 @@ class Rules:
 
 
 def _protected(path: str, cwd: str, globs: tuple[str, ...]) -> str | None:
+    import fnmatch
+
     name = os.path.basename(path)
     full = os.path.normpath(os.path.join(cwd, path))
     relative = os.path.relpath(full, cwd) if cwd else path
@@ -169,6 +170,9 @@ def _protected(path: str, cwd: str, globs: tuple[str, ...]) -> str | None:
 
 def match(rules: Rules, tool_name: str, tool_input: object, cwd: str) -> str | None:
     """The rule the call meets (shown to the human), or None: the call goes ahead."""
+    import fnmatch
+    import re
+
     for glob in rules.tools:
         if fnmatch.fnmatchcase(tool_name, glob):
             return f"tool:{glob}"

@@ -116,3 +116,37 @@ def test_the_installed_command_imports_no_re_before_check(workspace: Path) -> No
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert "loopkit.check" in imported
     assert not imported & {"re", "enum", "typing", "json"}, sorted(imported)
+
+
+# What the gate's no-match path must not import: ``re`` alone is a third of its start.
+LEAN = ("re", "typing", "json", "fnmatch", "enum", "collections")
+LEAN_PROBE = f"""
+import sys
+before = set(sys.modules)
+from loopkit.main import main
+code = main(sys.argv[2:])
+loaded = sorted(set({LEAN!r}) & (set(sys.modules) - before))
+open(sys.argv[1], "w").write(" ".join([str(code), *loaded]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("agent", "event", "tool"),
+    [("claude", "pretooluse", "Bash"), ("codex", "pretooluse", "Bash"),
+     ("gemini", "beforetool", "run_shell_command")],
+)  # fmt: skip
+def test_the_gates_no_match_path_imports_no_re_typing_or_json(
+    workspace: Path, agent: str, event: str, tool: str
+) -> None:
+    """A tool call no rule can hold, as the agent runs the hook (in the session's folder) and
+    as `loopkit run` names the workspace: exit 0 with none of them loaded."""
+    out = workspace.parent / "imports.json"
+    call = {"session_id": "s", "cwd": str(workspace), "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": {"command": "pytest -q"}}  # fmt: skip
+    for where in ([], ["-C", str(workspace)]):
+        subprocess.run(
+            [sys.executable, "-c", LEAN_PROBE, str(out), *where, "hook", agent, event],
+            input=json.dumps(call), capture_output=True, text=True, env=clean_env(),
+            cwd=workspace, timeout=60,
+        )  # fmt: skip
+        assert out.read_text().split() == ["0"], where  # the exit, and nothing loaded

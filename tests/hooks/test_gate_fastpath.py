@@ -1,0 +1,159 @@
+"""The gate's fast path reads the call without ``re``: it waves a call through only when the
+expressions it replaced would have (a copy of them is kept here), whatever the text holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from loopkit.hooks.codex import CODEX
+from loopkit.hooks.gemini import GEMINI
+from loopkit.hooks.pretooluse import _MANY, CLAUDE, Dialect, _surely_ungated, may_hold_gate
+from loopkit.hooks.rules import WORDS
+
+DIALECTS = (CLAUDE, CODEX, GEMINI)
+
+# The expressions of the fast path before it was written out by hand.
+_OLD_BASH_WORDS = re.compile(
+    rb"(?i)\b(?:" + b"|".join(sorted({w.encode() for ws in WORDS.values() for w in ws})) + rb")"
+)
+_OLD_PATH_WORDS = re.compile(rb"(?i)\.env|\.pem|\.key|migrations")
+_OLD_MAY_NAME_GATE = re.compile(rb"gate|\\[uUx]")
+_WORDS = sorted({w.encode() for ws in WORDS.values() for w in ws})
+
+
+def _old_surely_ungated(raw: bytes, here: str, dialect: Dialect) -> bool:
+    """The former fast path, for a session in ``here``: no -C, no LOOPKIT_WORKSPACE, no
+    loopkit.toml there, not under ``loopkit run``."""
+    names = "|".join(re.escape(name) for name in (*dialect.shell, *dialect.files))
+    gated_tool = re.compile(rb'"tool_name"\s*:\s*"(' + names.encode() + rb')"')
+    if b"\\" in raw:
+        return False
+    if not re.search(rb'"cwd"\s*:\s*"' + re.escape(os.fsencode(here)) + rb'"', raw):
+        return False
+    tool = gated_tool.search(raw)
+    if tool is None:
+        return True
+    given = raw.split(b'"tool_input"', 1)[-1]
+    if tool.group(1).decode() not in dialect.shell:
+        return _OLD_PATH_WORDS.search(given) is None
+    return given.isascii() and _OLD_BASH_WORDS.search(given) is None
+
+
+def _crowded(raw: bytes) -> bool:
+    """More keys, blanks or words inside other words than the fast path reads by hand."""
+    folded = raw.lower()
+    inside = sum(folded.count(word) for word in _WORDS)
+    blanks = re.search(rb"\s{%d}" % (_MANY + 1), raw) is not None
+    keys = raw.count(b'"tool_name"') + raw.count(b'"cwd"')
+    return inside > _MANY or blanks or keys >= _MANY
+
+
+HERE = "/tmp/fastpath-ws"  # replaced by the test's workspace
+TOOLS = sorted({t for d in DIALECTS for t in (*d.shell, *d.files)} | {"Read", "mcp__x__y"})
+FRAGMENTS = [
+    b'"tool_name"', b'"tool_input"', b'"cwd"', b'"command"', b'"file_path"', b":", b'"', b",",
+    b"{", b"}", b"[", b"]", b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b"\\", b"\\u006d",
+    b"\\n", b"\xc5\xbf", b"\xc3\xa9", b"\x00", b"cwd", b"tool_name", b"AskUserQuestion",
+    *(t.encode() for t in TOOLS), *(t.upper().encode() for t in TOOLS), b"Bas", b"Bashh",
+    b"HERE", b"HERE/sub", b"/tmp", b"HEREx",
+]  # fmt: skip
+COMMAND_WORDS = [
+    *(w.decode() for w in _WORDS), *(w.decode().upper() for w in _WORDS), "Rm", "xrm", "_rm",
+    "9rm", "-rm", ".rm", "format", "perm", "pushd", "rmdir", ".env", ".ENV", ".Pem", ".KEY",
+    "MIGRATIONS", "envx", "pytest -q", "-rf", "ls", "\u017fhred", "\u017f", "é", "ſ",
+]  # fmt: skip
+FRAGMENTS += [word.encode() for word in COMMAND_WORDS]
+
+
+def _spelled(parts: list[bytes], here: str) -> bytes:
+    return b"".join(parts).replace(b"HERE", os.fsencode(here))
+
+
+fragments = st.lists(st.sampled_from(FRAGMENTS) | st.binary(max_size=4), max_size=40)
+blank = st.sampled_from(["", " ", "\t", "\n ", "\r\n", "  ", "\x0c", "\x0b"])
+
+
+@st.composite
+def calls(draw: st.DrawFn) -> list[bytes]:
+    """Calls close to what an agent sends: keys repeated, blanks around the colon, a command
+    of words, ASCII or not, with what fragments put around them."""
+    parts: list[bytes] = [b"{"]
+    for _ in range(draw(st.integers(1, 4))):
+        key = draw(st.sampled_from(['"tool_name"', '"cwd"', '"tool_input"', '"session_id"']))
+        if key == '"tool_input"':
+            words = draw(st.lists(st.sampled_from(COMMAND_WORDS) | st.text(max_size=5)))
+            ascii = draw(st.booleans())
+            value = json.dumps({"command": " ".join(words)}, ensure_ascii=ascii)
+        elif key == '"cwd"':
+            value = json.dumps(draw(st.sampled_from(["HERE", "HERE/sub", "/", "HERE "])))
+        else:
+            value = json.dumps(draw(st.sampled_from([*TOOLS, "s", ""])))
+        parts += [key.encode(), draw(blank).encode(), b":", draw(blank).encode()]
+        parts += [value.encode(), b","]
+        parts += draw(st.lists(st.sampled_from(FRAGMENTS), max_size=2))
+    return [*parts, b"}"]
+
+
+def _agree(raw: bytes, here: str) -> None:
+    for dialect in DIALECTS:
+        new = _surely_ungated(raw, None, dialect)
+        old = _old_surely_ungated(raw, here, dialect)
+        assert old or not new, (dialect.agent, raw)  # never waves through more
+        assert new == old or _crowded(raw), (dialect.agent, raw)  # nor less, but in a crowd
+
+
+@pytest.fixture
+def session(ws: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.chdir(ws)
+    for name in ("LOOPKIT_WORKSPACE", "LOOPKIT_AGENT_SESSION"):
+        monkeypatch.delenv(name, raising=False)
+    assert not may_hold_gate(str(ws))
+    return os.getcwd()
+
+
+_SLOW = settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_SLOW
+@given(parts=fragments)
+@example(parts=[b'{"cwd":"HERE","tool_name":"Read","tool_name":"Bash","tool_input":"rm"}'])
+@example(parts=[b'{"cwd" :\t"HERE", "tool_name"\n:\r"Write", "tool_input": {".ENV"}}'])
+@example(parts=[b'"cwd":"HERE","tool_name" :"Bash" "tool_name":"Edit","tool_input":"RM x"}'])
+@example(parts=[b'"cwd":"HERE","tool_name":"Bash","tool_input":"xrm _rm 9rm rmdir"'])
+@example(parts=[b'"cwd":"HERE","tool_name":"Bash","tool_input":"a-rm"'])
+@example(parts=[b'"cwd":"HEREx","cwd":"HERE","tool_name":"Bash","tool_input":"ls"'])
+@example(parts=[b'"cwd":"HERE","tool_name":"Bash","tool_input":"\xc5\xbfhred"'])
+@example(parts=[b'"cwd"\x0c:\x0b"HERE","tool_name":"Bash","tool_input":"ls"'])
+@example(parts=[b'"cwd":"HERE","tool_name"', b" " * (_MANY + 2), b':"Bash","tool_input":"ls"'])
+@example(parts=[b'"cwd":"HERE",', b'"tool_name":"Read",' * (_MANY + 1), b'"tool_name":"Bash"'])
+@example(parts=[b'"cwd":"HERE","tool_name":"Bash","tool_input":"', b"xrm" * 100, b'"'])
+def test_fragments_never_pass_a_call_the_expressions_would_stop(
+    session: str, parts: list[bytes]
+) -> None:
+    _agree(_spelled(parts, session), session)
+
+
+@_SLOW
+@given(parts=calls())
+def test_calls_are_read_as_the_expressions_read_them(session: str, parts: list[bytes]) -> None:
+    _agree(_spelled(parts, session), session)
+
+
+@_SLOW
+@given(
+    text=st.lists(
+        st.sampled_from([b"gate", b"GATE", b"ga", b"te", b"\\", b"u", b"U", b"x", b"X", b"[", b"="])
+        | st.binary(max_size=3),
+        max_size=20,
+    ).map(b"".join)
+)
+def test_may_hold_gate_reads_the_file_as_the_expression_did(ws: Path, text: bytes) -> None:
+    (ws / "loopkit.toml").write_bytes(text)
+    assert may_hold_gate(str(ws)) == (_OLD_MAY_NAME_GATE.search(text) is not None), text
