@@ -155,6 +155,8 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
     dialect = dialect or CLAUDE
     if b"\\" in raw:
         return False
+    if raw.count(b'"tool_name"') > 1 or raw.count(b'"cwd"') > 1:
+        return False  # a key twice, or nested: json.loads keeps the last, a scan sees them all
     if b"AskUserQuestion" in raw and os.environ.get(SUPERVISED):
         return False  # Claude's own question, asked as loopkit's (hooks.question)
     named = explicit if explicit is not None else os.environ.get("LOOPKIT_WORKSPACE", "").strip()
@@ -181,7 +183,9 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
         return False
     given = raw.split(b'"tool_input"', 1)[-1]
     if tool not in dialect.shell:
-        folded = given.lower()
+        # The whole call, the session's folder too: a relative path is joined onto it
+        # (``0002.sql`` written in ``…/migrations`` is a protected file).
+        folded = raw.lower()
         return not any(word in folded for word in _PATH_WORDS)
     # The rules read the command as text, where a non-ASCII letter can match an ASCII one
     # case-insensitively ("ſ" is an "s"): only ASCII is decided on its bytes.

@@ -101,12 +101,25 @@ def calls(draw: st.DrawFn) -> list[bytes]:
     return [*parts, b"}"]
 
 
+def _hardened(raw: bytes, dialect: Dialect) -> bool:
+    """Where the fast path now parses though the expressions waved the call through: a key
+    twice (json.loads keeps the last one), or a file tool's protected word outside its input
+    (the session's folder: a relative path is joined onto it)."""
+    if raw.count(b'"tool_name"') > 1 or raw.count(b'"cwd"') > 1:
+        return True
+    folded = raw.lower()
+    return any(w in folded for w in (b".env", b".pem", b".key", b"migrations")) and any(
+        f'"{name}"'.encode() in raw for name in dialect.files
+    )
+
+
 def _agree(raw: bytes, here: str) -> None:
     for dialect in DIALECTS:
         new = _surely_ungated(raw, None, dialect)
         old = _old_surely_ungated(raw, here, dialect)
         assert old or not new, (dialect.agent, raw)  # never waves through more
-        assert new == old or _crowded(raw), (dialect.agent, raw)  # nor less, but in a crowd
+        # nor less, but in a crowd, or where it was hardened
+        assert new == old or _crowded(raw) or _hardened(raw, dialect), (dialect.agent, raw)
 
 
 @pytest.fixture
@@ -118,7 +131,11 @@ def session(ws: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return os.getcwd()
 
 
-_SLOW = settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_SLOW = settings(
+    max_examples=400,
+    deadline=None,  # (a loaded machine is not a wrong answer)
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 @_SLOW
@@ -157,3 +174,44 @@ def test_calls_are_read_as_the_expressions_read_them(session: str, parts: list[b
 def test_may_hold_gate_reads_the_file_as_the_expression_did(ws: Path, text: bytes) -> None:
     (ws / "loopkit.toml").write_bytes(text)
     assert may_hold_gate(str(ws)) == (_OLD_MAY_NAME_GATE.search(text) is not None), text
+
+
+def _full_path_gates(raw: bytes, dialect: Dialect) -> bool:
+    """What the hook decides after parsing the call, with the default rules."""
+    from loopkit.hooks.rules import DEFAULT_RULES, Rules, match
+
+    call = json.loads(raw)
+    base = call.get("cwd") or os.getcwd()
+    return any(
+        match(Rules(DEFAULT_RULES), name, given, base) is not None
+        for name, given in dialect.calls(call["tool_name"], call["tool_input"])
+    )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        # a relative path written in a folder named migrations
+        b'{"session_id":"s","cwd":"HERE","tool_name":"Write",'
+        b'"tool_input":{"file_path":"0002.sql","content":"x"}}',
+        # a gated name nested in the input, the real one after it (json.loads keeps the last)
+        b'{"cwd":"HERE","tool_input":{"command":"rm -rf /","meta":{"tool_name":"Write"}},'
+        b'"tool_name":"Bash"}',
+        b'{"cwd":"HERE","tool_name":"MultiEdit","tool_input":{"command":"rm -rf /"},'
+        b'"tool_name":"Bash"}',
+        b'{"cwd":"HERE","tool_name":"NotebookEdit","cwd":"HERE/migrations",'
+        b'"tool_input":{"notebook_path":"a.py"}}',
+    ],
+)
+def test_calls_the_full_path_gates_are_never_waved_through(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, call: bytes
+) -> None:
+    """Found by a review: the expressions the fast path replaced waved these through too."""
+    folder = ws / "migrations"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    for name in ("LOOPKIT_WORKSPACE", "LOOPKIT_AGENT_SESSION"):
+        monkeypatch.delenv(name, raising=False)
+    raw = call.replace(b"HERE", os.fsencode(str(folder)))
+    assert _full_path_gates(raw, CLAUDE), raw  # (the case is what it claims)
+    assert not _surely_ungated(raw, None, CLAUDE), raw
