@@ -77,14 +77,16 @@ def changes(before: Mapping[str, str], after: Mapping[str, str]) -> list[str] | 
 
 
 def script(argv: list[str], lines: list[str]) -> bytes:
-    """What the release writes: one brace group, ending in the command."""
+    """What the release writes: one brace group, ending in the command. Encoded as a fresh
+    process's environment is (``os.fsencode``): a value holding bytes that are not UTF-8
+    reaches the command as those bytes."""
     if len(argv) == 3 and argv[:2] == ["/bin/sh", "-c"]:
         # A shell command: in this shell, as a fresh one runs in its own; its status is the
         # shell's (without the exit, the helper's script would go on after it).
         run = f"eval {shlex.quote(argv[2])}\nexit"
     else:
         run = f"exec {shlex.join(argv)}"
-    return ("{ exec 3<&-\n" + "".join(f"{line}\n" for line in lines) + f"{run}\n}}\n").encode()
+    return os.fsencode("{ exec 3<&-\n" + "".join(f"{line}\n" for line in lines) + f"{run}\n}}\n")
 
 
 class Prepared:

@@ -288,7 +288,7 @@ class Runner:
         if ready is not None and not self.containment.findable(argv, env):
             self._ready, ready = ready, None  # kept: the fresh path says "not started"
         proc: Child
-        if ready is not None and ready.release(argv, cwd, env):
+        if ready is not None and self._release(ready, argv, cwd, env):
             job, proc, read_fd = ready.job, _Spawned(ready.pid), ready.output
         else:
             if ready is not None:
@@ -346,6 +346,21 @@ class Runner:
             output.text(),
             error,
         )
+
+    def _release(self, ready: Prepared, argv: list[str], cwd: str, env: Mapping[str, str]) -> bool:
+        """``ready.release``; False when it raises too: the caller discards it (it is out of
+        ``_ready`` already, nothing else would) and runs the command fresh."""
+        try:
+            return ready.release(argv, cwd, env)
+        except Exception as exc:  # any of them: a fresh process runs the command
+            why = type(exc).__name__  # not its text: it may quote a value (a secret)
+            self.containment.debug_once(
+                "release_failed", f"cannot release a prepared process: {why}"
+            )
+            return False
+        except BaseException:
+            ready.discard()
+            raise
 
     def _prepare(self, cwd: str, env: Mapping[str, str]) -> bool:
         """Make the next command's process unless one is ready; True when one was made."""

@@ -247,3 +247,42 @@ def test_a_script_cut_short_runs_nothing(tmp_path: Path, runner: Runner) -> None
     wait_until(lambda: not procs.running(ready.pid), what="the cut-short shell to exit")
     assert not (tmp_path / "ran").exists()
     runner.close()
+
+
+def test_a_non_utf8_loopkit_value_runs_in_the_prepared_process_as_fresh(
+    tmp_path: Path, runner: Runner
+) -> None:
+    """A value holding a byte that is not UTF-8 (as os.environ gives it: surrogateescape)
+    reaches the command as those bytes, as a fresh process's environment does."""
+    env = {**_base(tmp_path), "LOOPKIT_GUIDANCE": os.fsdecode(b"caf\xe9 \xff")}
+    show = "printf '%s' \"$LOOPKIT_GUIDANCE\" | od -An -tx1"
+    fresh = runner.run(show, cwd=str(tmp_path), env=env, timeout=10)
+    runner.ahead(str(tmp_path), _base(tmp_path))
+    ready = _ready(runner)
+    prepared = runner.run(show + "; echo $$", cwd=str(tmp_path), env=env, timeout=10)
+    assert fresh.ok and prepared.ok, (fresh, prepared)
+    assert prepared.tail.splitlines()[:-1] == fresh.tail.splitlines()
+    assert "e9 20 ff" in fresh.tail
+    assert int(prepared.tail.splitlines()[-1]) == ready.pid
+
+
+def test_a_release_that_raises_discards_the_prepared_and_runs_fresh(
+    tmp_path: Path, runner: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever goes wrong handing the command over, the prepared process is not left
+    waiting: killed, reaped, its cgroup removed — and the command runs in a fresh one."""
+    env = _base(tmp_path)
+    runner.ahead(str(tmp_path), env)
+    ready = _ready(runner)
+    folder = ready.job.cgroup.path if ready.job.cgroup else None
+
+    def broken(argv: list[str], lines: list[str]) -> bytes:
+        raise ValueError("cannot write it")
+
+    monkeypatch.setattr("loopkit.supervisor.prepared.script", broken)
+    result = runner.run("echo $$", cwd=str(tmp_path), env=env, timeout=10)
+    assert result.ok, result
+    assert int(result.tail) != ready.pid
+    assert not procs.running(ready.pid) and procs.stat(ready.pid) is None
+    assert folder is not None and not folder.exists()
+    assert runner._ready is None
