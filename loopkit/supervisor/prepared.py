@@ -109,8 +109,17 @@ class Prepared:
         if group is None:
             return None
         full = owner.environment(env)
-        out_read, out_write = os.pipe()
-        rel_read, rel_write = os.pipe()
+        made: list[int] = []
+        try:
+            out_read, out_write = os.pipe()
+            made += (out_read, out_write)
+            rel_read, rel_write = os.pipe()
+        except OSError as exc:  # out of descriptors (EMFILE): the command runs fresh
+            for fd in made:
+                os.close(fd)
+            group.remove()
+            owner.debug_once("prepare_failed", f"cannot prepare a command: {exc.strerror}")
+            return None
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_DUP2, out_write, 1),

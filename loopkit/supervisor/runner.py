@@ -369,7 +369,12 @@ class Runner:
                 return False
             self._ready.discard()  # killed by someone: cleaned up, made again
             self._ready = None
-        self._ready = Prepared.start(self.containment, cwd, env)
+        try:
+            self._ready = Prepared.start(self.containment, cwd, env)
+        except Exception as exc:  # never out of run: the command it follows is running
+            why = type(exc).__name__
+            self.containment.debug_once("prepare_failed", f"cannot prepare a command: {why}")
+            self._ready = None
         return self._ready is not None
 
     def ahead(self, cwd: str, env: Mapping[str, str]) -> None:

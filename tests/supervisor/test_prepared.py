@@ -286,3 +286,29 @@ def test_a_release_that_raises_discards_the_prepared_and_runs_fresh(
     assert not procs.running(ready.pid) and procs.stat(ready.pid) is None
     assert folder is not None and not folder.exists()
     assert runner._ready is None
+
+
+def test_a_failure_to_prepare_the_next_leaves_the_command_supervised(
+    tmp_path: Path, runner: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of file descriptors as the next command's process is made (after this command
+    started): the command still runs to its end, supervised; nothing is prepared or left."""
+    env = _base(tmp_path)
+    real = os.pipe
+    calls: list[int] = []
+
+    def pipe() -> tuple[int, int]:
+        calls.append(1)
+        if len(calls) == 3:  # the command's pipe, the prepared one's output, its release
+            raise OSError(24, "Too many open files")
+        return real()
+
+    monkeypatch.setattr(os, "pipe", pipe)
+    fds = len(os.listdir("/proc/self/fd"))
+    result = runner.run("echo $$", cwd=str(tmp_path), env=env, timeout=10, then=env)
+    monkeypatch.setattr(os, "pipe", real)
+    assert result.ok and result.ending == "exited", result
+    assert not procs.running(int(result.tail))
+    assert runner._ready is None
+    assert len(os.listdir("/proc/self/fd")) == fds  # the first pipe closed
+    assert runner.run("true", cwd=str(tmp_path), env=env, timeout=10).ok
