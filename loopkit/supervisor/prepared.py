@@ -18,10 +18,11 @@ the supervisor's folder, stdin from /dev/null and its output to a pipe of its ow
    a fresh command's, ``$0``, ``$$`` and ``$#`` too.
 
 Never left behind: when the supervisor dies (``kill -9`` included) the kernel closes its end
-of the pipe; the shell reads end-of-file, moves back to the supervisor's cgroup, removes its
-own and exits. One that is not used (a stop, the loop's end, an environment it cannot be
-given) is killed, reaped and its cgroup removed (:meth:`Prepared.discard`). Until then
-``running.json`` lists it (``also``), so a next supervisor finds it as well.
+of the pipe; the shell reads end-of-file — or a release cut short, a syntax error — and on
+its way out (its EXIT trap) moves back to the supervisor's cgroup and removes its own. One
+that is not used (a stop, the loop's end, an environment it cannot be given) is killed,
+reaped and its cgroup removed (:meth:`Prepared.discard`). Until then ``running.json`` lists
+it (``also``), so a next supervisor finds it as well.
 
 Only with a writable cgroup v2 — without one nothing is slow to prepare, and nothing is.
 """
@@ -43,21 +44,26 @@ _NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def helper(group: Cgroup) -> str:
-    """The prepared shell's script: join, wait for the release, or clean up on EOF.
+    """The prepared shell's script: join, wait for the release, or clean up on the way out.
 
     It sets no variable and no option, so the command it ``eval``s finds the shell a fresh
-    command would. After the release the script has closed fd 3; a ``.`` that returns with
-    fd 3 still open read end-of-file: the supervisor is gone (or dropped it).
+    command would. The clean-up (back to the parent cgroup, ours removed) is its EXIT trap:
+    it runs on every way out before a release is read whole — an end-of-file (the
+    supervisor is gone, or dropped it), a release cut short (a syntax error: the shell exits
+    2) — and the release's first command, run only once all of it has been parsed, removes
+    it: the command finds no trap, as in a fresh shell. After the release the ``exit``
+    ends the shell with the status the script left — a ``return`` in a shell command leaves
+    the ``.`` script with its status, as it leaves ``sh -c`` with it.
     """
     folder = shlex.quote(str(group.path))
     procs = shlex.quote(str(group.path / "cgroup.procs"))
     parent = shlex.quote(str(group.path.parent / "cgroup.procs"))
+    leave = f"{{ echo $$ >{parent}; }} 2>/dev/null && rmdir {folder} 2>/dev/null"
     return (
         f"{{ echo $$ >{procs}; }} 2>/dev/null || rmdir {folder} 2>/dev/null\n"
+        f"trap {shlex.quote(leave)} EXIT\n"
         ". /proc/self/fd/3\n"
-        "{ : <&3; } 2>/dev/null || exit\n"
-        f"{{ echo $$ >{parent}; }} 2>/dev/null && rmdir {folder} 2>/dev/null\n"
-        "exit 0\n"
+        "exit\n"
     )
 
 
@@ -86,7 +92,9 @@ def script(argv: list[str], lines: list[str]) -> bytes:
         run = f"eval {shlex.quote(argv[2])}\nexit"
     else:
         run = f"exec {shlex.join(argv)}"
-    return os.fsencode("{ exec 3<&-\n" + "".join(f"{line}\n" for line in lines) + f"{run}\n}}\n")
+    return os.fsencode(
+        "{ trap - EXIT; exec 3<&-\n" + "".join(f"{line}\n" for line in lines) + f"{run}\n}}\n"
+    )
 
 
 class Prepared:
@@ -190,7 +198,7 @@ class Prepared:
     def discard(self) -> None:
         """Kill it (before its pipe closes: it never acts on an EOF), reap it, remove its
         cgroup."""
-        if self.returncode is None:
+        if self.alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
         self._close_release()
@@ -200,4 +208,6 @@ class Prepared:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self.pid, 0)
             self.returncode = -signal.SIGKILL
+        elif self.returncode >= 0 and self.job.cgroup and not self.job.cgroup.exists():
+            self.job.cgroup = None  # it left by itself and removed it: not a failure to join
         self.job.finish()

@@ -95,7 +95,7 @@ def test_a_prepared_process_waits_in_its_cgroup_and_runs_the_command_there(
 @pytest.mark.parametrize(
     ("command", "code"),
     [("exit 3", 3), ("false", 1), ("true", 0), (("/bin/sh", "-c", "exit 5"), 5),
-     ("trap 'echo bye' EXIT; exit 4", 4)],
+     ("trap 'echo bye' EXIT; exit 4", 4), ("true; return 5", 5), ("trap; echo $?", 0)],
 )  # fmt: skip
 def test_a_prepared_process_ends_as_a_fresh_one(
     tmp_path: Path, runner: Runner, command: str | tuple[str, ...], code: int
@@ -246,6 +246,24 @@ def test_a_script_cut_short_runs_nothing(tmp_path: Path, runner: Runner) -> None
     ready._close_release()
     wait_until(lambda: not procs.running(ready.pid), what="the cut-short shell to exit")
     assert not (tmp_path / "ran").exists()
+    runner.close()
+
+
+def test_a_script_cut_short_leaves_no_cgroup(tmp_path: Path, runner: Runner) -> None:
+    """The shell that read a cut-short release (a syntax error: it exits 2 there) moves
+    back and removes its cgroup on its way out, as on an end-of-file — no supervisor is
+    left to do it."""
+    env = _base(tmp_path)
+    runner.ahead(str(tmp_path), env)
+    ready = _ready(runner)
+    _in_own_cgroup(ready.pid)
+    folder = ready.job.cgroup.path if ready.job.cgroup else None
+    assert folder is not None
+    whole = script(["/bin/sh", "-c", "touch ran"], changes(ready.env, ready.env) or [])
+    os.write(ready._release, whole[: whole.index(b"touch") + 5])
+    ready._close_release()
+    wait_until(lambda: not procs.running(ready.pid), what="the cut-short shell to exit")
+    assert not folder.exists()
     runner.close()
 
 
