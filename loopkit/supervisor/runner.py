@@ -379,8 +379,10 @@ class Runner:
 
     def ahead(self, cwd: str, env: Mapping[str, str]) -> None:
         """Have the next command's process ready — in its cgroup, waiting — and recorded."""
-        if self._prepare(cwd, env):
-            self.containment.write_record()
+        self._prepare(cwd, env)
+        ready = self._ready
+        if ready is not None and not self.containment.recorded(ready.job):
+            self.containment.write_record()  # made now, or while a command ran unrecorded
 
     def close(self) -> None:
         """Kill and clean up the process made ready, if one is (the supervisor ends)."""

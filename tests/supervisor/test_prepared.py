@@ -330,3 +330,20 @@ def test_a_failure_to_prepare_the_next_leaves_the_command_supervised(
     assert runner._ready is None
     assert len(os.listdir("/proc/self/fd")) == fds  # the first pipe closed
     assert runner.run("true", cwd=str(tmp_path), env=env, timeout=10).ok
+
+
+def test_blocking_with_an_unrecorded_prepared_process_records_it(
+    tmp_path: Path, runner: Runner
+) -> None:
+    """The second command started in the process the first record named, so the record was
+    not written as it made the third's; the loop then blocks: ``ahead`` writes it."""
+    env = _base(tmp_path)
+    record = tmp_path / "running.json"
+    runner.run("true", cwd=str(tmp_path), env=env, timeout=10, then=env)
+    runner.run("true", cwd=str(tmp_path), env=env, timeout=10, then=env)
+    third = _ready(runner)
+    assert third.pid not in [e["pid"] for e in json.loads(record.read_text()).get("also", [])]
+    runner.ahead(str(tmp_path), env)
+    assert _ready(runner) is third
+    data = json.loads(record.read_text())
+    assert data["pid"] is None and data["also"] == [third.job.entry()]
