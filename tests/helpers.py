@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import subprocess
@@ -336,3 +337,31 @@ class CrashAtSave:
 
     def save(self, position: Any) -> None:
         raise Crash
+
+
+# An agent that logs each run as "<iteration>|<guidance>" to runs.txt, then waits until the
+# test opens its gate (a FIFO named ``gate``): a loop held mid-iteration on the test's word.
+GATED_AGENT = 'echo "$LOOPKIT_ITERATION|${LOOPKIT_GUIDANCE-}" >> runs.txt\nread line < gate\n'
+
+
+def open_gate(ws: Path) -> None:
+    """Let the :data:`GATED_AGENT` waiting on its gate go on (once it reads it)."""
+
+    def opened() -> int | None:
+        try:
+            return os.open(ws / "gate", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no reader yet
+                return None
+            raise
+
+    fd = wait_until(opened, what="the agent to wait on its gate")
+    assert isinstance(fd, int)
+    os.write(fd, b"go\n")
+    os.close(fd)
+
+
+def gated_runs(ws: Path) -> list[str]:
+    """The :data:`GATED_AGENT`'s runs so far, one "<iteration>|<guidance>" line each."""
+    path = ws / "runs.txt"
+    return path.read_text().splitlines() if path.exists() else []

@@ -5,7 +5,6 @@ reaches exactly the next agent run, stop ends the supervisor as SIGTERM does."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import signal
@@ -13,7 +12,17 @@ from pathlib import Path
 
 from loopkit import loops
 
-from helpers import AGENT, Daemon, clean_env, loopkit, setup, wait_until
+from helpers import (
+    AGENT,
+    GATED_AGENT,
+    Daemon,
+    clean_env,
+    gated_runs,
+    loopkit,
+    open_gate,
+    setup,
+    wait_until,
+)
 
 
 def _ps() -> dict[str, dict[str, object]]:
@@ -72,53 +81,27 @@ def test_ps_shows_blocked_paused_finished_and_dead_loops(tmp_path: Path) -> None
         assert "paused" in table and "dead" in table and "Q: " in table
 
 
-# Logs each run as "<iteration>|<guidance>" and then waits until the test opens the gate.
-GATED = 'echo "$LOOPKIT_ITERATION|${LOOPKIT_GUIDANCE-}" >> runs.txt\nread line < gate\n'
-
-
-def _release(ws: Path) -> None:
-    """Let the agent waiting on the gate go on (once it reads it)."""
-
-    def opened() -> int | None:
-        try:
-            return os.open(ws / "gate", os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # no reader yet
-                return None
-            raise
-
-    fd = wait_until(opened, what="the agent to wait on its gate")
-    assert isinstance(fd, int)
-    os.write(fd, b"go\n")
-    os.close(fd)
-
-
-def _runs(ws: Path) -> list[str]:
-    path = ws / "runs.txt"
-    return path.read_text().splitlines() if path.exists() else []
-
-
 def test_pause_note_resume_and_stop(ws: Path) -> None:
-    setup(ws, agent=GATED, verify="exit 0\n")
+    setup(ws, agent=GATED_AGENT, verify="exit 0\n")
     os.mkfifo(ws / "gate")
     with Daemon(ws) as daemon:
-        wait_until(lambda: _runs(ws) == ["1|"], what="iteration 1")
+        wait_until(lambda: gated_runs(ws) == ["1|"], what="iteration 1")
         assert loopkit("-C", str(ws), "pause").returncode == 0
         assert loopkit("-C", str(ws), "note", "use", "the staging database").returncode == 0
         assert loopkit("-C", str(ws), "note", "and keep it short").returncode == 0
         assert _pending("ws") == 2
-        _release(ws)  # the running iteration finishes…
+        open_gate(ws)  # the running iteration finishes…
         daemon.wait_state(status="paused", iteration=1)  # …and no next one starts
-        assert _runs(ws) == ["1|"]
+        assert gated_runs(ws) == ["1|"]
         status = json.loads(loopkit("-C", str(ws), "status", "--json").stdout)
         assert (status["state"], status["blocked"]) == ("paused", False)
         assert loopkit("-C", str(ws), "resume").returncode == 0
         # (the two notes are two lines of LOOPKIT_GUIDANCE, so two lines in runs.txt)
-        wait_until(lambda: len(_runs(ws)) == 3, what="iteration 2 after resume")
-        _release(ws)
-        wait_until(lambda: len(_runs(ws)) == 4, what="iteration 3")
+        wait_until(lambda: len(gated_runs(ws)) == 3, what="iteration 2 after resume")
+        open_gate(ws)
+        wait_until(lambda: len(gated_runs(ws)) == 4, what="iteration 3")
         # The notes reached exactly the next agent run, oldest first, once.
-        assert _runs(ws) == ["1|", "2|use the staging database", "and keep it short", "3|"]
+        assert gated_runs(ws) == ["1|", "2|use the staging database", "and keep it short", "3|"]
         assert _pending("ws") == 0
         stopped = loopkit("-C", str(ws), "stop")
         assert stopped.returncode == 0, stopped.stderr
@@ -135,7 +118,7 @@ def test_pause_note_resume_and_stop(ws: Path) -> None:
     assert loopkit("-C", str(ws), "stop").returncode == 1
     # The stop was for that supervisor: the next one runs (it is history, not an order).
     with Daemon(ws) as again:
-        wait_until(lambda: len(_runs(ws)) == 5, what="the next supervisor's first iteration")
+        wait_until(lambda: len(gated_runs(ws)) == 5, what="the next supervisor's first iteration")
         assert again.proc.poll() is None and again.state()["status"] == "running"
 
 

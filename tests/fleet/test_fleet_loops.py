@@ -11,7 +11,6 @@ another, once each, as the local path writes them; a machine not heard from show
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import signal
@@ -24,11 +23,9 @@ import psycopg
 
 from loopkit.fleet import schema
 
-from helpers import LOOPKIT, Daemon, setup, wait_until
+from helpers import GATED_AGENT, LOOPKIT, Daemon, gated_runs, open_gate, setup, wait_until
 from machines import Machine
 
-# Logs each run as "<iteration>|<guidance>", then waits until the test opens the gate.
-GATED = 'echo "$LOOPKIT_ITERATION|${LOOPKIT_GUIDANCE-}" >> runs.txt\nread line < gate\n'
 RESTING = 'pause = "1h"'  # a loop that runs and rests between iterations: no stray agent
 
 
@@ -42,28 +39,6 @@ def ps(machine: Machine) -> dict[tuple[str | None, str], dict[str, Any]]:
 def state_on(a: Machine, b: Machine, repo: str) -> str | None:
     row = ps(a).get((b.name, repo))
     return None if row is None else str(row["state"])
-
-
-def release(ws: Path) -> None:
-    """Let the agent waiting on its gate go on (once it reads it)."""
-
-    def opened() -> int | None:
-        try:
-            return os.open(ws / "gate", os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # no reader yet
-                return None
-            raise
-
-    fd = wait_until(opened, what="the agent to wait on its gate")
-    assert isinstance(fd, int)
-    os.write(fd, b"go\n")
-    os.close(fd)
-
-
-def lines(ws: Path) -> list[str]:
-    path = ws / "runs.txt"
-    return path.read_text().splitlines() if path.exists() else []
 
 
 def orders(dsn: str) -> list[tuple[Any, ...]]:
@@ -119,11 +94,11 @@ def test_pause_a_note_resume_and_stop_from_one_machine_reach_a_loop_on_another(
     tmp_path: Path, dsn: str
 ) -> None:
     a, b = Machine(tmp_path, "a", dsn), Machine(tmp_path, "b", dsn)
-    setup(b.ws, agent=GATED, verify="exit 0\n")
+    setup(b.ws, agent=GATED_AGENT, verify="exit 0\n")
     os.mkfifo(b.ws / "gate")
     assert a.lk("ps", ws=False).returncode == 0  # a has a name in the fleet
     with Daemon(b.ws, env=b.env) as loop:
-        wait_until(lambda: lines(b.ws) == ["1|"], what="iteration 1 on b")
+        wait_until(lambda: gated_runs(b.ws) == ["1|"], what="iteration 1 on b")
         wait_until(lambda: state_on(a, b, "ws-b") == "running", 15, "a sees b's loop run")
         paused = a.lk("pause", "ws-b", ws=False)
         assert paused.returncode == 0, paused.stderr
@@ -134,9 +109,9 @@ def test_pause_a_note_resume_and_stop_from_one_machine_reach_a_loop_on_another(
         steer = b.ws / ".loopkit" / "control" / "steer.json"
         wait_until(steer.exists, 10, "the pause lands on b")
         assert json.loads(steer.read_text())["via"] == "cli"
-        release(b.ws)  # the running iteration finishes…
+        open_gate(b.ws)  # the running iteration finishes…
         loop.wait_state(status="paused", iteration=1)  # …and no next one starts
-        assert lines(b.ws) == ["1|"]
+        assert gated_runs(b.ws) == ["1|"]
 
         def a_sees_it_paused() -> bool:
             row = ps(a)[(b.name, "ws-b")]
@@ -144,11 +119,11 @@ def test_pause_a_note_resume_and_stop_from_one_machine_reach_a_loop_on_another(
 
         wait_until(a_sees_it_paused, 15, "a sees b's loop paused, with a note waiting")
         assert a.lk("resume", f"{b.name}:ws-b", ws=False).returncode == 0
-        wait_until(lambda: len(lines(b.ws)) == 2, 15, "iteration 2 on b after the resume")
-        release(b.ws)
-        wait_until(lambda: len(lines(b.ws)) == 3, 15, "iteration 3 on b")
+        wait_until(lambda: len(gated_runs(b.ws)) == 2, 15, "iteration 2 on b after the resume")
+        open_gate(b.ws)
+        wait_until(lambda: len(gated_runs(b.ws)) == 3, 15, "iteration 3 on b")
         # The note reached exactly the next agent run, once.
-        assert lines(b.ws) == ["1|", "2|use the staging database", "3|"]
+        assert gated_runs(b.ws) == ["1|", "2|use the staging database", "3|"]
         wait_until(lambda: ps(a)[(b.name, "ws-b")]["pid"] == loop.proc.pid, 15, "b's pid")
         stopped = a.lk("stop", "ws-b", ws=False)
         assert stopped.returncode == 0, stopped.stderr

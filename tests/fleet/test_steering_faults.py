@@ -90,6 +90,19 @@ def pending(dsn: str) -> list[tuple[Any, ...]]:
         ).fetchall()
 
 
+def pause_landed_then_cut(
+    tmp_path: Path, dsn: str, hub: PgHub
+) -> tuple[Workspace, dict[str, Workspace]]:
+    """A pause given for a loop, landed in its file, and the connection cut before it was
+    marked applied: the order is still pending."""
+    ws = loop_at(tmp_path / "api", dsn)
+    give(hub, ws, "pause")
+    places = {str(ws.root): ws}
+    with follower_conn(dsn) as conn, pytest.raises(psycopg.OperationalError):
+        steering.apply_pending(CutAt(conn, dsn, at=1), MACHINE, places)
+    return ws, places
+
+
 @pytest.fixture
 def hub(dsn: str) -> Any:
     made = PgHub(dsn)
@@ -117,11 +130,7 @@ def test_a_connection_cut_while_landing_lands_no_note_twice(
 def test_a_connection_cut_after_a_pause_landed_does_not_land_it_again(
     tmp_path: Path, dsn: str, hub: PgHub
 ) -> None:
-    ws = loop_at(tmp_path / "api", dsn)
-    give(hub, ws, "pause")
-    places = {str(ws.root): ws}
-    with follower_conn(dsn) as conn, pytest.raises(psycopg.OperationalError):
-        steering.apply_pending(CutAt(conn, dsn, at=1), MACHINE, places)
+    ws, places = pause_landed_then_cut(tmp_path, dsn, hub)
     landed = Steering(ws).latest()
     assert landed is not None and landed.command == "pause"
     with follower_conn(dsn) as conn:
@@ -165,11 +174,7 @@ def test_a_pause_landing_after_a_later_resume_here_does_not_pause_again(
 ) -> None:
     # The pause landed, the connection was cut before it was marked; meanwhile someone on b
     # resumed the loop. The next look must not pause it again with the older order.
-    ws = loop_at(tmp_path / "api", dsn)
-    give(hub, ws, "pause")
-    places = {str(ws.root): ws}
-    with follower_conn(dsn) as conn, pytest.raises(psycopg.OperationalError):
-        steering.apply_pending(CutAt(conn, dsn, at=1), MACHINE, places)
+    ws, places = pause_landed_then_cut(tmp_path, dsn, hub)
     Steering(ws).give("resume", by="bo", via="cli")
     with follower_conn(dsn) as conn:
         steering.apply_pending(conn, MACHINE, places)
