@@ -100,12 +100,11 @@ def script(argv: list[str], lines: list[str]) -> bytes:
 class Prepared:
     """One shell in its cgroup, waiting on a pipe for its command."""
 
-    def __init__(self, job: Job, output: int, release: int, cwd: str, env: dict[str, str]):
-        self.job = job
+    def __init__(self, job: Job, output: int, release: int, cwd: str):
+        self.job = job  # its env: what the shell was started with
         self.output = output  # the read end of its stdout and stderr
         self._release = release  # the write end of its fd 3
         self.cwd = cwd
-        self.env = env  # as it was started with
         self.returncode: int | None = None
 
     @classmethod
@@ -148,7 +147,7 @@ class Prepared:
             os.close(rel_read)
         job = Job(owner, [], full, group)
         job.started_ahead(pid)
-        return cls(job, out_read, rel_write, cwd, full)
+        return cls(job, out_read, rel_write, cwd)
 
     @property
     def pid(self) -> int:
@@ -172,7 +171,7 @@ class Prepared:
         process would — another folder, a change outside ``LOOPKIT_*`` — or has exited."""
         if cwd != self.cwd or not self.alive():
             return False
-        lines = changes(self.env, self.job.owner.environment(env))
+        lines = changes(self.job.env, self.job.owner.environment(env))
         if lines is None:
             return False
         data = script(argv, lines)
@@ -184,9 +183,7 @@ class Prepared:
         finally:
             if not data:
                 self._close_release()
-        self.job.argv = argv
-        if self.job.owner.waiting is self.job:
-            self.job.owner.waiting = None  # it is the command now
+        self.job.argv = argv  # (Job.started, next, makes it the command)
         return True
 
     def _close_release(self) -> None:
