@@ -53,6 +53,8 @@ from urllib.parse import parse_qs, urlparse
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import Server, ServerConnection, serve
 
+from helpers import wait_until
+
 BOT_TOKEN = "xoxb-1111-2222-FakeBotTokenNotReal"
 APP_TOKEN = "xapp-1-A0FAKEAPP1-3333-fakeapptokennotreal"
 APP_ID = "A0FAKEAPP1"
@@ -434,15 +436,9 @@ class FakeSlack:
     def _live_links(self, timeout: float = 10.0) -> list[Link]:
         """The open links, once there is one: the client may see its handshake done before the
         server's handler has run, so a test acting on "the connection" waits for it here."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._lock:
-                links = [link for link in self._links if not link.leaving]
-            if links:
-                return links
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no open Socket Mode connection after {timeout} s")
-            self._stop.wait(0.01)
+        wait_until(self.open_links, timeout, "an open Socket Mode connection")
+        with self._lock:
+            return [link for link in self._links if not link.leaving]
 
     def drop(self) -> None:
         """The TCP connection is cut with a close frame, no ``disconnect`` first (a network
