@@ -126,7 +126,8 @@ before = set(sys.modules)
 from loopkit.main import main
 code = main(sys.argv[2:])
 loaded = sorted(set({LEAN!r}) & (set(sys.modules) - before))
-open(sys.argv[1], "w").write(" ".join([str(code), *loaded]))
+early = sorted(set({LEAN!r}) & before)  # loaded before loopkit: the probe would see nothing
+open(sys.argv[1], "w").write(" ".join([str(code), *loaded, *("early:" + n for n in early)]))
 """
 
 
@@ -144,9 +145,11 @@ def test_the_gates_no_match_path_imports_no_re_typing_or_json(
     call = {"session_id": "s", "cwd": str(workspace), "hook_event_name": "PreToolUse",
             "tool_name": tool, "tool_input": {"command": "pytest -q"}}  # fmt: skip
     for where in ([], ["-C", str(workspace)]):
-        subprocess.run(
+        out.unlink(missing_ok=True)  # (a run that wrote nothing must not read the last one's)
+        done = subprocess.run(
             [sys.executable, "-c", LEAN_PROBE, str(out), *where, "hook", agent, event],
             input=json.dumps(call), capture_output=True, text=True, env=clean_env(),
             cwd=workspace, timeout=60,
         )  # fmt: skip
+        assert done.returncode == 0, done.stderr
         assert out.read_text().split() == ["0"], where  # the exit, and nothing loaded
