@@ -365,3 +365,24 @@ def gated_runs(ws: Path) -> list[str]:
     """The :data:`GATED_AGENT`'s runs so far, one "<iteration>|<guidance>" line each."""
     path = ws / "runs.txt"
     return path.read_text().splitlines() if path.exists() else []
+
+
+def cgroups_or_skip() -> Path:
+    """The cgroup v2 folder this process may make cgroups in, else a loud skip: the cgroup
+    path (containment, prepared processes) goes untested on a machine without one."""
+    import pytest
+
+    from loopkit.supervisor import cgroup
+
+    parent = cgroup.parent()
+    if parent is None:
+        pytest.skip(
+            "NO WRITABLE CGROUP V2 HERE (no cgroup2 mount, or no 0:: line): cgroup path untested"
+        )
+    probe = parent / f"loopkit-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+    except OSError as exc:
+        pytest.skip(f"NO WRITABLE CGROUP V2 HERE ({parent}: {exc.strerror}): cgroup path untested")
+    probe.rmdir()
+    return parent

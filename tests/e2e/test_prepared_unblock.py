@@ -15,12 +15,10 @@ import os
 import signal
 from pathlib import Path
 
-import pytest
-
 from loopkit.supervisor import cgroup
 from loopkit.supervisor import procfs as procs
 
-from helpers import Daemon, clean_env, lk, setup, wait_until
+from helpers import Daemon, cgroups_or_skip, clean_env, lk, setup, wait_until
 
 # Each run logs its pid and decision, then asks (the first run only): the loop blocks.
 AGENT = r"""
@@ -31,19 +29,6 @@ exec "$LOOPKIT" escalate -q "Which flow?" -c "a choice" -a "nothing yet" \
     --choice "Flow A — the first" --choice "Flow B — the second"
 """
 SECRET = "s3cr3t-inbox-token"
-
-
-def _cgroups_or_skip() -> Path:
-    parent = cgroup.parent()
-    probe = parent / f"loopkit-probe-{os.getpid()}" if parent else None
-    try:
-        if probe is None:
-            raise OSError("no cgroup2 mount, or no 0:: line")
-        probe.mkdir()
-    except OSError as exc:
-        pytest.skip(f"NO WRITABLE CGROUP V2 HERE ({exc}): nothing is prepared, untested")
-    probe.rmdir()
-    return parent
 
 
 def _blocked(ws: Path, daemon: Daemon) -> dict[str, object]:
@@ -71,7 +56,7 @@ def _loop(ws: Path) -> dict[str, str]:
 
 
 def test_kill_9_while_blocked_leaves_no_prepared_process_and_no_cgroup(ws: Path) -> None:
-    _cgroups_or_skip()
+    cgroups_or_skip()
     env = _loop(ws)
     with Daemon(ws, env=env) as daemon:
         entry = _blocked(ws, daemon)
@@ -96,7 +81,7 @@ def test_kill_9_while_blocked_leaves_no_prepared_process_and_no_cgroup(ws: Path)
 
 
 def test_an_answer_runs_the_agent_in_the_prepared_process_with_the_decision(ws: Path) -> None:
-    _cgroups_or_skip()
+    cgroups_or_skip()
     env = _loop(ws)
     with Daemon(ws, "--max-iterations", "2", env=env) as daemon:
         entry = _blocked(ws, daemon)

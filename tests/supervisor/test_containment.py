@@ -26,7 +26,7 @@ from loopkit.supervisor.containment import Containment
 from loopkit.supervisor.runner import Finished, Runner
 from loopkit.watch.wake import Wake
 
-from helpers import wait_until
+from helpers import cgroups_or_skip, wait_until
 
 # The leader starts, and writes to `pids` (leader first): a double-forked sleeper (its group),
 # a setsid'd and double-forked one, a setsid'd child, a setsid'd one that ignores SIGTERM,
@@ -72,21 +72,6 @@ while True:
 """
 
 
-def _cgroups_or_skip() -> Path:
-    parent = cgroup.parent()
-    if parent is None:
-        pytest.skip(
-            "NO WRITABLE CGROUP V2 HERE (no cgroup2 mount, or no 0:: line): cgroup path untested"
-        )
-    probe = parent / f"loopkit-probe-{os.getpid()}"
-    try:
-        probe.mkdir()
-    except OSError as exc:
-        pytest.skip(f"NO WRITABLE CGROUP V2 HERE ({parent}: {exc.strerror}): cgroup path untested")
-    probe.rmdir()
-    return parent
-
-
 @pytest.fixture
 def subreaper() -> Iterator[None]:
     """As under ``loopkit run``: this process is a child subreaper for the test."""
@@ -99,7 +84,7 @@ def contained(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Contai
     """A Containment with cgroups ("cgroup", skipped loudly where there are none) or not."""
     mode = getattr(request, "param", "cgroup")
     if mode == "cgroup":
-        _cgroups_or_skip()
+        cgroups_or_skip()
     held = Containment(record=tmp_path / "running.json", name=f"test-{tmp_path.name}",
                        cgroups=mode == "cgroup")  # fmt: skip
     if mode == "cgroup":

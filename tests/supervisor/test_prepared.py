@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_containment import _cgroups_or_skip  # the one loud skip where there are none
 
 from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.containment import Containment
@@ -25,7 +24,7 @@ from loopkit.supervisor.prepared import Prepared, changes, script
 from loopkit.supervisor.runner import Runner
 from loopkit.watch.wake import Wake
 
-from helpers import wait_until
+from helpers import cgroups_or_skip, wait_until
 
 # What a command shows of itself: the variables it and its children see, its shell's view.
 SHOW = "echo \"$0|$#|$$\"; /usr/bin/env | LC_ALL=C sort; grep '^0::' /proc/$$/cgroup"
@@ -36,7 +35,7 @@ DECISION = 'Flow A — it\'s "quoted"\n$(not run) `nor this` and a second line'
 def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
     """A Runner whose commands are contained in cgroups, run from its folder (as the
     supervisor runs from its workspace); what a failing test left is checked and removed."""
-    _cgroups_or_skip()
+    cgroups_or_skip()
     monkeypatch.chdir(tmp_path)
     held = Containment(record=tmp_path / "running.json", name=f"prep-{tmp_path.name}")
     assert held.parent is not None
@@ -241,7 +240,7 @@ def test_a_script_cut_short_runs_nothing(tmp_path: Path, runner: Runner) -> None
     runner.ahead(str(tmp_path), env)
     ready = _ready(runner)
     _in_own_cgroup(ready.pid)
-    whole = script(["/bin/sh", "-c", "touch ran"], changes(ready.env, ready.env) or [])
+    whole = script(["/bin/sh", "-c", "touch ran"], changes(ready.job.env, ready.job.env) or [])
     os.write(ready._release, whole[: whole.index(b"touch") + 5])
     ready._close_release()
     wait_until(lambda: not procs.running(ready.pid), what="the cut-short shell to exit")
@@ -259,7 +258,7 @@ def test_a_script_cut_short_leaves_no_cgroup(tmp_path: Path, runner: Runner) -> 
     _in_own_cgroup(ready.pid)
     folder = ready.job.cgroup.path if ready.job.cgroup else None
     assert folder is not None
-    whole = script(["/bin/sh", "-c", "touch ran"], changes(ready.env, ready.env) or [])
+    whole = script(["/bin/sh", "-c", "touch ran"], changes(ready.job.env, ready.job.env) or [])
     os.write(ready._release, whole[: whole.index(b"touch") + 5])
     ready._close_release()
     wait_until(lambda: not procs.running(ready.pid), what="the cut-short shell to exit")
