@@ -43,19 +43,16 @@ class Dialect:
     files: tuple[str, ...] = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
     def gated_tool(self, raw: bytes) -> str | None:
-        """What ``re.search(rb'"tool_name"\\s*:\\s*"(Bash|Write|…)"', raw)`` finds — the first
-        ``"tool_name"`` key, in the text, whose value is a tool of :attr:`shell` or
-        :attr:`files` — read without ``re`` (it costs a third of the hook's start).
-        :data:`_MANY_KEYS` when there are too many keys to read here."""
+        """What ``re.search(rb'"tool_name"\\s*:\\s*"(Bash|Write|…)"', raw)`` finds in a text
+        that holds the key once (:func:`_surely_ungated` parses any other): the tool, when it
+        is one of :attr:`shell` or :attr:`files` — read without ``re`` (it costs a third of
+        the hook's start). :data:`_PARSE_IT` when its blanks are too many to read here."""
+        start = _string_of(raw, b'"tool_name"')
+        if start is None or start == _PARSE:
+            return None if start is None else _PARSE_IT
+        close = raw.find(b'"', start)
         names = {name.encode() for name in (*self.shell, *self.files)}
-        starts = _strings_of(raw, b'"tool_name"')
-        if starts is None:
-            return _MANY_KEYS
-        for start in starts:
-            close = raw.find(b'"', start)
-            if close >= 0 and raw[start:close] in names:
-                return raw[start:close].decode()
-        return None
+        return raw[start:close].decode() if close >= 0 and raw[start:close] in names else None
 
     def calls(self, tool_name: str, tool_input: Any) -> list[tuple[str, Any]]:
         return [(tool_name, tool_input)]
@@ -97,28 +94,26 @@ _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # A text with more keys or words than this read in Python is parsed instead: the scan stays a
 # fraction of a millisecond, whatever the call holds.
 _MANY = 64
-_MANY_KEYS = "\0many"  # gated_tool's "parse it": no tool has this name
+_PARSE_IT = "\0parse"  # gated_tool's "parse it": no tool has this name
+_PARSE = -1  # _string_of's
 
 
-def _strings_of(raw: bytes, key: bytes) -> list[int] | None:
-    """Where the string starts (just past its opening quote) after each ``key\\s*:\\s*"`` in
-    ``raw``, in the order of the keys in the text; None — parse it — past :data:`_MANY` keys."""
-    found: list[int] = []
+def _string_of(raw: bytes, key: bytes) -> int | None:
+    """Where the string starts (just past its opening quote) after the first
+    ``key\\s*:\\s*"`` in ``raw``; None when the key is not there or is not followed by a
+    string; :data:`_PARSE` — parse it — past a run of :data:`_MANY` blanks."""
     at = raw.find(key)
-    for _ in range(_MANY):
-        if at < 0:
-            return found
-        colon = _skip_space(raw, at + len(key))
-        if colon < 0:
-            return None
-        if raw[colon : colon + 1] == b":":
-            quote = _skip_space(raw, colon + 1)
-            if quote < 0:
-                return None
-            if raw[quote : quote + 1] == b'"':
-                found.append(quote + 1)
-        at = raw.find(key, at + 1)
-    return found if at < 0 else None
+    if at < 0:
+        return None
+    colon = _skip_space(raw, at + len(key))
+    if colon < 0:
+        return _PARSE
+    if raw[colon : colon + 1] != b":":
+        return None
+    quote = _skip_space(raw, colon + 1)
+    if quote < 0:
+        return _PARSE
+    return quote + 1 if raw[quote : quote + 1] == b'"' else None
 
 
 def _skip_space(raw: bytes, at: int) -> int:
@@ -170,8 +165,8 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
         here = os.getcwd()
         # re.search(rb'"cwd"\s*:\s*"' + re.escape(os.fsencode(here)) + rb'"', raw)
         quoted = os.fsencode(here) + b'"'
-        starts = _strings_of(raw, b'"cwd"')
-        if starts is None or not any(raw.startswith(quoted, at) for at in starts):
+        start = _string_of(raw, b'"cwd"')
+        if start is None or start == _PARSE or not raw.startswith(quoted, start):
             return False
         workspace = discover.find_workspace(None, cwd=here)
     if may_hold_gate(workspace):
@@ -179,7 +174,7 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
     tool = dialect.gated_tool(raw)
     if tool is None:
         return True
-    if tool == _MANY_KEYS:
+    if tool == _PARSE_IT:
         return False
     given = raw.split(b'"tool_input"', 1)[-1]
     if tool not in dialect.shell:
