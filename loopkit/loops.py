@@ -42,7 +42,7 @@ import sys
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from loopkit import clock, liveness, readfile
 from loopkit import config as config_mod
@@ -55,6 +55,7 @@ from loopkit.workspace.state import State, StateFile
 from loopkit.workspace.steer import Command, Notes, Steering
 
 if TYPE_CHECKING:
+    from loopkit.fleet import LoopRows
     from loopkit.requests.hub import Remote
 
 ALIVE = ("running", "blocked", "paused")  # what state.json says while a supervisor runs
@@ -205,7 +206,7 @@ class Fleet(Protocol):
     their open requests, and a way to steer them."""
 
     def remote_open(self) -> list[Remote]: ...
-    def remote_loop_rows(self) -> list[dict[str, Any]]: ...
+    def remote_loop_rows(self) -> LoopRows: ...
     def steer_remote(
         self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
     ) -> None: ...
@@ -220,7 +221,20 @@ def remote_loops(fleet: Fleet) -> list[Loop]:
     """Other machines' loops: each as its machine published it, and each workspace with an
     open block in the fleet as ``blocked`` with its oldest question (whether or not its
     machine published a row for it)."""
-    rows = {(one.machine, one.workspace): one for one in map(_published, fleet.remote_loop_rows())}
+    return _remote_loops(fleet).loops
+
+
+class Listing(NamedTuple):
+    """Loops as listed, and whether a fleet's database could not be reached for other
+    machines' (``unreached``: some may be missing)."""
+
+    loops: list[Loop]
+    unreached: bool = False
+
+
+def _remote_loops(fleet: Fleet) -> Listing:
+    published = fleet.remote_loop_rows()
+    rows = {(one.machine, one.workspace): one for one in map(_published, published.rows)}
     blocks: dict[tuple[str | None, str], Loop] = {}
     for remote in sorted(fleet.remote_open(), key=lambda r: r.record.asked_at):
         record = remote.record
@@ -241,7 +255,8 @@ def remote_loops(fleet: Fleet) -> list[Loop]:
             spend_usd=None, paused_by=None, guidance_pending=0,
         )  # fmt: skip
     merged = {**rows, **blocks}
-    return sorted(merged.values(), key=lambda one: (one.machine or "", one.repo, one.workspace))
+    ordered = sorted(merged.values(), key=lambda one: (one.machine or "", one.repo, one.workspace))
+    return Listing(ordered, published.unreached)
 
 
 def _published(data: dict[str, Any]) -> Loop:
@@ -272,10 +287,16 @@ def _published(data: dict[str, Any]) -> Loop:
 
 def all_loops(fleet: Fleet | None = None) -> list[Loop]:
     """This machine's loops and — given a ``fleet`` — every other machine's."""
+    return listing(fleet).loops
+
+
+def listing(fleet: Fleet | None = None) -> Listing:
+    """:func:`all_loops`, and whether a fleet's database could not be reached for them."""
     found = loops()
-    if fleet is not None:
-        found += remote_loops(fleet)
-    return found
+    if fleet is None:
+        return Listing(found)
+    remote = _remote_loops(fleet)
+    return Listing(found + remote.loops, remote.unreached)
 
 
 def env_fleet_loops() -> list[Loop]:

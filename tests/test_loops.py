@@ -15,7 +15,8 @@ import pytest
 from loopkit import config
 from loopkit.errors import LoopNotFound
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
-from loopkit.loops import Loop, find, pick, remote_key, remote_loops
+from loopkit.fleet import LoopRows
+from loopkit.loops import Loop, find, listing, pick, remote_key, remote_loops
 from loopkit.requests.hub import Remote
 from loopkit.requests.record import Request
 
@@ -35,8 +36,8 @@ class Fleet:
     def remote_open(self) -> list[Remote]:
         return self.remotes
 
-    def remote_loop_rows(self) -> list[dict[str, Any]]:
-        return self.rows
+    def remote_loop_rows(self) -> LoopRows:
+        return LoopRows(self.rows)
 
     def steer_remote(
         self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
@@ -133,3 +134,13 @@ def test_a_repo_name_two_machines_share_is_named_machine_colon_repo() -> None:
     with pytest.raises(LoopNotFound, match="on this machine or in the fleet; the loops: api, "
                                            "api on build-2-1a2b3c4d, shop on build-2"):  # fmt: skip
         pick("nosuch", found)
+
+
+def test_a_listing_says_when_a_fleet_was_not_reached(ws: Path) -> None:
+    class Gone(Fleet):
+        def remote_loop_rows(self) -> LoopRows:
+            return LoopRows([], unreached=True)
+
+    assert listing(Gone([])).unreached
+    assert not listing(Fleet([])).unreached
+    assert not listing(None).unreached

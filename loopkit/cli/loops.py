@@ -11,8 +11,8 @@ from loopkit.errors import EXIT_FAILURE, EXIT_OK, LoopkitError, LoopNotFound
 from loopkit.home import Registered, Registry
 from loopkit.loops import (
     Loop,
-    all_loops,
     find,
+    listing,
     loops,
     note,
     pick,
@@ -52,13 +52,13 @@ def _target(app: App, repo: str | None) -> Loop:
             raise LoopNotFound(f"{root} is no loopkit workspace; name a loop (`loopkit ps` "
                                "lists them) or run this in one")  # fmt: skip
         return read_loop(Registered(root, root.name, ""))
-    found = all_loops(app.hubs)
-    if app.hubs.unreached and not find(repo, found):  # it may be another machine's
+    found = listing(app.hubs)
+    if found.unreached and not find(repo, found.loops):  # it may be another machine's
         raise LoopkitError(
             f"cannot reach the fleet database to find {repo!r} (no loop of this machine has "
             "that name): steer it on its own machine, or when the database is back"
         )
-    return pick(repo, found)
+    return pick(repo, found.loops)
 
 
 def _who() -> str:

@@ -17,7 +17,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from loopkit.config import Config
 from loopkit.config.values import fleet_dsn
@@ -28,6 +28,14 @@ if TYPE_CHECKING:
     from loopkit.fleet.pg import PgHub
     from loopkit.fleet.publishing import Publishing
     from loopkit.requests.locate import Stores
+
+
+class LoopRows(NamedTuple):
+    """Other machines' loops as :meth:`Hubs.remote_loop_rows` found them: their rows, and
+    whether a fleet's database could not be reached for them (``unreached``)."""
+
+    rows: list[dict[str, Any]]
+    unreached: bool = False
 
 
 class Hubs:
@@ -47,7 +55,6 @@ class Hubs:
         self._made: dict[str, Hub] = {}
         self._lock = threading.Lock()
         self._env_dsn: str | None = None
-        self.unreached = False  # the last read of other machines' loops missed a fleet
         with contextlib.suppress(ValueError):
             self._env_dsn = fleet_dsn(environ.get("LOOPKIT_FLEET_DSN", "")) or None
 
@@ -95,30 +102,29 @@ class Hubs:
                     found.append(remote)
         return found
 
-    def remote_loop_rows(self) -> list[dict[str, Any]]:
+    def remote_loop_rows(self) -> LoopRows:
         """Other machines' loops, across every fleet known (each once), as
-        :func:`loopkit.fleet.states.remote` gives them; ``unreached`` says whether a
-        fleet's database could not be reached for them."""
+        :func:`loopkit.fleet.states.remote` gives them, and whether a fleet's database
+        could not be reached for them."""
         hubs = self.pg_hubs()
-        self.unreached = False
         if not hubs:
-            return []
+            return LoopRows([])
         from loopkit.fleet import states
 
         seen: set[tuple[str, str]] = set()
         found: list[dict[str, Any]] = []
-        self.unreached = False
+        unreached = False
         for hub in hubs:
             rows = states.remote(hub)
             if rows is None:
-                self.unreached = True
+                unreached = True
                 continue
             for row in rows:
                 key = (row["machine"], row["workspace"])
                 if key not in seen:
                     seen.add(key)
                     found.append(row)
-        return found
+        return LoopRows(found, unreached)
 
     def steer_remote(
         self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str

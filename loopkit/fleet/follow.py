@@ -185,30 +185,37 @@ class Follower:
                 return
             conn.execute(f"LISTEN {steering.CHANNEL}")
             self.loops_ready = True
-        self._steer(conn)
-        self._publish(conn, everything=True)
+        entries = self.stores.registry.workspaces()  # read once for the whole beat
+        self._steer(conn, entries)
+        self._publish(conn, everything=True, entries=entries)
 
-    def _places(self) -> dict[str, tuple[Registered, Place]]:
-        """This machine's registered workspaces whose fleet is this one, by path."""
+    def _places(self, entries: list[Registered]) -> dict[str, tuple[Registered, Place]]:
+        """Of the registry's ``entries``, the workspaces whose fleet is this one, by path."""
         return {
             str(registered.path): (registered, place)
-            for registered, place in self.stores.registered()
+            for registered, place in self.stores.registered(entries)
             if place.store.hub is self.hub
         }
 
-    def _steer(self, conn: Any) -> None:
+    def _steer(self, conn: Any, entries: list[Registered] | None = None) -> None:
+        """Land the pending orders; ``entries``: the registry as read already this beat."""
         if not self.loops_ready:
             return
-        places = self._places()
+        if entries is None:
+            entries = self.stores.registry.workspaces()
+        places = self._places(entries)
         workspaces: dict[str, Workspace] = {k: p.workspace for k, (_, p) in places.items()}
-        registered = [str(entry.path) for entry in self.stores.registry.workspaces()]
+        registered = [str(entry.path) for entry in entries]
         touched = steering.apply_pending(conn, self.hub.machine, workspaces, registered)
         if touched and self.publishing is not None:  # the pause or note shows at once
             self._publish_rows(conn, [places[path][0] for path in dict.fromkeys(touched)])
 
-    def _publish(self, conn: Any, *, everything: bool = False) -> None:
+    def _publish(
+        self, conn: Any, *, everything: bool = False, entries: list[Registered] | None = None
+    ) -> None:
         """Publish the loops this follower publishes: the supervisor's own (``everything``
-        or not), or every registered one of this fleet (``serve``, at each beat)."""
+        or not), or every registered one of this fleet (``serve``, at each beat; ``entries``:
+        the registry as read already this beat)."""
         publishing = self.publishing
         if publishing is None or not self.loops_ready:
             return
@@ -221,8 +228,10 @@ class Follower:
             return
         if not everything:
             return
-        self._publish_rows(conn, [registered for registered, _ in self._places().values()])
-        kept = [str(registered.path) for registered in self.stores.registry.workspaces()]
+        if entries is None:
+            entries = self.stores.registry.workspaces()
+        self._publish_rows(conn, [registered for registered, _ in self._places(entries).values()])
+        kept = [str(registered.path) for registered in entries]
         states.forget_gone(conn, self.hub.machine, kept)
 
     def _publish_rows(self, conn: Any, entries: list[Registered]) -> None:

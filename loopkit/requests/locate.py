@@ -93,10 +93,11 @@ class Stores:
         """The request store of the workspace at ``path`` (its own ``blocked_file`` honoured)."""
         return self.place(path).store
 
-    def registered(self) -> list[tuple[Registered, Place]]:
-        """Every registered workspace that loads, oldest registration first."""
+    def registered(self, entries: list[Registered] | None = None) -> list[tuple[Registered, Place]]:
+        """Every registered workspace that loads, oldest registration first (of ``entries``,
+        the registry as read already, when given)."""
         found = []
-        for registered in self.registry.workspaces():
+        for registered in self.registry.workspaces() if entries is None else entries:
             try:
                 found.append((registered, self.place(registered.path)))
             except LoopkitError:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -24,7 +25,7 @@ import pytest
 from loopkit import config, loops
 from loopkit.errors import RequestConflict
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
-from loopkit.fleet import Hubs
+from loopkit.fleet import Hubs, LoopRows
 from loopkit.fleet.follow import Follower
 from loopkit.fleet.pg import PgHub
 from loopkit.fleet.publishing import Publishing
@@ -158,6 +159,22 @@ def test_one_hub_per_dsn_and_the_local_one_without(dsn: str, made: list[Hubs]) -
     assert hubs.for_dsn(None) is hubs.local
     assert hubs.fleets() == [hubs.for_dsn(dsn)]
     assert Hubs(environ={}).fleets() == []
+
+
+def test_other_machines_loops_say_whether_a_fleet_was_not_reached(
+    dsn: str, made: list[Hubs]
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        nobody = f"postgresql://loopkit@127.0.0.1:{sock.getsockname()[1]}/gone"
+    both = Hubs(environ={"LOOPKIT_FLEET_DSN": dsn})
+    made.append(both)
+    both.for_dsn(nobody)
+    assert both.remote_loop_rows() == LoopRows([], unreached=True)
+    reached = Hubs(environ={"LOOPKIT_FLEET_DSN": dsn})
+    made.append(reached)
+    assert reached.remote_loop_rows() == LoopRows([], unreached=False)
+    assert Hubs(environ={}).remote_loop_rows() == LoopRows([], unreached=False)
 
 
 def test_a_tap_in_the_web_inbox_on_another_machines_request_shows_its_answer(

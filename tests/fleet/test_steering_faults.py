@@ -287,6 +287,42 @@ def test_a_follower_takes_only_the_orders_of_its_own_workspaces(
         hubs.close()
 
 
+class CountedRegistry(Registry):
+    """The registry, counting its reads of the folder."""
+
+    reads = 0
+
+    def workspaces(self) -> list[Registered]:
+        self.reads += 1
+        return super().workspaces()
+
+
+def test_a_follower_beat_reads_the_registry_once(
+    tmp_path: Path, dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `serve`'s follower at its beat: steering and publishing see one reading of the folder.
+    monkeypatch.setenv("LOOPKIT_HOME", str(tmp_path / "home-b"))
+    hubs = Hubs(environ={})
+    root = tmp_path / "api"
+    root.mkdir()
+    (root / "loopkit.toml").write_text(f'[fleet]\ndsn = "{dsn}"\n')
+    registry = CountedRegistry()
+    registry.register(root, "api")
+    its_hub = hubs.for_dsn(dsn)
+    assert isinstance(its_hub, PgHub)
+    stores = Stores(hubs.for_config, registry=registry)
+    follower = Follower(its_hub, stores, threading.Event(), None, Publishing(loops.describe))
+    try:
+        with follower_conn(dsn) as conn:
+            follower._loops_beat(conn)
+        assert registry.reads == 1
+        with psycopg.connect(dsn) as conn:
+            rows = conn.execute("SELECT workspace FROM loopkit_loops").fetchall()
+        assert rows == [(str(root),)]  # published all the same
+    finally:
+        hubs.close()
+
+
 def test_the_last_row_of_a_supervisor_ending_on_a_crash_says_dead_not_running(
     tmp_path: Path, dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

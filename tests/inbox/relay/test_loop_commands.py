@@ -13,6 +13,7 @@ from typing import Any
 
 from loopkit import config as config_mod
 from loopkit.config import Config
+from loopkit.fleet import LoopRows
 from loopkit.home import Registry
 from loopkit.liveness import start_ticks
 from loopkit.requests.hub import Remote
@@ -129,16 +130,16 @@ class Fleet:
     def remote_open(self) -> list[Remote]:
         return []
 
-    def remote_loop_rows(self) -> list[dict[str, Any]]:
+    def remote_loop_rows(self) -> LoopRows:
         base = {"machine": "build-2-1a2b3c4d", "pid": 77, "iteration": 9, "task": None,
                 "since": None, "last_verify": None, "question": None, "request_id": None,
                 "spend_usd": None, "paused_by": None, "guidance_pending": 0, "problem": None,
                 "heard_at": None, "stale": False, "heard_seconds": 1.0}  # fmt: skip
-        return [
+        return LoopRows([
             {**base, "workspace": "/srv/shop", "repo": "shop", "state": "running"},
             {**base, "workspace": "/srv/docs", "repo": "docs", "state": "paused",
              "paused_by": "pause by ana via cli at 2026-12-03 21:04:58"},
-        ]  # fmt: skip
+        ])  # fmt: skip
 
     def steer_remote(
         self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
