@@ -69,6 +69,8 @@ def test_one_connection_per_fleet_and_a_click_lands_on_the_other_machine(
             relays.append(relay)
         wait_until(lambda: any(r.connected.is_set() for r in relays), 10, "one connects")
         holder = next(r for r in relays if r.connected.is_set())
+        # (the client may see its handshake done before the fake's handler registers the link)
+        wait_until(lambda: slack.open_links() >= 1, 10, "the link at the fake")
         assert slack.connects == 1 and slack.open_links() == 1
         # A click on the other machine's block reaches it through the holder's connection.
         other = blocks[1] if holder is relays[0] else blocks[0]

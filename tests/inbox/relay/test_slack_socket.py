@@ -65,7 +65,7 @@ def load(ws: Path, request_id: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def relay_of() -> Iterator[Any]:
+def relay_of(slack: FakeSlack) -> Iterator[Any]:
     made: list[SlackRelay] = []
 
     def make(config: Config) -> SlackRelay:
@@ -78,6 +78,8 @@ def relay_of() -> Iterator[Any]:
         relay.start()
         made.append(relay)
         wait_until(relay.connected.is_set, 10, "the relay connects")
+        # The client sees its handshake done before the fake's handler registers the link.
+        wait_until(lambda: slack.open_links() >= 1, 10, "the link at the fake")
         return relay
 
     yield make
@@ -351,7 +353,7 @@ def test_a_payload_handled_before_a_restart_is_not_applied_again(
     first.stop()  # loopkit restarts; Slack sends the click once more to the new connection
     second = relay_of(config)
     # (the client may see its handshake done before the fake's handler registers the link)
-    wait_until(lambda: slack.open_links() == 1, 10, "the new connection at the fake")
+    wait_until(lambda: slack.connects == 2 and slack.open_links() == 1, 10, "only the new link")
     again = slack.redeliver(click)
     slack.reply(ANA, "1.000001", "hello")  # something new after it, routed in order
     wait_until(lambda: second.applied >= 1, 5, "what came after routed")
