@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopkit import agentsession
-from loopkit.errors import ConfigError
+from loopkit.discover import NotAFolder, find_workspace
+from loopkit.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:  # each imported where it is first used: `--help` needs none of them
     from loopkit.config import Config
@@ -40,6 +41,16 @@ class App:
     _store: RequestStore | None = field(default=None, repr=False)
     _stores: Stores | None = field(default=None, repr=False)
     _hubs: Hubs | None = field(default=None, repr=False)
+
+    def locate(self, explicit: Path | None, *, verbose: bool = False) -> None:
+        """Find the workspace as every command does (SPEC §9): ``explicit`` is the ``-C``
+        folder. A ``-C`` or ``LOOPKIT_WORKSPACE`` that is no folder is a usage error."""
+        self.explicit = explicit
+        try:
+            self.root = Path(find_workspace(None if explicit is None else str(explicit)))
+        except NotAFolder as exc:
+            raise UsageError(str(exc)) from None
+        self.verbose = verbose
 
     @property
     def hubs(self) -> Hubs:

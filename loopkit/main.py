@@ -5,7 +5,10 @@ fast as Python itself: its plain forms (``check``, ``check --json``, each option
 ``-C DIR``) are answered here without importing click or anything else heavy; so is
 ``hook claude pretooluse``, which Claude Code runs before every tool call, the other hooks
 the agents run unattended (see :data:`_HOOKS`), and ``ps`` (``--json``), which a human or a
-script asks often. Every other command line goes to :mod:`loopkit.cli`.
+script asks often. The everyday commands (``status``, ``reply``, ``unblock``, ``requests``,
+``inbox``, ``escalate``, ``ask``) and ``--help`` go to :mod:`loopkit.cli.fastpath` next,
+which answers the well-formed lines without importing click either (SPEC §20); every other
+command line goes to click, through :func:`loopkit.cli.invoke.run`.
 """
 
 from __future__ import annotations
@@ -75,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         from loopkit.check import check
 
         return check(*fast)
+    from loopkit.cli import fastpath
+
+    code = fastpath.run(args)
+    if code is not None:
+        return code
     from loopkit.cli.invoke import run
 
     return run(args)

@@ -3,30 +3,11 @@ and closing a request nobody will answer."""
 
 from __future__ import annotations
 
-import getpass
-import json
-import os
-
 import click
 
 from loopkit.app import App
-from loopkit.errors import EXIT_OK, AgentAnswer
-
-
-def refuse_agents() -> None:
-    """Only a human answers (SPEC section 11): never a process of a supervised agent."""
-    from loopkit import agentsession
-
-    if agentsession.inside():
-        raise AgentAnswer(agentsession.REFUSAL)
-
-
-def human() -> str:
-    """Who is answering from this shell: $LOOPKIT_HUMAN, else the login name."""
-    try:
-        return os.environ.get("LOOPKIT_HUMAN") or getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
+from loopkit.commands.answer import human, refuse_agents
+from loopkit.errors import EXIT_OK
 
 
 @click.command()
@@ -48,20 +29,11 @@ def reply(
     Exit 4 if the request was already answered (the first answer stands), 66 if there is no
     such request, 65 if its record is corrupt, 77 from inside a supervised agent's session.
     """
-    from loopkit.fleet.route import answer_anywhere
-    from loopkit.requests.reading import told_back
+    from loopkit.commands.answer import reply as answer
 
-    refuse_agents()
-    app.config(anywhere=True)
-    result, _ = answer_anywhere(
-        request_id, reply, by=by or human(), via="cli", here=app.store(), stores=app.stores(),
-        hubs=app.hubs, expected_updated_at=expected_updated_at,
-    )  # fmt: skip
-    click.echo(json.dumps(result.decision, ensure_ascii=False))
-    click.echo(told_back(result.record), err=True)
-    if result.deferred:
-        click.echo(f"deferred: request {request_id} stays open", err=True)
-    return EXIT_OK
+    return answer(
+        app, request_id=request_id, reply=reply, expected_updated_at=expected_updated_at, by=by
+    )
 
 
 @click.command()
@@ -78,17 +50,9 @@ def unblock(app: App, reply: str | None, by: str | None) -> int:
     66). Exit 4 if the request was already answered, 77 from inside a supervised agent's
     session.
     """
-    from loopkit.escalation.unblock import unblock as do_unblock
+    from loopkit.commands.answer import unblock as lift
 
-    refuse_agents()
-
-    outcome = do_unblock(app.config(), reply=reply, by=by or human(), store=app.store())
-    if outcome.decision is not None:
-        click.echo(json.dumps(outcome.decision, ensure_ascii=False))
-    if outcome.reading is not None:
-        click.echo(outcome.reading, err=True)
-    click.echo(outcome.message, err=True)
-    return EXIT_OK
+    return lift(app, reply=reply, by=by)
 
 
 @click.command()

@@ -13,9 +13,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from loopkit.discover import NotAFolder, find_workspace
-from loopkit.errors import UsageError
-
 if TYPE_CHECKING:
     from loopkit.app import App
 
@@ -176,9 +173,4 @@ def root(app: App, workspace: Path | None, verbose: bool) -> None:
     65 bad input · 66 no such request or task · 77 an agent answering · 78 config error
     130/143 interrupted.
     """
-    app.explicit = workspace
-    try:
-        app.root = Path(find_workspace(None if workspace is None else str(workspace)))
-    except NotAFolder as exc:
-        raise UsageError(str(exc)) from None
-    app.verbose = verbose
+    app.locate(workspace, verbose=verbose)

@@ -10,7 +10,6 @@ import click
 
 from loopkit.app import App
 from loopkit.config import TIMEOUT_ACTIONS
-from loopkit.errors import EXIT_BLOCKED, EXIT_OK
 from loopkit.escalation.policy import CATEGORIES
 from loopkit.requests.record import KINDS, Kind
 
@@ -70,62 +69,16 @@ def ask(
     BLOCKED.md and sends the message, as escalate does (exit 2). A prompt that breaks
     the rubric is refused with exit 65, the rule named, nothing written.
     """
-    from loopkit.escalation.ask import Question, prompt_block
-    from loopkit.escalation.ask import ask as do_ask
+    from loopkit.commands.ask import ask as put
 
-    asked = do_ask(
-        app.config(),
-        Question(
-            situation=situation,
-            policy=policy,
-            prompt=prompt,
-            options=options,
-            recommend=recommend,
-            category=category,
-            confidence=confidence,
-            irreversible=irreversible,
-            timeout_minutes=timeout,
-            on_timeout=on_timeout,
-            attach=attach,
-            request_id=request_id,
-            key=key,
-            kind=cast(Kind, kind),
-            block=block,
-            check_target=check_target,
-            criteria=criteria,
-            artifact_url=artifact_url,
-        ),
-        store=app.store(),
-        escalator=app.escalator(),
-    )
-    app.register()
-    record = asked.record
-    code = EXIT_BLOCKED if block and record is not None else EXIT_OK
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "needs_human": asked.needs_human,
-                    "reason": asked.reason,
-                    "note": asked.note,
-                    "request_id": record.request_id if record else None,
-                    "request": record.to_dict() if record else None,
-                },
-                ensure_ascii=False,
-            )
-        )
-        return code
-    if record is None:
-        click.echo(f"no human needed: {asked.reason}")
-        if asked.note:
-            click.echo(f"note: {asked.note}")
-        return code
-    if asked.existing:
-        click.echo(f"already asked (key {record.request_key!r}): the open request stands")
-    click.echo(prompt_block(record))
-    if asked.joined:
-        click.echo(f"already blocked: joined request {asked.joined}; nothing was sent")
-    return code
+    return put(
+        app, situation=situation, policy=policy, prompt=prompt, options=options,
+        recommend=recommend, category=category, confidence=confidence,
+        irreversible=irreversible, timeout=timeout, on_timeout=on_timeout, attach=attach,
+        request_id=request_id, key=key, kind=cast(Kind, kind), block=block,
+        check_target=check_target, criteria=criteria, artifact_url=artifact_url,
+        as_json=as_json,
+    )  # fmt: skip
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from loopkit import check as check_mod
 from loopkit.app import App
-from loopkit.config import Config
 from loopkit.errors import (
-    EXIT_BLOCKED,
     EXIT_FAILURE,
     EXIT_OK,
     ChannelError,
-    ConfigError,
     RequestNotFound,
 )
 
@@ -63,50 +58,12 @@ def escalate(
     the configured channel and records the outcome. A failed send is a warning; the block
     stands either way.
     """
-    from loopkit.escalation.escalator import Escalation
-    from loopkit.escalation.repair import escalate as escalate_after_repair
-    from loopkit.escalation.sender import message_for
+    from loopkit.commands.escalate import escalate as raise_block
 
-    config, broken = app.config_for_a_block()
-    app.register()
-    escalator = app.escalator(config)
-    result = escalate_after_repair(
-        escalator, Escalation.of_texts(question, context, attempted, choices, trigger)
-    )
-    record = result.request
-    if as_json:
-        click.echo(
-            json.dumps({"joined": result.joined, "request": record.to_dict()}, ensure_ascii=False)
-        )
-        return _blocked(broken, config, record.request_id)
-    if result.joined:
-        click.echo(f"already blocked: joined request {result.joined}; nothing was sent")
-        return _blocked(broken, config, result.joined)
-    click.echo(message_for(record, escalator.workspace.repo_name()).text)
-    click.echo("")
-    where = "sent" if result.outcome and result.outcome.ok else "not sent"
-    channel = config.escalation.channel
-    if channel == "none":
-        where = "channel none: BLOCKED.md is the escalation"
-    elif escalator.agent_session:
-        where = f"{channel}: the supervisor sends it"
-    else:
-        where = f"{channel}: {where}"
-    click.echo(
-        f"blocked: {config.escalation.blocked_file} written, "
-        f"request requests/{record.request_id}.json ({where})"
-    )
-    return _blocked(broken, config, record.request_id)
-
-
-def _blocked(broken: ConfigError | None, config: Config, request_id: str) -> int:
-    """Exit 2 — or 78 when loopkit.toml is broken (SPEC), the block raised all the same."""
-    if broken is not None:
-        raise ConfigError(
-            f"{broken}; the block was raised anyway, with the settings that are valid "
-            f"({config.escalation.blocked_file}, requests/{request_id}.json) — fix loopkit.toml"
-        )
-    return EXIT_BLOCKED
+    return raise_block(
+        app, question=question, context=context, attempted=attempted, choices=choices,
+        trigger=trigger, as_json=as_json,
+    )  # fmt: skip
 
 
 @click.command()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -21,15 +20,9 @@ def inbox(app: App, as_json: bool) -> int:
     (each registers itself on run, escalate, ask and gate): repo, workspace, age, kind,
     question, choices, deadline, and how to answer.
     """
-    from loopkit.inbox.entries import open_requests, render
+    from loopkit.commands.inbox import inbox as show
 
-    app.config(anywhere=True)
-    entries = open_requests(app.stores(), app.hubs)
-    if as_json:
-        click.echo(json.dumps([e.row() for e in entries], ensure_ascii=False))
-    else:
-        click.echo(render(entries))
-    return EXIT_OK
+    return show(app, as_json=as_json)
 
 
 @click.command()

@@ -6,20 +6,10 @@ usage errors exit 64, not click's default 2: here 2 means *blocked*.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import click
 
-from loopkit.errors import EXIT_FAILURE, EXIT_SIGINT, EXIT_USAGE, LoopkitError
-
-
-def _say(line: str) -> None:
-    try:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):
-        pass
+from loopkit.cli.failures import exit_code_for, say
+from loopkit.errors import EXIT_FAILURE, EXIT_SIGINT, EXIT_USAGE
 
 
 def _usage_line(exc: click.UsageError) -> str:
@@ -41,23 +31,13 @@ def run(args: list[str]) -> int:
             click.echo(exc.ctx.get_help())
         return EXIT_USAGE
     except click.UsageError as exc:
-        _say(_usage_line(exc))
+        say(_usage_line(exc))
         return EXIT_USAGE
     except click.Abort:
         return EXIT_SIGINT
     except click.ClickException as exc:
-        _say(f"loopkit: error: {exc.format_message()}")
+        say(f"loopkit: error: {exc.format_message()}")
         return EXIT_FAILURE
-    except LoopkitError as exc:
-        _say(f"loopkit: error: {exc}")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return EXIT_SIGINT
-    except BrokenPipeError:
-        return EXIT_FAILURE
-    except Exception as exc:
-        from loopkit.cli.context import report_bug
-
-        report_bug(exc, app, traceback=bool(os.environ.get("LOOPKIT_DEBUG")))
-        return EXIT_FAILURE
+    except (Exception, KeyboardInterrupt) as exc:
+        return exit_code_for(exc, app)
     return result if isinstance(result, int) else 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from loopkit.app import App
@@ -63,16 +61,9 @@ def status(app: App, as_json: bool) -> int:
     since when, the request, the deadline and its timeout action, the last delivery per
     channel and the next send.
     """
-    from loopkit.escalation import repair
-    from loopkit.supervisor.status import render
-    from loopkit.supervisor.status import status as read_status
+    from loopkit.commands.status import status as show
 
-    config = app.config(anywhere=True)
-    if repair.needed(config, app.store()):
-        repair.repair(app.escalator(config))  # a block a crash left half-raised
-    info = read_status(config, store=app.store())
-    click.echo(json.dumps(info) if as_json else render(info))
-    return EXIT_OK
+    return show(app, as_json=as_json)
 
 
 @click.command()

@@ -20,15 +20,9 @@ def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: 
     """List requests (oldest first). `requests show ID` is the one true read."""
     if ctx.invoked_subcommand is not None:
         return EXIT_OK
-    from loopkit.requests.table import listing, render
+    from loopkit.commands.requests import list_requests
 
-    app: App = ctx.obj
-    app.config(anywhere=True)
-    rows, problems = listing(app.store(), status=status, kind=kind)
-    click.echo(json.dumps(rows, ensure_ascii=False) if as_json else render(rows))
-    for problem in problems:
-        click.echo(f"loopkit: warning: {problem}", err=True)
-    return EXIT_OK
+    return list_requests(ctx.obj, status=status, kind=kind, as_json=as_json)
 
 
 @requests.command("show")

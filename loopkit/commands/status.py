@@ -1,0 +1,21 @@
+"""``loopkit status``: the supervisor's state, from the workspace's files."""
+
+from __future__ import annotations
+
+import json
+
+from loopkit.app import App
+from loopkit.commands.echo import echo
+from loopkit.errors import EXIT_OK
+from loopkit.escalation import repair
+from loopkit.supervisor.status import render
+from loopkit.supervisor.status import status as read_status
+
+
+def status(app: App, *, as_json: bool) -> int:
+    config = app.config(anywhere=True)
+    if repair.needed(config, app.store()):
+        repair.repair(app.escalator(config))  # a block a crash left half-raised
+    info = read_status(config, store=app.store())
+    echo(json.dumps(info) if as_json else render(info))
+    return EXIT_OK
