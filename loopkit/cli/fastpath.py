@@ -2,7 +2,7 @@
 
 ``import click`` alone costs about twice ``python -c pass``, so the commands a human or an
 agent runs all day — ``status``, ``reply``, ``unblock``, ``requests``, ``inbox``,
-``escalate``, ``ask`` and ``loopkit --help`` — are parsed here and run straight from their
+``escalate``, ``ask``, ``ps`` and ``loopkit --help`` — are parsed here and run straight from their
 bodies in :mod:`loopkit.commands`, which the click commands call too.
 
 The contract, in the order :func:`parse` reads a command line:
@@ -13,15 +13,16 @@ The contract, in the order :func:`parse` reads a command line:
    as given (a tuple); another option given twice: the last one, as click does.
 2. Every value is checked as click checks it: a choice among click's choices, a number as
    plain decimal digits within click's range, ``-C`` an existing, readable folder.
-3. Anything else is never guessed at: an unknown option or command, ``-h``/``--help`` or
-   ``--version``, a missing required option, a value that starts with ``-`` (click may read
-   it as a value or as an option), ``--``, an argument, a flag given a value, short options
-   run together. :func:`parse` returns None and click answers, with its exact message and
-   exit (64 for a usage error).
+3. Anything else is never guessed at: an unknown option or command, a command's
+   ``-h``/``--help``, ``--version``, a missing required option, a value that starts with
+   ``-`` (click may read it as a value or as an option), ``--``, an argument, a flag given a
+   value, short options run together. :func:`parse` returns None and click answers, with
+   its exact message and exit (64 for a usage error).
 
 What :func:`parse` returns, click's parse of the same line returns too — the same command
 and parameters, types and defaults included: tests/cli/test_fastpath.py generates the
-lines and holds both to it. The root's own ``--help`` is click's text, rendered when the
+lines and holds both to it. The root's own ``--help`` (after the root's options, if any) is
+click's text, rendered when the
 code changes (:mod:`loopkit.cli.roothelp`, written by ``docs/generate.py``) for the widths
 a terminal usually has; for any other width click renders it.
 """
@@ -136,6 +137,7 @@ COMMANDS: dict[str, tuple[str, tuple[Option, ...]]] = {
         ),
     ),
     "inbox": ("loopkit.commands.inbox:inbox", (_JSON,)),
+    "ps": ("loopkit.commands.ps:ps", (_JSON,)),  # with -C or -v (else loopkit.main's)
     "escalate": (
         "loopkit.commands.escalate:escalate",
         (
@@ -257,6 +259,18 @@ def parse(args: list[str]) -> Parsed | None:
         return None
 
 
+def asks_for_help(args: list[str]) -> bool:
+    """``loopkit [ROOT OPTIONS] --help`` (or ``-h``): click prints the group's help before
+    it looks at any other option's value, so a ``-C`` that is no folder does not matter."""
+    if not args or args[-1] not in ("--help", "-h"):
+        return False
+    try:
+        _, rest = _options(args[:-1], ROOT, until_argument=True)
+    except _Refused:
+        return False
+    return not rest
+
+
 def columns() -> int:
     """``shutil.get_terminal_size().columns`` (what click's help is wrapped to), without
     shutil's ~10 ms of imports: $COLUMNS, else the terminal's, else 80."""
@@ -283,7 +297,7 @@ def run(args: list[str]) -> int | None:
 
     Errors map to exits as through click (:mod:`loopkit.cli.failures`); an interrupt prints
     the empty line click prints before its abort."""
-    if args in (["--help"], ["-h"]):
+    if asks_for_help(args):
         from loopkit.cli.roothelp import HELP
         from loopkit.commands.echo import echo
 

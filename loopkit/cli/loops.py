@@ -16,7 +16,6 @@ from loopkit.loops import (
     loops,
     note,
     pick,
-    print_loops,
     read_loop,
     steer,
 )
@@ -37,7 +36,9 @@ def ps(app: App, as_json: bool) -> int:
     each open question, each pause (who, via, when), the notes waiting for a loop's next
     agent run, and what is unknown. Works from any folder.
     """
-    return print_loops(as_json=as_json)  # `loopkit ps` alone takes the fast path in main
+    from loopkit.commands.ps import ps as show
+
+    return show(app, as_json=as_json)
 
 
 def _target(app: App, repo: str | None) -> Loop:

@@ -11,5 +11,6 @@ call the same functions, so each command has one body.
 - :mod:`~loopkit.commands.inbox`: ``inbox``.
 - :mod:`~loopkit.commands.escalate`: ``escalate``.
 - :mod:`~loopkit.commands.ask`: ``ask``.
+- :mod:`~loopkit.commands.ps`: ``ps`` (its plain forms are :mod:`loopkit.main`'s).
 - :mod:`~loopkit.commands.echo`: their one way to write a line, as ``click.echo`` does.
 """

@@ -30,13 +30,20 @@ import json, sys
 from loopkit.main import main
 code = main(sys.argv[2:])
 heavy = sorted({{name.split(".")[0] for name in sys.modules}} & set({HEAVY!r}))
+clicked = "click" in sys.modules
 heavy += sorted(set(sys.modules) & set({SENDING!r}))
 mine = sorted(name for name in sys.modules if name.startswith("loopkit."))
-open(sys.argv[1], "w").write(json.dumps({{"code": code, "heavy": heavy, "loopkit": mine}}))
+open(sys.argv[1], "w").write(
+    json.dumps({{"code": code, "heavy": heavy, "loopkit": mine, "click": clicked}})
+)
 """
 
 
-def _imports(ws: Path, *args: str, expect: int = 0, own: bool = False) -> list[str]:
+def _imports(
+    ws: Path, *args: str, expect: int = 0, own: bool = False, click: bool = False
+) -> list[str]:
+    """The heavy libraries (``own``: loopkit's modules) ``loopkit -C WS ARGS`` imported;
+    click only if ``click`` (the everyday commands do without it, SPEC §20)."""
     out = ws.parent / "imports.json"
     done = subprocess.run(
         [sys.executable, "-c", PROBE, str(out), "-C", str(ws), *args],
@@ -44,13 +51,14 @@ def _imports(ws: Path, *args: str, expect: int = 0, own: bool = False) -> list[s
     )  # fmt: skip
     result = json.loads(out.read_text())
     assert result["code"] == expect, done.stderr
+    assert result["click"] == click, args
     listed: list[str] = result["loopkit" if own else "heavy"]
     return listed
 
 
 @pytest.fixture
 def workspace(ws: Path) -> Path:
-    _imports(ws, "init", "--agent", "true")
+    _imports(ws, "init", "--agent", "true", click=True)
     return ws
 
 
