@@ -6,10 +6,10 @@ fast as Python itself: its plain forms (``check``, ``check --json``, each option
 ``hook claude pretooluse``, which Claude Code runs before every tool call, the other hooks
 the agents run unattended (see :data:`_HOOKS`), and ``ps`` (``--json``), which a human or a
 script asks often. The everyday commands (``status``, ``reply``, ``unblock``, ``requests``,
-``inbox``, ``escalate``, ``ask``, ``ps`` after root options) and ``--help`` go to
-:mod:`loopkit.cli.fastpath` next,
-which answers the well-formed lines without importing click either (SPEC §20); every other
-command line goes to click, through :func:`loopkit.cli.invoke.run`.
+``inbox``, ``escalate``, ``ask``; ``ps`` after root options) and ``--help`` go to
+:mod:`loopkit.cli.fastpath` next, which answers their well-formed lines without importing
+click either (SPEC §20); every other command line goes to click, through
+:func:`loopkit.cli.invoke.run`.
 """
 
 from __future__ import annotations
