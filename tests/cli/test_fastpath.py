@@ -5,6 +5,7 @@ cannot quietly hand everything to click); anything else is click's, message and 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -18,9 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopkit.cli import fastpath
+from loopkit.cli import fastpath, invoke
 from loopkit.cli.app import load_command, root
 from loopkit.cli.roothelp import HELP
+from loopkit.commands.echo import echo
+from loopkit.errors import RequestNotFound, UsageError
 
 from helpers import ESCALATE, LOOPKIT, POLICY, clean_env
 
@@ -394,3 +397,59 @@ def test_an_agent_s_answer_is_refused_alike(ws: Path) -> None:
     env = clean_env(LOOPKIT_AGENT_SESSION="1")
     fast, slow = _both(ws, "reply", "--request-id", "r1", "-r", "A", env=env)
     assert fast == slow
+
+
+# --- no click underneath; errors and output as click's ---------------------------------
+
+
+def test_the_fast_path_and_the_bodies_import_no_click() -> None:
+    modules = ["loopkit.main", "loopkit.cli.fastpath", "loopkit.cli.failures",
+               "loopkit.cli.roothelp", "loopkit.commands.echo",
+               *(entry.partition(":")[0] for entry, _ in fastpath.COMMANDS.values())]  # fmt: skip
+    probe = f"import sys; [__import__(m) for m in {modules!r}]; print('click' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env=clean_env(), timeout=60, check=True)  # fmt: skip
+    assert done.stdout.strip() == "False", done.stderr
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [RequestNotFound("no request r1"), UsageError("workspace 'x' is not a folder"),
+     RuntimeError("a bug"), KeyboardInterrupt(), EOFError()],
+    ids=lambda exc: type(exc).__name__,
+)  # fmt: skip
+def test_a_body_s_error_exits_and_says_as_through_click(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    exc: BaseException,
+) -> None:  # fmt: skip
+    import loopkit.commands.status
+
+    def fails(app: object, **params: object) -> int:
+        print("before", flush=True)
+        raise exc
+
+    monkeypatch.setattr(loopkit.commands.status, "status", fails)
+    monkeypatch.chdir(ws)
+    seen = []
+    for run in (fastpath.run, invoke.run):
+        code = run(["status"])
+        seen.append((code, *capsys.readouterr()))
+    assert seen[0] == seen[1]
+    assert seen[0][0] == {RequestNotFound: 66, UsageError: 64, RuntimeError: 1}.get(type(exc), 130)
+
+
+@pytest.mark.parametrize("text", ["plain", "", "naïve — ok", "red \x1b[31mX\x1b[0m done"])
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+@pytest.mark.parametrize("err", [False, True])
+def test_echo_writes_what_click_echo_writes(
+    monkeypatch: pytest.MonkeyPatch, text: str, encoding: str, err: bool
+) -> None:
+    written = []
+    for write in (click.echo, echo):
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding=encoding, errors="strict", write_through=True)
+        monkeypatch.setattr(sys, "stderr" if err else "stdout", stream)
+        write(text, err=err)
+        stream.flush()
+        written.append(raw.getvalue())
+    assert written[0] == written[1]
