@@ -78,9 +78,9 @@ def _choice(where: str) -> Callable[[str], object]:
     return check
 
 
-def _number(low: float, high: float | None = None, *, low_open: bool = False) -> Callable[
-    [str], object
-]:  # fmt: skip
+def _number(
+    low: float, high: float | None = None, *, low_open: bool = False
+) -> Callable[[str], object]:
     """click.FloatRange(low, high, min_open=low_open), for plain decimals: ``0.5``, ``30``."""
 
     def check(value: str) -> float:
@@ -95,24 +95,12 @@ def _number(low: float, high: float | None = None, *, low_open: bool = False) ->
     return check
 
 
-def _flag(*names: str, dest: str | None = None) -> Option:
-    return Option("flag", *names, dest=dest)
-
-
-def _one(*names: str, **how: object) -> Option:
-    return Option("one", *names, **how)  # type: ignore[arg-type]
-
-
-def _many(*names: str, **how: object) -> Option:
-    return Option("many", *names, **how)  # type: ignore[arg-type]
-
-
 ROOT: tuple[Option, ...] = (
-    _one("-C", "--workspace", dest="workspace"),  # checked by _folder
-    _flag("-v", "--verbose"),
+    Option("one", "-C", "--workspace", dest="workspace"),  # checked by _folder
+    Option("flag", "-v", "--verbose"),
 )
 
-_JSON = _flag("--json", dest="as_json")
+_JSON = Option("flag", "--json", dest="as_json")
 
 # The commands answered here: name → ("module:function" of its body, its options).
 # tests/cli/test_fastpath.py checks each against the click command of the same name.
@@ -121,18 +109,21 @@ COMMANDS: dict[str, tuple[str, tuple[Option, ...]]] = {
     "reply": (
         "loopkit.commands.answer:reply",
         (
-            _one("--request-id", "--request_id", required=True),
-            _one("--reply", "-r", required=True),
-            _one("--expected-updated-at"),
-            _one("--by"),
+            Option("one", "--request-id", "--request_id", required=True),
+            Option("one", "--reply", "-r", required=True),
+            Option("one", "--expected-updated-at"),
+            Option("one", "--by"),
         ),
     ),
-    "unblock": ("loopkit.commands.answer:unblock", (_one("--reply", "-r"), _one("--by"))),
+    "unblock": (
+        "loopkit.commands.answer:unblock",
+        (Option("one", "--reply", "-r"), Option("one", "--by")),
+    ),
     "requests": (
         "loopkit.commands.requests:list_requests",
         (
-            _one("--status", check=_choice("loopkit.requests.record:STATUSES")),
-            _one("--kind", check=_choice("loopkit.requests.record:KINDS")),
+            Option("one", "--status", check=_choice("loopkit.requests.record:STATUSES")),
+            Option("one", "--kind", check=_choice("loopkit.requests.record:KINDS")),
             _JSON,
         ),
     ),
@@ -141,35 +132,37 @@ COMMANDS: dict[str, tuple[str, tuple[Option, ...]]] = {
     "escalate": (
         "loopkit.commands.escalate:escalate",
         (
-            _one("--question", "-q", required=True),
-            _one("--context", "-c", required=True),
-            _many("--attempted", "-a", required=True),
-            _many("--choice", dest="choices", required=True),
-            _one("--trigger", default="agent"),
+            Option("one", "--question", "-q", required=True),
+            Option("one", "--context", "-c", required=True),
+            Option("many", "--attempted", "-a", required=True),
+            Option("many", "--choice", dest="choices", required=True),
+            Option("one", "--trigger", default="agent"),
             _JSON,
         ),
     ),
     "ask": (
         "loopkit.commands.ask:ask",
         (
-            _one("--situation", "-s", required=True),
-            _one("--policy", "-p", required=True),
-            _one("--prompt", "-q"),
-            _many("--option", dest="options"),
-            _one("--recommend"),
-            _one("--category", check=_choice("loopkit.escalation.policy:CATEGORIES")),
-            _one("--confidence", check=_number(0, 1)),
-            _flag("--irreversible"),
-            _one("--timeout", check=_number(0, low_open=True)),
-            _one("--on-timeout", check=_choice("loopkit.config:TIMEOUT_ACTIONS")),
-            _many("--attach"),
-            _one("--request-id", "--request_id"),
-            _one("--key"),
-            _one("--kind", default="question", check=_choice("loopkit.requests.record:KINDS")),
-            _flag("--block"),
-            _one("--check-target"),
-            _many("--criterion", dest="criteria"),
-            _one("--artifact-url"),
+            Option("one", "--situation", "-s", required=True),
+            Option("one", "--policy", "-p", required=True),
+            Option("one", "--prompt", "-q"),
+            Option("many", "--option", dest="options"),
+            Option("one", "--recommend"),
+            Option("one", "--category", check=_choice("loopkit.escalation.policy:CATEGORIES")),
+            Option("one", "--confidence", check=_number(0, 1)),
+            Option("flag", "--irreversible"),
+            Option("one", "--timeout", check=_number(0, low_open=True)),
+            Option("one", "--on-timeout", check=_choice("loopkit.config:TIMEOUT_ACTIONS")),
+            Option("many", "--attach"),
+            Option("one", "--request-id", "--request_id"),
+            Option("one", "--key"),
+            Option(
+                "one", "--kind", default="question", check=_choice("loopkit.requests.record:KINDS")
+            ),
+            Option("flag", "--block"),
+            Option("one", "--check-target"),
+            Option("many", "--criterion", dest="criteria"),
+            Option("one", "--artifact-url"),
             _JSON,
         ),
     ),
