@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from loopkit.record import record
 
 LETTERS = "ABC"
 MAX_FIELD = 280  # one line on a phone screen or two; the full text lives in BLOCKED.md
@@ -90,7 +91,7 @@ def age(seconds: float) -> str:
     return f"{hours}h{rest}m" if rest else f"{hours}h"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Message:
     request_id: str
     repo: str
@@ -123,7 +124,7 @@ class Message:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Reminder:
     """``[loopkit] still blocked in <repo> for 2h: <question>`` — one line, no buttons; on
     Telegram a reply to the block's message (``reply_to``)."""
@@ -148,7 +149,7 @@ class Reminder:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Notice:
     """``[loopkit] <agent> in <repo>: <what it says>`` — one line, no block, no buttons."""
 

@@ -138,30 +138,26 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     return obj.__class__(**changes)
 
 
-def asdict(obj: object, *, dict_factory: Callable[[list[tuple[str, Any]]], Any] = dict) -> Any:
+def asdict(obj: object) -> dict[str, Any]:
     """The record as a dict, recursing into records, lists, tuples and dicts and deep-copying
     every other value, as :func:`dataclasses.asdict` does."""
     if isinstance(obj, type) or not hasattr(obj, _FIELDS):
         raise TypeError("asdict() should be called on record instances")
     import copy  # only here: most commands never call it
 
-    return _asdict(obj, dict_factory, copy.deepcopy)
+    made: dict[str, Any] = _asdict(obj, copy.deepcopy)
+    return made
 
 
-def _asdict(obj: Any, dict_factory: Any, deepcopy: Callable[[Any], Any]) -> Any:
+def _asdict(obj: Any, deepcopy: Callable[[Any], Any]) -> Any:
     if hasattr(type(obj), _FIELDS):
-        return dict_factory(
-            [(f.name, _asdict(getattr(obj, f.name), dict_factory, deepcopy)) for f in fields(obj)]
-        )
+        return {f.name: _asdict(getattr(obj, f.name), deepcopy) for f in fields(obj)}
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple: the same type back
-        return type(obj)(*[_asdict(v, dict_factory, deepcopy) for v in obj])
+        return type(obj)(*[_asdict(v, deepcopy) for v in obj])
     if isinstance(obj, list | tuple):
-        return type(obj)(_asdict(v, dict_factory, deepcopy) for v in obj)
+        return type(obj)(_asdict(v, deepcopy) for v in obj)
     if isinstance(obj, dict):
-        return type(obj)(
-            (_asdict(k, dict_factory, deepcopy), _asdict(v, dict_factory, deepcopy))
-            for k, v in obj.items()
-        )
+        return type(obj)((_asdict(k, deepcopy), _asdict(v, deepcopy)) for k, v in obj.items())
     return deepcopy(obj)
 
 

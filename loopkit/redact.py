@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from loopkit.record import record
 
 MASK = "***"
 
@@ -73,7 +74,7 @@ def _mask_user(value: str) -> str:
     return MASK if secret == value else f"{value.partition(':')[0]}:{MASK}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Word:
     """One argument as the walker saw it: ``shown`` to a human approving it (secrets masked
     where they sit), ``secrets`` to mask in logs (whole URLs, credential-shaped words too)."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopkit import readfile
+from loopkit.record import field, record
 from loopkit.redact import Redactor
 from loopkit.workspace import Workspace
 
@@ -28,7 +28,7 @@ _LOG = re.compile(r"\Aiteration-(\d+)\.log\Z")
 _FOOTER = re.compile(r"\A--- agent: \S+ after [\d.]+ s\Z")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Evidence:
     output: list[str] = field(default_factory=list)  # the agent's last lines, redacted
     diff_stat: list[str] = field(default_factory=list)  # `git diff --stat` lines

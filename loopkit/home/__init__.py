@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from loopkit import atomicfile, clock, readfile
+from loopkit.record import record
 
 
 def home(environ: Mapping[str, str] | None = None) -> Path:
@@ -36,7 +36,7 @@ def _ensure(folder: Path) -> Path:
     return folder
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Registered:
     path: Path
     repo: str

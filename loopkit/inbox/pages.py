@@ -12,7 +12,6 @@ are shown only when they are regular text files inside their workspace, cut at
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from loopkit.home import workspace_id
 from loopkit.inbox.entries import Entry, open_requests
 from loopkit.loops import remote_key
 from loopkit.message import LETTERS, age, clean
+from loopkit.record import field, record
 from loopkit.redact import Redactor
 from loopkit.requests.locate import Place, Stores
 from loopkit.requests.models import Resolution
@@ -37,7 +37,7 @@ REF_LINES = 200
 REF_BYTES = 256 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Ref:
     name: str
     text: str | None = None  # the file's first REF_LINES lines, when it is one to show
@@ -45,7 +45,7 @@ class Ref:
     link: str | None = None  # an https URL
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Card:
     """One request as a page shows it."""
 
@@ -152,9 +152,9 @@ def history(stores: Stores, limit: int = 100) -> list[Card]:
             records = list(place.store.all())
         except LoopkitError:
             continue
-        for _, record in records:
-            if isinstance(record, Request) and not record.is_open:
-                found.append(Card(record, registered.path, registered.repo, key))
+        for _, stored in records:
+            if isinstance(stored, Request) and not stored.is_open:
+                found.append(Card(stored, registered.path, registered.repo, key))
     found.sort(key=lambda c: str(c.resolution.resolved_at or c.record.updated_at))
     return found[::-1][:limit]
 

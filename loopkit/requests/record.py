@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from loopkit import clock
 from loopkit.errors import BadInput
+from loopkit.record import field, fields, record
 from loopkit.requests import shape
 from loopkit.requests.migrate import migrate_v1
 from loopkit.requests.models import OWN_BLOCKS, Block, DeliveryAttempt, Option, Resolution
@@ -82,7 +82,7 @@ _LISTS = ("options", "delivery", "context_refs", "attempted", "joined", "deferra
 _DICTS = ("timeout_default", "summary", "needs_human", "gate", "review")
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Request:
     """One question to a human. SPEC section 4's fields first, then loopkit's own."""
 

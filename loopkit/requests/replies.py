@@ -56,9 +56,9 @@ import re
 import string
 import unicodedata
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from loopkit.record import record
 from loopkit.requests.models import Option
 from loopkit.requests.typos import slips
 from loopkit.requests.words import (
@@ -126,7 +126,7 @@ _MIN_TYPO_PREFIX = 4  # the start of a label a typo may be of ("postgres" of "Po
 _MIN_TYPO_TEXT = 3  # a shorter reply or option text is never fuzzy-matched
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Decision:
     chosen_option: str | None  # the option's value, or None
     free_text: str | None  # the verbatim reply when no option was chosen, else None
@@ -135,7 +135,7 @@ class Decision:
     note: str | None = None  # the words after the option ("B, this task is obsolete")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Option:
     index: int
     value: str  # as given: this is what a decision carries
@@ -153,7 +153,7 @@ class _Option:
         return frozenset(w for t in self.texts for w in words_of(t))
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Read:
     """A step's opinion: the options it found (none: free text) and how."""
 

@@ -26,13 +26,13 @@ signals it carried are reset (:func:`block_ended`), and only those.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
 from loopkit.clock import iso_seconds, parse_iso
 from loopkit.config import StuckConfig
 from loopkit.message import fold
+from loopkit.record import field, fields, record
 
 SIMILAR = 0.9  # rapidfuzz's normalised similarity (0..1) at which two outputs are copies
 KEEP_OUTPUTS = 4  # the earlier outputs a new one is compared with
@@ -57,7 +57,7 @@ def request_trigger(name: str) -> str:
     return "stuck-" + name.replace("_", "-")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Observation:
     """What one iteration did, as the detector sees it."""
 
@@ -74,7 +74,7 @@ class Observation:
     outage: bool = False  # the agent hit a rate limit or an overload (dependency down)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Signal:
     """A trigger that crossed its threshold, with what a human needs to judge it."""
 
@@ -86,7 +86,7 @@ class Signal:
     attempted: list[str]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Counters:
     """The detector's memory, kept in ``state.json`` (``stuck``) so a restart carries on."""
 
