@@ -20,6 +20,7 @@ supported: ``order``, ``init=False`` fields, ``kw_only``, ``InitVar``, ``__post_
 
 from __future__ import annotations
 
+from _operator import attrgetter
 from _thread import get_ident
 
 TYPE_CHECKING = False
@@ -350,8 +351,19 @@ def _missing(qualname: str, names: list[str]) -> str:
     return f"{qualname}() missing {len(names)} required positional argument{plural}: {listed}"
 
 
+def _values(names: tuple[str, ...]) -> Callable[[object], tuple[Any, ...]]:
+    """A function giving a record's values of ``names``, as a tuple."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        name = names[0]
+        return lambda obj: (getattr(obj, name),)
+    return lambda obj: ()
+
+
 def _repr(names: tuple[str, ...]) -> Callable[[object], str]:
     running: set[tuple[int, int]] = set()
+    values = _values(names)
 
     def __repr__(self: object) -> str:
         key = id(self), get_ident()
@@ -359,7 +371,7 @@ def _repr(names: tuple[str, ...]) -> Callable[[object], str]:
             return "..."
         running.add(key)
         try:
-            shown = ", ".join([f"{name}={getattr(self, name)!r}" for name in names])
+            shown = ", ".join([f"{n}={v!r}" for n, v in zip(names, values(self), strict=True)])
         finally:
             running.discard(key)
         return f"{self.__class__.__qualname__}({shown})"
@@ -368,19 +380,21 @@ def _repr(names: tuple[str, ...]) -> Callable[[object], str]:
 
 
 def _eq(names: tuple[str, ...]) -> Callable[[object, object], Any]:
+    values = _values(names)
+
     def __eq__(self: object, other: object) -> Any:
         if other.__class__ is self.__class__:
-            return tuple([getattr(self, name) for name in names]) == tuple(
-                [getattr(other, name) for name in names]
-            )
+            return values(self) == values(other)
         return NotImplemented
 
     return __eq__
 
 
 def _hash(names: tuple[str, ...]) -> Callable[[object], int]:
+    values = _values(names)
+
     def __hash__(self: object) -> int:
-        return hash(tuple([getattr(self, name) for name in names]))
+        return hash(values(self))
 
     return __hash__
 
