@@ -172,9 +172,9 @@ _MEMBER = type(_Slotted.__dict__["slot"])  # a slot on a class: no default
 def _is_classvar(annotation: object) -> bool:
     """``ClassVar[...]``, written (a string, under ``from __future__ import annotations``) or
     evaluated: a class attribute, not a field."""
-    if isinstance(annotation, str):
-        return annotation.strip().startswith(("ClassVar", "typing.ClassVar"))
-    return repr(annotation).startswith("typing.ClassVar")
+    text = annotation.strip() if isinstance(annotation, str) else repr(annotation)
+    name = text.partition("[")[0].strip()
+    return name in ("ClassVar", "typing.ClassVar")
 
 
 def _build(cls: type[_T], frozen: bool, slots: bool) -> type[_T]:

@@ -16,6 +16,7 @@ import pickle
 import subprocess
 import sys
 import types
+import typing
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -304,3 +305,15 @@ def test_importing_record_imports_no_dataclasses_inspect_or_typing() -> None:
     loaded = set(done.stdout.split())
     assert "loopkit.record" in loaded
     assert not {"dataclasses", "inspect", "typing", "copy", "re"} & loaded
+
+
+def test_a_classvar_is_no_field() -> None:
+    @record
+    class Shape:
+        sides: ClassVar[int] = 4
+        plain: typing.ClassVar[str] = "p"
+        name: str
+        classvariant: ClassVarious = 1  # type: ignore[name-defined]  # noqa: F821
+
+    assert [f.name for f in fields(Shape)] == ["name", "classvariant"]
+    assert (Shape.sides, Shape("square").classvariant) == (4, 1)
