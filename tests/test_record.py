@@ -186,6 +186,7 @@ def test_a_record_behaves_as_its_dataclass_twin(
     twins(shape, lambda f, c: instance(f, c) == instance(f, c))
     twins(shape, lambda f, c: instance(f, c) == new(f, c, call["other"], {}))
     twins(shape, lambda f, c: (instance(f, c) == 1, instance(f, c) != "C"))
+    twins(shape, lambda f, c: instance(f, c) == instance(f, type("Sub", (c,), {})))
     twins(shape, lambda f, c: hash(instance(f, c)))
     # replace, asdict (json: nan is not nan, so the dicts themselves need not be ==).
     twins(shape, lambda f, c: f.api.replace(instance(f, c), **{
