@@ -14,12 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from loopkit import readfile
+from loopkit.config import plaintoml
 from loopkit.config import values as config_values
 from loopkit.config.values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
 from loopkit.config.values import Command as Command
@@ -306,8 +306,23 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
         raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    data = plaintoml.loads(text)  # the plain TOML of every loopkit.toml, without tomllib
+    if data is None:
+        data = _parse_toml(path, text)
+    if readfile.too_deep(data):
+        raise ConfigError(
+            f"{path}: nested deeper than {readfile.MAX_DEPTH} levels; a loopkit.toml is a few "
+            "flat tables — `loopkit init --force` writes a fresh file"
+        )
+    return text, data
+
+
+def _parse_toml(path: Path, text: str) -> dict[str, Any]:
+    """``text`` by :mod:`tomllib`: what is not plain TOML, and every syntax error."""
+    import tomllib
+
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except RecursionError:
         raise ConfigError(
             f"{path}: nested deeper than {readfile.MAX_DEPTH} levels; a loopkit.toml is a few "
@@ -323,12 +338,6 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
                 "(strings need quotes; `loopkit init --force` writes a fresh file)"
             ) from None
         raise ConfigError(f"{path}: TOML syntax error: {msg}; fix the file") from None
-    if readfile.too_deep(data):
-        raise ConfigError(
-            f"{path}: nested deeper than {readfile.MAX_DEPTH} levels; a loopkit.toml is a few "
-            "flat tables — `loopkit init --force` writes a fresh file"
-        )
-    return text, data
 
 
 def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> ChannelSettings:

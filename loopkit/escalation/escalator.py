@@ -13,7 +13,6 @@ on the open request (never lost) and nothing is sent.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable
 
 from loopkit import clock
@@ -149,7 +148,14 @@ def answer_hint(
 
 
 def head_commit(workspace: Workspace) -> str | None:
-    """The short commit the workspace's git checkout is at (``git rev-parse``), if any."""
+    """The short commit the workspace's git checkout is at (``git rev-parse``), if any;
+    outside a checkout no ``git`` is run."""
+    from loopkit.escalation.evidence import git_top
+
+    if git_top(workspace.root) is None:
+        return None
+    import subprocess
+
     try:
         done = subprocess.run(
             ["git", "-C", str(workspace.root), "rev-parse", "--short", "HEAD"],

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 from loopkit import readfile
@@ -64,6 +63,8 @@ def head(root: Path) -> str | None:
 
 
 def _git(root: Path, *args: str) -> list[str]:
+    import subprocess  # only in a git checkout: ~20 M instructions of start-up elsewhere
+
     try:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
                               timeout=GIT_TIMEOUT, check=False)  # fmt: skip

@@ -30,7 +30,7 @@ from loopkit.redact import Redactor
 from loopkit.requests.locate import Place, Stores
 from loopkit.requests.models import Resolution
 from loopkit.requests.reading import reading as reading_of
-from loopkit.requests.record import ID_RE, Request
+from loopkit.requests.record import Request, is_id
 from loopkit.requests.store import RequestStore
 
 REF_LINES = 200
@@ -115,7 +115,7 @@ def _place(key: str, stores: Stores) -> tuple[Path, str, Place] | None:
 def find(key: str, request_id: str, stores: Stores, hubs: Hubs) -> Card | None:
     """The request ``request_id`` of the workspace with registry id ``key``, if both exist;
     another machine's as the fleet has it now (answered there: its answer)."""
-    if not ID_RE.match(request_id):
+    if not is_id(request_id):
         return None
     if key.startswith("m"):
         found = hubs.find(request_id)

@@ -212,31 +212,29 @@ def _keep(lines: list[str], line: str) -> list[str]:
     return [*lines, line][-KEEP_LINES:]
 
 
-_ERRORISH = re.compile(
-    r"error|fail|exception|traceback|assert|panic|fatal|denied|refused|not found|timed? ?out",
-    re.IGNORECASE,
+# Compiled on first use, by re's cache (not at import: SPEC §20).
+_ERRORISH = (
+    r"(?i)error|fail|exception|traceback|assert|panic|fatal|denied|refused|not found|timed? ?out"
 )
-_BANNER = re.compile(r"^[=\-_*#~ ]{3,}|[=\-_*#~ ]{3,}$")
+_BANNER = r"^[=\-_*#~ ]{3,}|[=\-_*#~ ]{3,}$"
 
 
 # Lines that state an error, the most telling first: pytest's "E   …", "error[E0308]: …",
 # "error TS2322", "ValueError: …", a panic; then a lint's "src/x.py:3:1: F401 …", pytest's
 # FAILED and ERROR summaries, "fatal:", "Error:".
 _STATES_ERROR = (
-    re.compile(
-        r"^(E\s+\S|error(\[\w+\])?:|.*\berror TS\d+|(\w+\.)*\w*(Error|Exception):|.*panicked at)"
-    ),
-    re.compile(r"^(\S+:\d+(:\d+)?:? [A-Z]+\d+|FAILED\b|ERROR\b|fatal:|Error:)"),
+    r"^(E\s+\S|error(\[\w+\])?:|.*\berror TS\d+|(\w+\.)*\w*(Error|Exception):|.*panicked at)",
+    r"^(\S+:\d+(:\d+)?:? [A-Z]+\d+|FAILED\b|ERROR\b|fatal:|Error:)",
 )
 
 
 def _first_line(output: str) -> str:
     """The error's first line: the first that states an error (banners stripped), else the
     first that mentions one, else the last line; folded to 200 characters."""
-    lines = [_BANNER.sub("", line).strip() for line in output.splitlines()]
+    lines = [re.sub(_BANNER, "", line).strip() for line in output.splitlines()]
     lines = [line for line in lines if line]
-    tiers = [[line for line in lines if pattern.match(line)] for pattern in _STATES_ERROR]
-    errorish = [line for line in lines if _ERRORISH.search(line)]
+    tiers = [[line for line in lines if re.match(pattern, line)] for pattern in _STATES_ERROR]
+    errorish = [line for line in lines if re.search(_ERRORISH, line)]
     chosen = (tiers[0] or tiers[1] or errorish or lines[-1:] or ["(no output)"])[0]
     return fold(chosen, 200)
 
