@@ -425,13 +425,31 @@ def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
         return []
     allowed = 1 if len(text) <= 10 else 2 if len(text) <= 20 else 3
     tokens = words_of(text)
-    within = []
+    within, near = [], []
     for c in choices:
         if _foreign(tokens, c, choices):
             continue
         if any(cost <= allowed for cost in _typo_costs(text, tokens, c, allowed)):
             within.append(c)
-    return within
+        elif _near_but_for_numbers(text, c, allowed):
+            near.append(c)
+    # A reply as near to another option but for a number ("21 deploy" of "20 deploy" beside
+    # "V21 deploy") is a typo of neither: both are returned, and an ambiguous read is free text.
+    return within + near if within else []
+
+
+def _near_but_for_numbers(text: str, c: _Option, allowed: int) -> bool:
+    """Whether ``text`` is within ``allowed`` slips of one of ``c``'s texts once every digit
+    of both is the same digit."""
+    masked = text.translate(_ONE_DIGIT)
+    return any(
+        len(target) >= _MIN_TYPO_TEXT
+        and slips(masked, target.translate(_ONE_DIGIT))[len(target)] <= allowed
+        for target in c.texts
+    )
+
+
+_ONE_DIGIT = str.maketrans("123456789", "000000000")
 
 
 def _typo_costs(text: str, tokens: Sequence[str], c: _Option, allowed: int) -> Iterator[int]:
