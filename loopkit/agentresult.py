@@ -18,20 +18,21 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from loopkit.record import record
 
 LOOK_BACK = 64  # candidate starts of the result object tried, from the end
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Denial:
     tool_name: str
     tool_use_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Result:
     is_error: bool
     subtype: str | None

@@ -10,13 +10,13 @@ Config names. The CLI and ``loopkit mcp`` both run on an :class:`App`.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopkit import agentsession
 from loopkit.discover import NotAFolder, find_workspace
 from loopkit.errors import ConfigError, UsageError
+from loopkit.record import field, record
 
 if TYPE_CHECKING:  # each imported where it is first used: `--help` needs none of them
     from loopkit.config import Config
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # each imported where it is first used: `--help` needs none o
     from loopkit.workspace import Workspace
 
 
-@dataclass
+@record
 class App:
     """What every command needs: the workspace, and a Config built once, on first use."""
 

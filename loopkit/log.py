@@ -1,17 +1,20 @@
 """Structured events: JSON lines in ``.loopkit/events.jsonl``, concise lines on the console.
 
 An event is a name and its fields — ``log.info("block_raised", request_id=…, msg="…")`` —
-handed to stdlib logging as a dict, with the logger's name, the level and a UTC timestamp.
-Other libraries' stdlib records (httpx logs each request, with the full URL and so the bot
-token, at INFO) go to the same handlers; every line passes the redaction of the last
-:func:`setup` before it is written anywhere.
+written with the logger's name, the level and a UTC timestamp. Other libraries' stdlib
+logging records (httpx logs each request, with the full URL and so the bot token, at INFO)
+go to the same file and console; every line passes the redaction of the last :func:`setup`
+before it is written anywhere.
 
-This is all loopkit ever asked of structlog, which it used before: ~60 lines here, where
-``import structlog`` alone imports asyncio, 15–40 ms of every short command's start-up
-(SPEC §20).
+loopkit's own events never go through :mod:`logging`: its import (threading, traceback,
+string, weakref …) is ~30 M instructions, 5–6 ms of every short command (SPEC §20), and a
+command that reads logs nothing. The bridge for other libraries' records is installed on the
+root logger as soon as :mod:`logging` is imported — now, if it is already, else the moment
+anything imports it (:class:`_WhenLoggingLoads`) — so no library's record can precede it.
 
-Call :func:`setup` once per process, from the command line layer. Library code only does
-``get_logger(name)``; tests read what was logged with :func:`capture`.
+This is all loopkit ever asked of structlog, which it used before (its import pulled in
+asyncio). Call :func:`setup` once per process, from the command line layer. Library code only
+does ``get_logger(name)``; tests read what was logged with :func:`capture`.
 """
 
 from __future__ import annotations
@@ -19,30 +22,32 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import logging
 import os
 import sys
 import time
-import traceback
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
 
 from loopkit.redact import Redactor
 
-_HANDLER_MARK = "_loopkit_handler"
-# The redaction the last setup() chose is kept on the root logger: logging is process-wide
-# state already, and stdlib's own.
-_REDACT = "_loopkit_redact"
-_ONLY_HERE = ("_console",)  # fields that steer a handler and are never written
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import Any, TextIO
 
+# The levels, numbered as stdlib logging numbers them.
+DEBUG, INFO, WARNING, ERROR = 10, 20, 30, 40
+LEVELS = {"debug": DEBUG, "info": INFO, "warning": WARNING, "error": ERROR}
+_NAMES = {number: name for name, number in LEVELS.items()}
+_ONLY_HERE = ("_console",)  # fields that steer a sink and are never written
 
 ROTATE_AT = 10 * 1024 * 1024  # bytes: events.jsonl moves to events.jsonl.1 from this size
 ROTATIONS_KEPT = 3  # events.jsonl.1 … .3; the oldest beyond goes
 
 
-class _JsonlHandler(logging.Handler):
-    """Appends one line per record; the file (0600) and its folder are created on first use.
+class _JsonlFile:
+    """Appends one line per event; the file (0600) and its folder are created on first use.
 
     Each line is written with a single ``write`` on an ``O_APPEND`` descriptor, so lines from
     concurrent loopkit processes never interleave. At :data:`ROTATE_AT` the file is rotated
@@ -52,10 +57,12 @@ class _JsonlHandler(logging.Handler):
     """
 
     def __init__(self, path: Path) -> None:
-        super().__init__(logging.INFO)
+        import _thread
+
         self.path = path
         self._fd: int | None = None
         self._broken = False
+        self._lock = _thread.allocate_lock()
 
     def _current(self) -> int:
         """The descriptor of the file now at ``path`` (reopened after another's rotation)."""
@@ -87,42 +94,74 @@ class _JsonlHandler(logging.Handler):
         finally:
             os.close(lock)
 
-    def emit(self, record: logging.LogRecord) -> None:
+    def write(self, text: str) -> None:
+        """``text`` as one line (a newline in it is escaped)."""
         if self._broken:
             return
-        try:
-            line = self.format(record).replace("\n", "\\n") + "\n"
-            fd = self._current()
-            os.write(fd, line.encode("utf-8", "replace"))
-            if os.fstat(fd).st_size >= ROTATE_AT:
-                self._rotate()
-        except OSError as exc:
-            self._broken = True
-            sys.stderr.write(
-                f"loopkit: warning: cannot write {self.path}: {exc.strerror}; "
-                "events are not being recorded\n"
-            )
+        line = text.replace("\n", "\\n") + "\n"
+        with self._lock:
+            try:
+                fd = self._current()
+                os.write(fd, line.encode("utf-8", "replace"))
+                if os.fstat(fd).st_size >= ROTATE_AT:
+                    self._rotate()
+            except OSError as exc:
+                self._broken = True
+                sys.stderr.write(
+                    f"loopkit: warning: cannot write {self.path}: {exc.strerror}; "
+                    "events are not being recorded\n"
+                )
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        super().close()
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
-class _ConsoleFilter(logging.Filter):
-    """loopkit's own events from ``level`` up; other libraries' only from WARNING up."""
+class _Sinks:
+    """Where events go: the events file (INFO up from everyone), the console (loopkit's from
+    its level up, other libraries' from WARNING up), and the captures of :func:`capture`."""
 
-    def __init__(self, level: int) -> None:
-        super().__init__()
-        self.level = level
+    def __init__(self) -> None:
+        self.file: _JsonlFile | None = None
+        self.console: TextIO | None = None
+        self.console_level = WARNING
+        self.redactor: Redactor | None = None
+        self.captures: list[list[dict[str, Any]]] = []
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, dict) and record.msg.get("_console") is False:
-            return False  # for the file only (a traceback the command line reports itself)
-        if record.name.startswith("loopkit"):
-            return record.levelno >= self.level
-        return record.levelno >= max(self.level, logging.WARNING)
+    def lowest(self) -> int:
+        """The lowest level any sink takes: below it an event is not even built."""
+        if self.captures:
+            return DEBUG
+        lowest = self.console_level if self.console is not None else ERROR + 1
+        return min(lowest, INFO) if self.file is not None else lowest
+
+    def emit(self, level: int, event: dict[str, Any], *, ours: bool) -> None:
+        if ours:
+            for seen in self.captures:
+                seen.append(self._redacted({k: v for k, v in event.items() if k not in _ONLY_HERE}))
+        if self.file is None and self.console is None:
+            return
+        written = self._redacted({k: v for k, v in event.items() if k not in _ONLY_HERE})
+        if self.file is not None and level >= INFO:
+            self.file.write(json.dumps(written, default=str))
+        on_console = level >= (self.console_level if ours else max(self.console_level, WARNING))
+        if self.console is not None and on_console and event.get("_console") is not False:
+            name = str(written.get("level", "info"))
+            text = str(written.get("msg") or written.get("event", ""))
+            prefix = "loopkit: " if name == "info" else f"loopkit: {name}: "
+            with contextlib.suppress(ValueError, OSError):
+                self.console.write(prefix + text + "\n")
+                self.console.flush()
+
+    def _redacted(self, event: dict[str, Any]) -> dict[str, Any]:
+        if self.redactor is None:
+            return event
+        return {k: self.redactor.value(v) for k, v in event.items()}
+
+
+_SINKS = _Sinks()
 
 
 def _timestamp(now: float) -> str:
@@ -134,44 +173,13 @@ def _timestamp(now: float) -> str:
 
 
 def _exception_text(exc_info: Any) -> str:
+    import traceback
+
     if isinstance(exc_info, BaseException):
         return "".join(traceback.format_exception(exc_info)).rstrip()
     if isinstance(exc_info, tuple):
         return "".join(traceback.format_exception(*exc_info)).rstrip()
     return traceback.format_exc().rstrip()
-
-
-def _event(record: logging.LogRecord) -> dict[str, Any]:
-    """The record's event: ours as logged, another library's from its message; redacted."""
-    if isinstance(record.msg, dict):
-        event = {k: v for k, v in record.msg.items() if k not in _ONLY_HERE}
-    else:
-        event = {
-            "event": record.getMessage(),
-            "logger": record.name,
-            "level": record.levelname.lower(),
-            "timestamp": _timestamp(record.created),
-        }
-        if record.exc_info:
-            event["exception"] = _exception_text(record.exc_info)
-    redactor: Redactor | None = getattr(logging.getLogger(), _REDACT, None)
-    if redactor is None:
-        return event
-    return {k: redactor.value(v) for k, v in event.items()}
-
-
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return json.dumps(_event(record), default=str)
-
-
-class _ConsoleFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        event = _event(record)
-        level = str(event.get("level", "info"))
-        text = str(event.get("msg") or event.get("event", ""))
-        prefix = "loopkit: " if level == "info" else f"loopkit: {level}: "
-        return prefix + text
 
 
 def setup(
@@ -187,28 +195,23 @@ def setup(
     The file gets INFO and above from everyone; the console gets loopkit's events from
     ``console_level`` up (``debug``, ``info``, ``warning``) and other libraries' warnings.
     """
-    level = logging.getLevelNamesMapping()[console_level.upper()]
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        if getattr(handler, _HANDLER_MARK, False):
-            root.removeHandler(handler)
-            handler.close()
-    root.setLevel(min(level, logging.INFO))
-    # httpcore's DEBUG traces carry headers; never useful here.
-    logging.getLogger("httpcore").setLevel(logging.WARNING)
+    if _SINKS.file is not None:
+        _SINKS.file.close()
+    _SINKS.file = _JsonlFile(events_file) if events_file is not None else None
+    _SINKS.console = (stream or sys.stderr) if console else None
+    _SINKS.console_level = LEVELS[console_level.lower()]
+    _SINKS.redactor = redactor
+    if "logging" in sys.modules:
+        _bridge()
+    elif not any(isinstance(finder, _WhenLoggingLoads) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _WhenLoggingLoads())
 
-    if events_file is not None:
-        file_handler = _JsonlHandler(events_file)
-        file_handler.setFormatter(_JsonFormatter())
-        setattr(file_handler, _HANDLER_MARK, True)
-        root.addHandler(file_handler)
-    if console:
-        console_handler = logging.StreamHandler(stream or sys.stderr)
-        console_handler.addFilter(_ConsoleFilter(level))
-        console_handler.setFormatter(_ConsoleFormatter())
-        setattr(console_handler, _HANDLER_MARK, True)
-        root.addHandler(console_handler)
-    setattr(root, _REDACT, redactor)
+
+def reset() -> None:
+    """No sink any more (tests): events are built for no one, the file is closed."""
+    if _SINKS.file is not None:
+        _SINKS.file.close()
+    _SINKS.file, _SINKS.console, _SINKS.redactor = None, None, None
 
 
 class Logger:
@@ -221,57 +224,114 @@ class Logger:
         self.name = name
 
     def _log(self, level: int, event: str, fields: dict[str, Any]) -> None:
-        logger = logging.getLogger(self.name)
-        if not logger.isEnabledFor(level):
+        if level < _SINKS.lowest():
             return
         exc_info = fields.pop("exc_info", None)
         record: dict[str, Any] = {"event": event, **fields}
         record["logger"] = self.name
-        record["level"] = logging.getLevelName(level).lower()
+        record["level"] = _NAMES[level]
         record["timestamp"] = _timestamp(time.time())
         if exc_info:
             record["exception"] = _exception_text(exc_info)
-        logger.log(level, record)
+        _SINKS.emit(level, record, ours=True)
 
     def debug(self, event: str, **fields: Any) -> None:
-        self._log(logging.DEBUG, event, fields)
+        self._log(DEBUG, event, fields)
 
     def info(self, event: str, **fields: Any) -> None:
-        self._log(logging.INFO, event, fields)
+        self._log(INFO, event, fields)
 
     def warning(self, event: str, **fields: Any) -> None:
-        self._log(logging.WARNING, event, fields)
+        self._log(WARNING, event, fields)
 
     def error(self, event: str, **fields: Any) -> None:
-        self._log(logging.ERROR, event, fields)
+        self._log(ERROR, event, fields)
 
     def exception(self, event: str, **fields: Any) -> None:
-        self._log(logging.ERROR, event, {"exc_info": True, **fields})
+        self._log(ERROR, event, {"exc_info": True, **fields})
 
 
 def get_logger(name: str) -> Logger:
     return Logger(name)
 
 
-class _Capture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.events: list[dict[str, Any]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if isinstance(record.msg, dict):  # loopkit's own events
-            self.events.append(_event(record))
-
-
 @contextlib.contextmanager
 def capture() -> Iterator[list[dict[str, Any]]]:
     """loopkit's events logged in the block, at any level, as the file gets them (for tests)."""
-    root = logging.getLogger()
-    handler, level = _Capture(), root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
+    seen: list[dict[str, Any]] = []
+    _SINKS.captures.append(seen)
     try:
-        yield handler.events
+        yield seen
     finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
+        _SINKS.captures.remove(seen)
+
+
+# --- other libraries' records, by stdlib logging ------------------------------------------
+
+_BRIDGE_MARK = "_loopkit_bridge"
+
+
+def _bridge() -> None:
+    """Hand every stdlib record from INFO up to the sinks (once per process)."""
+    import logging
+
+    root = logging.getLogger()
+    if any(getattr(handler, _BRIDGE_MARK, False) for handler in root.handlers):
+        return
+
+    class Bridge(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            event: dict[str, Any] = {
+                "event": record.getMessage(),
+                "logger": record.name,
+                "level": record.levelname.lower(),
+                "timestamp": _timestamp(record.created),
+            }
+            if record.exc_info:
+                event["exception"] = _exception_text(record.exc_info)
+            _SINKS.emit(record.levelno, event, ours=False)
+
+    handler = Bridge(INFO)
+    setattr(handler, _BRIDGE_MARK, True)
+    root.addHandler(handler)
+    if root.level > INFO:
+        root.setLevel(INFO)
+    # httpcore's DEBUG traces carry headers; never useful here.
+    logging.getLogger("httpcore").setLevel(WARNING)
+
+
+class _WhenLoggingLoads:
+    """A finder on ``sys.meta_path`` that bridges :mod:`logging` the moment it is imported:
+    it finds the module as the path finder does and runs :func:`_bridge` right after the
+    module's own code, before whoever imported it can log."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name != "logging":
+            return None
+        sys.meta_path.remove(self)
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _Bridging(spec.loader)  # type: ignore[assignment]  # a Loader by duck
+        return spec
+
+
+class _Bridging:
+    """The real loader of :mod:`logging`, and the bridge once the module has run."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        _bridge()
+
+    def __getattr__(self, name: str) -> Any:  # get_source, is_package …: the real loader's
+        return getattr(self._loader, name)

@@ -39,7 +39,6 @@ import contextlib
 import hashlib
 import os
 import sys
-from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -50,6 +49,7 @@ from loopkit.errors import EXIT_BLOCKED, LoopkitError, LoopNotFound, UsageError
 from loopkit.escalation import marker
 from loopkit.home import Registered, Registry, machine, workspace_id
 from loopkit.message import age, fold
+from loopkit.record import asdict, record, replace
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import State, StateFile
 from loopkit.workspace.steer import Command, Notes, Steering
@@ -62,7 +62,7 @@ ALIVE = ("running", "blocked", "paused")  # what state.json says while a supervi
 COST_KEYS = ("total_cost_usd", "cost_usd", "spend_usd")  # state.json keys that may carry spend
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Loop:
     """One loop, as ``ps --json`` and the Loops page show it."""
 

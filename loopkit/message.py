@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from loopkit.record import record
 
 LETTERS = "ABC"
 MAX_FIELD = 280  # one line on a phone screen or two; the full text lives in BLOCKED.md
@@ -17,12 +18,12 @@ _EMOJI_PRESENTATION = frozenset(
 _VS16 = "\ufe0f"
 _KEYCAP = "\u20e3"
 
-_SPACE = re.compile(r"\s+")
+_SPACE = r"\s+"  # compiled on first use, by re's cache (not at import: SPEC §20)
 
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings, overrides and
 # isolates (U+202A-U+202E, U+2066-U+2069) that make text read other than it is.
-_UNSAFE = re.compile("[\x01-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = "[\x01-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
 def _escaped(match: re.Match[str]) -> str:
@@ -41,12 +42,12 @@ def clean(text: str) -> str:
     except UnicodeEncodeError:
         raw = text.encode("utf-8", "surrogatepass")
     decoded = raw.decode("utf-8", "replace").replace("\x00", "").replace("\r\n", "\n")
-    return _UNSAFE.sub(_escaped, decoded)
+    return re.sub(_UNSAFE, _escaped, decoded)
 
 
 def fold(text: str, limit: int = MAX_FIELD) -> str:
     """One line: newlines, tabs and runs of spaces become one space; long text is cut."""
-    line = _SPACE.sub(" ", text).strip()
+    line = re.sub(_SPACE, " ", text).strip()
     if len(line) > limit:
         line = line[: limit - 1].rstrip() + "…"
     return line
@@ -90,7 +91,7 @@ def age(seconds: float) -> str:
     return f"{hours}h{rest}m" if rest else f"{hours}h"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Message:
     request_id: str
     repo: str
@@ -123,7 +124,7 @@ class Message:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Reminder:
     """``[loopkit] still blocked in <repo> for 2h: <question>`` — one line, no buttons; on
     Telegram a reply to the block's message (``reply_to``)."""
@@ -148,7 +149,7 @@ class Reminder:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Notice:
     """``[loopkit] <agent> in <repo>: <what it says>`` — one line, no block, no buttons."""
 

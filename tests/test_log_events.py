@@ -25,10 +25,7 @@ def events(tmp_path: Path) -> Iterator[tuple[Path, io.StringIO]]:
     path = tmp_path / ".loopkit" / "events.jsonl"
     log.setup(path, Redactor([SECRET]), stream=console, console_level="info")
     yield path, console
-    for handler in list(logging.getLogger().handlers):
-        if getattr(handler, "_loopkit_handler", False):
-            logging.getLogger().removeHandler(handler)
-            handler.close()
+    log.reset()
 
 
 def lines(path: Path) -> list[dict[str, object]]:
@@ -86,3 +83,39 @@ def test_logging_imports_no_structured_logging_library() -> None:
     probe = "import sys, loopkit.log as l; l.get_logger('x').info('e'); print(sorted(sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert "structlog" not in done.stdout and "asyncio" not in done.stdout
+
+
+BRIDGED_LATER = """
+import io, json, sys
+from pathlib import Path
+from loopkit import log
+from loopkit.redact import Redactor
+assert "logging" not in sys.modules  # nothing imported it yet
+console = io.StringIO()
+log.setup(Path(sys.argv[1]), Redactor([sys.argv[2]]), stream=console, console_level="info")
+log.get_logger("loopkit.t").info("ours", msg="shown")
+assert "logging" not in sys.modules  # loopkit's own events need no stdlib logging
+import logging  # as a library does, after setup
+logging.getLogger("httpx").info("GET https://api/bot%s/getMe", sys.argv[2])
+logging.getLogger("lib").warning("careful")
+logging.getLogger("lib").debug("never")
+print(json.dumps(console.getvalue()))
+"""
+
+
+def test_a_library_importing_logging_after_setup_is_bridged_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    done = subprocess.run([sys.executable, "-c", BRIDGED_LATER, str(path), SECRET],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == "loopkit: shown\nloopkit: warning: careful\n"
+    events = [(e["logger"], e["level"]) for e in lines(path)]
+    assert events == [("loopkit.t", "info"), ("httpx", "info"), ("lib", "warning")]
+    assert SECRET not in path.read_text() and "getMe" in path.read_text()
+
+
+def test_logging_once_imported_is_bridged_once(events: tuple[Path, io.StringIO]) -> None:
+    path, _ = events
+    log.setup(path, Redactor([SECRET]), stream=io.StringIO(), console_level="info")
+    logging.getLogger("lib").info("once")
+    assert [e["event"] for e in lines(path)] == ["once"]

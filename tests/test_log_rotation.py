@@ -4,7 +4,6 @@ while several writers share it."""
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from pathlib import Path
 
@@ -13,8 +12,8 @@ import pytest
 from loopkit import log
 
 
-def emit(handler: logging.Handler, text: str) -> None:
-    handler.emit(logging.LogRecord("loopkit.test", logging.INFO, __file__, 1, text, None, None))
+def emit(handler: log._JsonlFile, text: str) -> None:
+    handler.write(text)
 
 
 def test_rotates_at_the_limit_and_keeps_three(
@@ -22,8 +21,7 @@ def test_rotates_at_the_limit_and_keeps_three(
 ) -> None:
     monkeypatch.setattr(log, "ROTATE_AT", 2000)
     path = tmp_path / ".loopkit" / "events.jsonl"
-    handler = log._JsonlHandler(path)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler = log._JsonlFile(path)
     for number in range(400):
         emit(handler, json.dumps({"n": number, "pad": "x" * 40}))
     handler.close()
@@ -46,11 +44,9 @@ def test_writers_in_step_lose_no_line_to_a_rotation(
     monkeypatch.setattr(log, "ROTATE_AT", 5_000)
     monkeypatch.setattr(log, "ROTATIONS_KEPT", 50)  # keep everything, to count it
     path = tmp_path / "events.jsonl"
-    handlers = [log._JsonlHandler(path) for _ in range(4)]
-    for handler in handlers:
-        handler.setFormatter(logging.Formatter("%(message)s"))
+    handlers = [log._JsonlFile(path) for _ in range(4)]
 
-    def write(index: int, handler: logging.Handler) -> None:
+    def write(index: int, handler: log._JsonlFile) -> None:
         for number in range(500):
             emit(handler, json.dumps({"w": index, "n": number}))
 

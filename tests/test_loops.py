@@ -6,7 +6,6 @@ repo name. (Against a real database: ``tests/fleet/test_fleet_loops.py``.)"""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from loopkit.errors import LoopNotFound
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.fleet import LoopRows
 from loopkit.loops import Loop, find, listing, pick, remote_key, remote_loops
+from loopkit.record import replace
 from loopkit.requests.hub import Remote
 from loopkit.requests.record import Request
 

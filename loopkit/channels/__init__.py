@@ -9,12 +9,12 @@ line in :data:`CHANNELS`.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from loopkit.config import ChannelSettings, Config
 from loopkit.errors import ConfigError
 from loopkit.message import Note
+from loopkit.record import record
 
 if TYPE_CHECKING:
     from loopkit.channels.http import Response
@@ -30,7 +30,7 @@ CHANNELS: dict[str, str] = {
 SLACK_APP = "loopkit.channels.slack_app:SlackAppChannel"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Outcome:
     ok: bool | None  # None: nothing was sent (channel "none")
     status: int | str | None = None  # HTTP status, exit code, or "timeout" / "error"
@@ -75,7 +75,7 @@ def create(name: str, settings: ChannelSettings, **options: Any) -> Channel:
     return channel
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Problem:
     """Why a channel reaches nobody: ``topic`` (``channel``, ``channel telegram``) and what
     is wrong, with its fix."""

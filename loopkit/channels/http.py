@@ -12,18 +12,18 @@ import email.utils
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
+from loopkit.record import record, replace
 from loopkit.redact import Redactor
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_RETRY_WAIT = 1.0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Response:
     status: int | str  # HTTP status, or "timeout" / "error" when there was no answer
     body: Any = None  # parsed JSON, when the answer was JSON

@@ -14,19 +14,19 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from loopkit import readfile
+from loopkit.config import plaintoml
 from loopkit.config import values as config_values
 from loopkit.config.values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
 from loopkit.config.values import Command as Command
 from loopkit.config.values import TimeoutAction as TimeoutAction
 from loopkit.config.values import parse_duration as parse_duration
 from loopkit.errors import ConfigError
+from loopkit.record import field, record, replace
 from loopkit.redact import dial_secrets
 
 CONFIG_NAME = "loopkit.toml"
@@ -47,7 +47,7 @@ AGENT_HIDDEN_ENV = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LoopConfig:
     agent: Command | None = None
     # The agent's own session continued after an answer (SPEC section 18): {session_id}.
@@ -69,7 +69,7 @@ class LoopConfig:
     max_log: int = 50 * 1024 * 1024  # bytes of one iteration's log, and of one command's echo
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class EscalationConfig:
     # The ladder: the first channel is tried first; the next when the one before failed
     # hard, or nobody answered within ``escalate_after``.
@@ -92,7 +92,7 @@ class EscalationConfig:
         return self.ladder[0]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class StuckConfig:
     """``[stuck]`` (SPEC section 19): each threshold ``0`` (or ``"off"``) = that trigger off."""
 
@@ -105,13 +105,13 @@ class StuckConfig:
     max_cost_usd: float | None = None  # dollars summed from Claude's results (None: off)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PolicyConfig:
     escalate_words: tuple[str, ...] = ()
     proceed_words: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class GateConfig:
     """Which Claude Code tool calls wait for a human (None: the defaults of hooks.rules)."""
 
@@ -120,12 +120,12 @@ class GateConfig:
     extend_defaults: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class HooksConfig:
     wait: float = 540.0  # outside a supervisor: below Claude Code's 600 s hook timeout
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ChannelSettings:
     """Channel settings from the environment. Secret fields never reach a log or a file."""
 
@@ -161,7 +161,7 @@ class ChannelSettings:
         return (*found, *dial_secrets(self.dial_cmd or ""), *fleet)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Config:
     workspace: Path
     file: Path | None = None  # the loopkit.toml that was read, if any
@@ -306,8 +306,23 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
         raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    data = plaintoml.loads(text)  # the plain TOML of every loopkit.toml, without tomllib
+    if data is None:
+        data = _parse_toml(path, text)
+    if readfile.too_deep(data):
+        raise ConfigError(
+            f"{path}: nested deeper than {readfile.MAX_DEPTH} levels; a loopkit.toml is a few "
+            "flat tables — `loopkit init --force` writes a fresh file"
+        )
+    return text, data
+
+
+def _parse_toml(path: Path, text: str) -> dict[str, Any]:
+    """``text`` by :mod:`tomllib`: what is not plain TOML, and every syntax error."""
+    import tomllib
+
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except RecursionError:
         raise ConfigError(
             f"{path}: nested deeper than {readfile.MAX_DEPTH} levels; a loopkit.toml is a few "
@@ -323,12 +338,6 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
                 "(strings need quotes; `loopkit init --force` writes a fresh file)"
             ) from None
         raise ConfigError(f"{path}: TOML syntax error: {msg}; fix the file") from None
-    if readfile.too_deep(data):
-        raise ConfigError(
-            f"{path}: nested deeper than {readfile.MAX_DEPTH} levels; a loopkit.toml is a few "
-            "flat tables — `loopkit init --force` writes a fresh file"
-        )
-    return text, data
 
 
 def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> ChannelSettings:

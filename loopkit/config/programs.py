@@ -33,17 +33,17 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 from loopkit.config import Config
 from loopkit.config.values import Command
 from loopkit.errors import ConfigError
+from loopkit.record import record, replace
 
 __all__ = ["Missing", "check_loop", "loop_problems", "missing_program"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Missing:
     """A program a command runs that is not there: ``program`` as written, ``why`` (one
     phrase: "is not found on PATH", "is not executable", …) and ``fix``."""
@@ -105,7 +105,7 @@ class _GiveUp(Exception):
     """What follows cannot be known without running it: stop, report nothing more."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Token:
     kind: str  # "word", "op" (an operator, or "\n"), "io" (the 2 of 2>file)
     text: str  # a word with its quotes removed
@@ -275,14 +275,14 @@ def _balanced(text: str, i: int, opening: str, closing: str) -> int:
 # --- following what runs ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _State:
     cwd: Path | None  # None: a `cd` went somewhere not known
     path: str | None  # PATH; None: set to something not known
     errexit: bool = False  # `set -e`: a failure ends the script
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Ran:
     """What running one command leaves: the state after it, whether it certainly
     succeeded, and the program found missing, if any (then nothing after it counts)."""

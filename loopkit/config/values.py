@@ -15,7 +15,7 @@ TimeoutAction = Literal["skip", "queue", "retry", "abort"]
 Command = str | tuple[str, ...]
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION_PART = r"(\d+(?:\.\d+)?)(ms|s|m|h)"  # compiled on first use (SPEC §20)
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -32,7 +32,7 @@ def parse_duration(value: object) -> float:
     if isinstance(value, str):
         text = value.strip().replace(" ", "")
         pos, total = 0, 0.0
-        for m in _DURATION_PART.finditer(text):
+        for m in re.finditer(_DURATION_PART, text):
             if m.start() != pos:
                 break
             total += float(m.group(1)) * _UNIT[m.group(2)]
@@ -42,7 +42,7 @@ def parse_duration(value: object) -> float:
     raise ValueError(f'{value!r} is not a duration such as "5s", "10m" or "1h"')
 
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
+_SIZE = r"(?i)(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?"
 _SIZE_UNIT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
@@ -52,7 +52,7 @@ def parse_size(value: object) -> int:
     size: float | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         size = value
-    elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
+    elif isinstance(value, str) and (m := re.fullmatch(_SIZE, value.strip())):
         size = float(m.group(1)) * _SIZE_UNIT[m.group(2).lower()]
     if size is None:
         raise ValueError(f'{value!r} is not a size such as "50MB", "512kB" or 1048576')

@@ -9,7 +9,6 @@ message); 4. persist the record — and with ``block``, write BLOCKED.md and sen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from loopkit.channels import Outcome
@@ -19,6 +18,7 @@ from loopkit.escalation import policy as policy_mod
 from loopkit.escalation import rubric
 from loopkit.escalation.escalator import Escalator, slug
 from loopkit.message import clean, fold
+from loopkit.record import record
 from loopkit.requests.answer import options_for
 from loopkit.requests.models import Option
 from loopkit.requests.record import KINDS, Kind, Request, new_id, validate_id
@@ -26,7 +26,7 @@ from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Question:
     situation: str
     policy: str = ""
@@ -49,7 +49,7 @@ class Question:
     artifact_url: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Asked:
     needs_human: bool
     reason: str

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +18,7 @@ from loopkit import atomicfile, readfile
 from loopkit.errors import BadInput, WorkspaceError
 from loopkit.escalation import marker
 from loopkit.message import LETTERS, fold
+from loopkit.record import record
 from loopkit.requests.record import Request
 from loopkit.workspace import Workspace
 
@@ -27,7 +27,7 @@ MAX_CONTEXT_LINES = 6
 BlockState = Literal["absent", "file", "other"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Choice:
     label: str
     consequence: str = ""

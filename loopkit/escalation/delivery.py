@@ -21,12 +21,12 @@ whichever loopkit process watches the block computes the same next step. In orde
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
 from loopkit import clock
 from loopkit.config import EscalationConfig
+from loopkit.record import record
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 
@@ -35,7 +35,7 @@ IN_FLIGHT_GRACE = 60.0  # seconds an attempt may be in flight before it counts a
 Kind = Literal["message", "repeat", "reminder"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Due:
     """Send ``kind`` over ``channel`` at ``at`` (UTC)."""
 

@@ -15,14 +15,13 @@ them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from loopkit.escalation import blockfile
+from loopkit.record import record
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Dismissed:
     record: Request
     removed: bool  # its BLOCKED.md was removed

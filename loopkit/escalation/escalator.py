@@ -13,9 +13,7 @@ on the open request (never lost) and nothing is sent.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 
 from loopkit import clock
 from loopkit.channels import Outcome
@@ -26,6 +24,7 @@ from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.sender import ChannelFactory, Sender
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
+from loopkit.record import record, replace
 from loopkit.redact import Redactor
 from loopkit.requests.irreversible import is_irreversible
 from loopkit.requests.models import Option
@@ -53,7 +52,7 @@ def slug(label: str) -> str:
     return value or label
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Escalation:
     question: str
     context: str
@@ -111,7 +110,7 @@ class Escalation:
             raise BadInput("two choices have the same label; give each choice its own label")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Result:
     request: Request
     joined: str | None = None  # the open block's request id, when this escalation joined it
@@ -149,7 +148,14 @@ def answer_hint(
 
 
 def head_commit(workspace: Workspace) -> str | None:
-    """The short commit the workspace's git checkout is at (``git rev-parse``), if any."""
+    """The short commit the workspace's git checkout is at (``git rev-parse``), if any;
+    outside a checkout no ``git`` is run."""
+    from loopkit.escalation.evidence import git_top
+
+    if git_top(workspace.root) is None:
+        return None
+    import subprocess
+
     try:
         done = subprocess.run(
             ["git", "-C", str(workspace.root), "rev-parse", "--short", "HEAD"],

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopkit import readfile
+from loopkit.record import field, record
 from loopkit.redact import Redactor
 from loopkit.workspace import Workspace
 
@@ -28,7 +27,7 @@ _LOG = re.compile(r"\Aiteration-(\d+)\.log\Z")
 _FOOTER = re.compile(r"\A--- agent: \S+ after [\d.]+ s\Z")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Evidence:
     output: list[str] = field(default_factory=list)  # the agent's last lines, redacted
     diff_stat: list[str] = field(default_factory=list)  # `git diff --stat` lines
@@ -64,6 +63,8 @@ def head(root: Path) -> str | None:
 
 
 def _git(root: Path, *args: str) -> list[str]:
+    import subprocess  # only in a git checkout: ~20 M instructions of start-up elsewhere
+
     try:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
                               timeout=GIT_TIMEOUT, check=False)  # fmt: skip

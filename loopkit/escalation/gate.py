@@ -18,7 +18,6 @@ import json
 import shlex
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from loopkit import clock
@@ -26,6 +25,7 @@ from loopkit.config import Config
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput
 from loopkit.escalation.escalator import Escalator
 from loopkit.message import clean, fold
+from loopkit.record import record
 from loopkit.redact import mask_command
 from loopkit.requests.answer import APPROVAL_OPTIONS, outcome_of
 from loopkit.requests.models import Resolution
@@ -48,7 +48,7 @@ run: the exit code is the command's own), ``cannot_run`` (approved, but it could
 started: not found or not executable)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class GateResult:
     state: GateState
     exit_code: int
@@ -161,7 +161,7 @@ def approval(
     return record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Verdict:
     """What an approval allows: ``approved`` (once), ``open`` (no answer yet), ``used``
     (its one use is gone) or ``denied`` (any other ending)."""

@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+from loopkit.record import record
 
 CATEGORIES = (
     "ontology",
@@ -60,7 +61,7 @@ NOTE_FROM = 0.5
 LARGE_MONTHLY_COST = 10.0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Verdict:
     """The outcome of ``decide``.
 

@@ -32,16 +32,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from loopkit.message import find_emoji
+from loopkit.record import record
 
 MAX_STEM = 120
 MAX_LABEL = 24
 MAX_OPTIONS = 3
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Violation:
     """One broken rule: a short id and a one-line message (what, where, how to fix)."""
 

@@ -14,7 +14,6 @@ appears (:meth:`Sender.send_left`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from loopkit import channels, clock
 from loopkit.channels import Channel, Outcome
@@ -24,6 +23,7 @@ from loopkit.escalation import delivery
 from loopkit.home import workspace_id
 from loopkit.log import get_logger
 from loopkit.message import Message, Note, Reminder
+from loopkit.record import replace
 from loopkit.redact import Redactor
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request

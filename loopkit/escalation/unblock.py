@@ -7,19 +7,19 @@ go finds the decision already on the request and hands it to the next agent run.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from typing import Any
 
 from loopkit.config import Config
 from loopkit.errors import RequestConflict, RequestNotFound
 from loopkit.escalation import adoption, blockfile
+from loopkit.record import record
 from loopkit.requests.answer import answer, unblocked_by_hand
 from loopkit.requests.reading import told_back
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Unblocked:
     message: str
     decision: dict[str, Any] | None = None

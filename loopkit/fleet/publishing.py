@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loopkit.home import Registered
+from loopkit.record import field, record
 
 BEAT = 10.0  # seconds between a machine's refreshes of its loops' rows
 STALE_BEATS = 3  # beats without a refresh: the row is stale (its machine not heard from)
@@ -25,7 +25,7 @@ class Describe(Protocol):
     ) -> Mapping[str, Any]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Publishing:
     """What a follower publishes: ``describe`` reads one registered workspace's row
     (:func:`loopkit.loops.describe`); ``own`` is the supervisor's workspace (None for

@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from loopkit import atomicfile, clock, readfile
+from loopkit.record import record
 
 
 def home(environ: Mapping[str, str] | None = None) -> Path:
@@ -36,11 +36,11 @@ def _ensure(folder: Path) -> Path:
     return folder
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Registered:
     path: Path
     repo: str
-    last_seen: str
+    last_seen: str  # when first registered (the field's name is older than that rule)
 
 
 def workspace_id(path: Path) -> str:
@@ -57,11 +57,20 @@ class Registry:
         self.folder = self.root / "workspaces"
 
     def register(self, path: Path, repo: str) -> None:
-        """Record (or refresh) ``path``; raises OSError when the home cannot be written."""
+        """Record ``path`` once (a second registration of the same path and repo writes
+        nothing: two fsyncs of every ``escalate`` saved); raises OSError when the home cannot
+        be written."""
+        file = self.folder / f"{workspace_id(path)}.json"
+        try:
+            known = readfile.json_document(readfile.read_text(file))
+        except (OSError, ValueError):
+            known = None
+        if isinstance(known, dict) and known.get("path") == str(path) and known.get("repo") == repo:
+            return
         _ensure(self.root)
         _ensure(self.folder)
         entry = {"path": str(path), "repo": repo, "last_seen": clock.iso_millis()}
-        atomicfile.write_json(self.folder / f"{workspace_id(path)}.json", entry, mode=0o600)
+        atomicfile.write_json(file, entry, mode=0o600)
 
     def workspaces(self) -> list[Registered]:
         """Every registered workspace that still exists, oldest registration first; the

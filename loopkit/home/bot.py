@@ -9,7 +9,6 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Collection
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from loopkit import atomicfile, clock, readfile
 from loopkit.home import home
 from loopkit.log import get_logger
+from loopkit.record import record
 
 log = get_logger("loopkit.phone")
 
@@ -29,7 +29,7 @@ def bot_id(token: str | None) -> str:
     return (token or "").split(":", 1)[0] or "unknown"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Position:
     """Where a bot's updates stand: the next offset to ask for, and when the last update was
     seen (None: not known). The offset confirms the updates below it; ``seen_at`` says

@@ -21,16 +21,16 @@ import json
 import os
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loopkit import atomicfile, readfile
 from loopkit.errors import ConfigError, WorkspaceError
 from loopkit.hooks.install import _entries, _options, program
+from loopkit.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Agent:
     """One agent's hook file: where, the event, loopkit's words, matcher and timeout."""
 

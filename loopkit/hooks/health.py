@@ -23,19 +23,19 @@ import json
 import os
 import shlex
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from loopkit import readfile
 from loopkit.hooks.install import ours
 from loopkit.hooks.pretooluse import load_rules
 from loopkit.hooks.rules import match
+from loopkit.record import record
 
 TIMEOUT = 30.0
 FIX = "run `loopkit hook install claude` (with --user for your home's) to write loopkit's path"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Installed:
     """One command hook of loopkit's in a settings file."""
 
@@ -46,7 +46,7 @@ class Installed:
     agent: str = "claude"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Health:
     ok: bool
     text: str

@@ -4,7 +4,6 @@ its own ``BLOCKED.md`` gone with nobody waiting — says how to dismiss it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -13,12 +12,13 @@ from loopkit import clock
 from loopkit.escalation import dismiss as dismissal
 from loopkit.fleet import Hubs
 from loopkit.message import LETTERS, age, fold
+from loopkit.record import record
 from loopkit.requests.irreversible import is_irreversible
 from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Entry:
     record: Request
     workspace: Path
@@ -68,11 +68,11 @@ def open_requests(stores: Stores, hubs: Hubs) -> list[Entry]:
     every one a registered workspace's configuration names."""
     entries: list[tuple[int, Entry]] = []
     for order, (registered, place) in enumerate(stores.registered()):
-        for _, record in place.store.all():
-            if isinstance(record, Request) and record.is_open:
-                ghost = dismissal.is_ghost(place.store, record)
+        for _, stored in place.store.all():
+            if isinstance(stored, Request) and stored.is_open:
+                ghost = dismissal.is_ghost(place.store, stored)
                 entries.append(
-                    (order, Entry(record, registered.path, registered.repo, ghost=ghost))
+                    (order, Entry(stored, registered.path, registered.repo, ghost=ghost))
                 )
     for remote in hubs.remote_open():
         where = Path(remote.workspace)

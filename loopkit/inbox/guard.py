@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import resource
-from dataclasses import dataclass
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from loopkit.record import record
 
 HEADER_TIMEOUT = 5.0  # seconds for a request's headers to arrive
 MAX_CONNECTIONS = 256  # one human's inbox: a few phones and browsers, with room to spare
@@ -39,7 +40,7 @@ BURSTS = 3
 LISTEN_QUEUE = 2048
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Limits:
     max_connections: int
     header_timeout: float = HEADER_TIMEOUT

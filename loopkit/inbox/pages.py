@@ -12,7 +12,6 @@ are shown only when they are regular text files inside their workspace, cut at
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +25,19 @@ from loopkit.home import workspace_id
 from loopkit.inbox.entries import Entry, open_requests
 from loopkit.loops import remote_key
 from loopkit.message import LETTERS, age, clean
+from loopkit.record import field, record
 from loopkit.redact import Redactor
 from loopkit.requests.locate import Place, Stores
 from loopkit.requests.models import Resolution
 from loopkit.requests.reading import reading as reading_of
-from loopkit.requests.record import ID_RE, Request
+from loopkit.requests.record import Request, is_id
 from loopkit.requests.store import RequestStore
 
 REF_LINES = 200
 REF_BYTES = 256 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Ref:
     name: str
     text: str | None = None  # the file's first REF_LINES lines, when it is one to show
@@ -45,7 +45,7 @@ class Ref:
     link: str | None = None  # an https URL
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Card:
     """One request as a page shows it."""
 
@@ -115,7 +115,7 @@ def _place(key: str, stores: Stores) -> tuple[Path, str, Place] | None:
 def find(key: str, request_id: str, stores: Stores, hubs: Hubs) -> Card | None:
     """The request ``request_id`` of the workspace with registry id ``key``, if both exist;
     another machine's as the fleet has it now (answered there: its answer)."""
-    if not ID_RE.match(request_id):
+    if not is_id(request_id):
         return None
     if key.startswith("m"):
         found = hubs.find(request_id)
@@ -152,9 +152,9 @@ def history(stores: Stores, limit: int = 100) -> list[Card]:
             records = list(place.store.all())
         except LoopkitError:
             continue
-        for _, record in records:
-            if isinstance(record, Request) and not record.is_open:
-                found.append(Card(record, registered.path, registered.repo, key))
+        for _, stored in records:
+            if isinstance(stored, Request) and not stored.is_open:
+                found.append(Card(stored, registered.path, registered.repo, key))
     found.sort(key=lambda c: str(c.resolution.resolved_at or c.record.updated_at))
     return found[::-1][:limit]
 

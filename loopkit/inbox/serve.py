@@ -20,7 +20,6 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,7 @@ from loopkit.fleet.publishing import Publishing
 from loopkit.home import home
 from loopkit.inbox.relay.poller import UpdatePoller
 from loopkit.log import get_logger
+from loopkit.record import field, record
 from loopkit.requests.locate import Stores
 from loopkit.workspace.state import SupervisorLock
 
@@ -115,7 +115,7 @@ def qr_code(text: str) -> str:
     return out.getvalue()
 
 
-@dataclass
+@record
 class Retrier:
     """Sends what is due for blocks no supervisor watches, in every registered workspace."""
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import getpass
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -39,6 +38,7 @@ from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, InboxToken, Sessions, Throttle
 from loopkit.inbox.loops import routes as loop_routes
 from loopkit.log import get_logger
+from loopkit.record import record
 from loopkit.requests.answer import parse_for
 from loopkit.requests.irreversible import confirm_question, needs_second_tap
 from loopkit.requests.locate import Stores
@@ -59,7 +59,7 @@ MAX_FORM = 64 * 1024
 Handler = Callable[[HttpRequest, str], Awaitable[Response]]
 
 
-@dataclass
+@record
 class Inbox:
     token: InboxToken
     user: str

@@ -11,7 +11,6 @@ takes seconds never stalls the server.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field
@@ -24,6 +23,7 @@ from loopkit.escalation.repair import escalate as escalate_after_repair
 from loopkit.mcp_server.models import Asked, Category, Escalated, HumanRequest
 from loopkit.mcp_server.preview import PreviewStore
 from loopkit.mcp_server.workspace import ServedWorkspace
+from loopkit.record import replace
 from loopkit.requests.record import Kind, Request
 from loopkit.requests.store import RequestStore
 

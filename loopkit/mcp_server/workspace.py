@@ -3,15 +3,14 @@ it (SPEC section 9), with the same :class:`~loopkit.app.App` as the command line
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from loopkit.app import App
 from loopkit.config import Config
 from loopkit.errors import ConfigError
+from loopkit.record import record
 from loopkit.requests.store import RequestStore
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ServedWorkspace:
     """The App (Config, store, registration) and the loopkit.toml error found at start.
 

@@ -16,12 +16,12 @@ first answer is never touched.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from loopkit import clock
 from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
+from loopkit.record import replace
 from loopkit.requests.answered import Answer as Answer
 from loopkit.requests.models import Option, Resolution
 from loopkit.requests.record import Request

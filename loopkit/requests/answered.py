@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from loopkit.record import record
 from loopkit.requests.record import Request
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Answer:
     record: Request
     decision: dict[str, Any]  # the SPEC's decision JSON: models.DECISION_KEYS

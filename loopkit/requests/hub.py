@@ -18,10 +18,10 @@ of :mod:`loopkit.fleet`, which builds on it.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from loopkit.record import record
 from loopkit.requests.answered import Answer
 from loopkit.requests.record import Request
 from loopkit.workspace import Workspace
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from loopkit.home.bot import Position
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Remote:
     """A request another machine holds, as the fleet table has it."""
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from loopkit import config as config_mod
 from loopkit.config import CONFIG_NAME, Config
 from loopkit.errors import LoopkitError
 from loopkit.home import Registered, Registry
+from loopkit.record import record
 from loopkit.requests.hub import Hub, LocalHub
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -28,7 +28,7 @@ from loopkit.workspace import Workspace
 Stamp = tuple[int, int, int] | None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Place:
     """One workspace as loaded: its Config (lenient: a broken file keeps its valid settings)
     and its store."""

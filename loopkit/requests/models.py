@@ -11,8 +11,9 @@ trusts them.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, fields
 from typing import Any, Literal
+
+from loopkit.record import field, fields, record
 
 # A request's place in the block lifecycle (SPEC section 15):
 # - none: it has no block — asked without --block (a later `ask --key … --block` raises it);
@@ -42,7 +43,7 @@ def _split(cls: type, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Option:
     """One answer offered: what the human sees (``label``), what a decision carries
     (``value``, stable whatever letter the option gets) and other words for it (``aliases``:
@@ -71,7 +72,7 @@ class Option:
         return cls(**values, extra=extra)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DeliveryAttempt:
     """One try to tell the human (SPEC section 3); ``ok`` and ``status`` None: in flight."""
 
@@ -116,7 +117,7 @@ class DeliveryAttempt:
         return cls(**values, extra=extra)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Resolution:
     """How a request ended (SPEC section 4's decision block, and who gave it).
 

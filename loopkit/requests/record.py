@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from loopkit import clock
 from loopkit.errors import BadInput
+from loopkit.record import field, fields, record
 from loopkit.requests import shape
 from loopkit.requests.migrate import migrate_v1
 from loopkit.requests.models import OWN_BLOCKS, Block, DeliveryAttempt, Option, Resolution
 
 SCHEMA_VERSION = 2
-ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")  # \Z: "x\n" is not "x"
+# \Z: "x\n" is not "x". Compiled on first use, by re's cache (not at import: SPEC §20).
+ID_PATTERN = r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z"
 KINDS = ("question", "approval", "review")
 STATUSES = ("open", "deferred", "resolved", "expired", "dismissed")
 
@@ -44,8 +45,13 @@ _ORDER = (
 )
 
 
+def is_id(text: str) -> bool:
+    """Whether ``text`` is a request id's shape (a file name may be anything)."""
+    return re.match(ID_PATTERN, text) is not None
+
+
 def validate_id(request_id: str) -> str:
-    if not ID_RE.match(request_id):
+    if not re.match(ID_PATTERN, request_id):
         raise BadInput(
             f"request id {request_id!r} is not allowed: use 1-64 letters, digits, '_' or '-', "
             "starting with a letter or digit"
@@ -82,7 +88,7 @@ _LISTS = ("options", "delivery", "context_refs", "attempted", "joined", "deferra
 _DICTS = ("timeout_default", "summary", "needs_human", "gate", "review")
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Request:
     """One question to a human. SPEC section 4's fields first, then loopkit's own."""
 

@@ -56,9 +56,9 @@ import re
 import string
 import unicodedata
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from loopkit.record import record
 from loopkit.requests.models import Option
 from loopkit.requests.typos import slips
 from loopkit.requests.words import (
@@ -126,7 +126,7 @@ _MIN_TYPO_PREFIX = 4  # the start of a label a typo may be of ("postgres" of "Po
 _MIN_TYPO_TEXT = 3  # a shorter reply or option text is never fuzzy-matched
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Decision:
     chosen_option: str | None  # the option's value, or None
     free_text: str | None  # the verbatim reply when no option was chosen, else None
@@ -135,7 +135,7 @@ class Decision:
     note: str | None = None  # the words after the option ("B, this task is obsolete")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Option:
     index: int
     value: str  # as given: this is what a decision carries
@@ -153,7 +153,7 @@ class _Option:
         return frozenset(w for t in self.texts for w in words_of(t))
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Read:
     """A step's opinion: the options it found (none: free text) and how."""
 
@@ -425,13 +425,31 @@ def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
         return []
     allowed = 1 if len(text) <= 10 else 2 if len(text) <= 20 else 3
     tokens = words_of(text)
-    within = []
+    within, near = [], []
     for c in choices:
         if _foreign(tokens, c, choices):
             continue
         if any(cost <= allowed for cost in _typo_costs(text, tokens, c, allowed)):
             within.append(c)
-    return within
+        elif _near_but_for_numbers(text, c, allowed):
+            near.append(c)
+    # A reply as near to another option but for a number ("21 deploy" of "20 deploy" beside
+    # "V21 deploy") is a typo of neither: both are returned, and an ambiguous read is free text.
+    return within + near if within else []
+
+
+def _near_but_for_numbers(text: str, c: _Option, allowed: int) -> bool:
+    """Whether ``text`` is within ``allowed`` slips of one of ``c``'s texts once every digit
+    of both is the same digit."""
+    masked = text.translate(_ONE_DIGIT)
+    return any(
+        len(target) >= _MIN_TYPO_TEXT
+        and slips(masked, target.translate(_ONE_DIGIT))[len(target)] <= allowed
+        for target in c.texts
+    )
+
+
+_ONE_DIGIT = str.maketrans("123456789", "000000000")
 
 
 def _typo_costs(text: str, tokens: Sequence[str], c: _Option, allowed: int) -> Iterator[int]:

@@ -17,7 +17,7 @@ from loopkit import atomicfile, clock, readfile
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
 from loopkit.requests.hub import Hub, LocalHub
 from loopkit.requests.models import Resolution
-from loopkit.requests.record import ID_RE, Request, Status, validate_id
+from loopkit.requests.record import Request, Status, is_id, validate_id
 from loopkit.workspace import Workspace
 
 
@@ -166,7 +166,7 @@ class RequestStore:
 
     def ids(self) -> list[str]:
         try:
-            names = sorted(p.stem for p in self.folder.glob("*.json") if ID_RE.match(p.stem))
+            names = sorted(p.stem for p in self.folder.glob("*.json") if is_id(p.stem))
         except OSError:
             return []
         return names
@@ -179,7 +179,7 @@ class RequestStore:
             with os.scandir(self.folder) as entries:
                 for entry in entries:
                     stem, dot, ext = entry.name.rpartition(".")
-                    if not (dot and ext == "json" and ID_RE.match(stem)):
+                    if not (dot and ext == "json" and is_id(stem)):
                         continue
                     with contextlib.suppress(OSError):
                         if (mtime := entry.stat().st_mtime_ns) >= ns:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,12 +21,13 @@ from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import answer_hint
 from loopkit.message import Message
+from loopkit.record import record
 from loopkit.workspace import Workspace
 
 Level = Literal["ok", "note", "problem"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Finding:
     level: Level
     topic: str

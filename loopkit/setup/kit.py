@@ -20,15 +20,15 @@ import json
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 from loopkit import atomicfile, readfile
 from loopkit.config import CONFIG_NAME
 from loopkit.errors import ConfigError, WorkspaceError
+from loopkit.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Kit:
     name: str
     notes: str  # the file the agent reads its instructions from
@@ -107,7 +107,7 @@ or delete BLOCKED.md, or answer your own question — only a human answers.
 """
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Step:
     done: bool  # False: it was there already
     text: str

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from loopkit import atomicfile
 from loopkit.config import CONFIG_NAME
 from loopkit.errors import WorkspaceError
 from loopkit.escalation import blockfile
+from loopkit.record import record
 
 HEADER = """\
 # loopkit configuration. Every key is optional; the README lists them all.
@@ -19,7 +19,7 @@ HEADER = """\
 """
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class InitResult:
     written: list[Path]
     kept: list[Path]

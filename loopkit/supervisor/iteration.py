@@ -12,7 +12,6 @@ import contextlib
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from loopkit.agentresult import Result as AgentResult
@@ -25,6 +24,7 @@ from loopkit.escalation.sender import message_for
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
+from loopkit.record import replace
 from loopkit.supervisor import resume, triggers
 from loopkit.supervisor.iterlog import IterationLog, prune
 from loopkit.supervisor.parts import CONTINUE, Parts, Step

@@ -22,19 +22,19 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loopkit import readfile
 from loopkit.agentsession import SESSION_ENV
+from loopkit.record import record
 from loopkit.supervisor import cgroup
 from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
 from loopkit.supervisor.containment import KILL_WAIT, Containment
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Stopped:
     count: int  # processes stopped
     supervisor: int | None  # the pid of the supervisor that left them, when recorded

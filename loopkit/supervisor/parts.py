@@ -12,7 +12,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from loopkit.clock import Clock
@@ -21,6 +20,7 @@ from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
 from loopkit.log import get_logger
+from loopkit.record import record
 from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.hub import Hub
 from loopkit.requests.locate import Stores
@@ -40,14 +40,14 @@ if TYPE_CHECKING:
 log = get_logger("loopkit.supervisor")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Options:
     exit_on_block: bool = False
     max_iterations: int | None = None
     install_signals: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Step:
     """What a phase tells the loop: go on, keep waiting (the blocked phase), or exit."""
 

@@ -12,7 +12,8 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from loopkit.record import record
 
 PROC = "/proc"
 
@@ -29,7 +30,7 @@ def read(path: str) -> bytes:
         os.close(fd)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Proc:
     pid: int
     state: str  # R, S, D, Z (zombie), X (dead), …

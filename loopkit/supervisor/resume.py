@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import shlex
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from loopkit.agentresult import Result
 from loopkit.config import Command
 from loopkit.errors import LoopkitError
 from loopkit.message import fold
+from loopkit.record import record
 from loopkit.requests.answer import outcome_of
 from loopkit.requests.models import Resolution
 from loopkit.requests.record import Request
@@ -40,7 +40,7 @@ KEEP_BYTES = 4 * 1024 * 1024  # of the agent's output, for its result: a long `r
 PROMPT_FILE = "resume-prompt.txt"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Plan:
     session_id: str
     prompt: str  # empty: no prompt (stdin is /dev/null)

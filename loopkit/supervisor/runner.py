@@ -25,10 +25,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from loopkit.config import Command
+from loopkit.record import record
 from loopkit.supervisor.containment import Containment, Job
 from loopkit.supervisor.iterlog import MAX_LOG, Capped
 from loopkit.supervisor.prepared import Prepared
@@ -38,7 +38,7 @@ TAIL_BYTES = 8192
 Ending = Literal["exited", "timeout", "stopped", "interrupted", "not-started"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Finished:
     ending: Ending
     exit_code: int | None  # None when it never started or was killed by a signal

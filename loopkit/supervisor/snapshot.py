@@ -20,8 +20,9 @@ import hashlib
 import os
 import stat
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+
+from loopkit.record import record
 
 # Outside git there is no .gitignore to read: the caches tools write as they run (a verify
 # running pytest, mypy, ruff) are left out by name, as a .gitignore would.
@@ -31,7 +32,7 @@ GIT_TIMEOUT = 60.0
 _Stat = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Snapshot:
     digest: str
     head: str | None  # the HEAD commit (None outside git, or before the first commit)

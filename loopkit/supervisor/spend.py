@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 
 from loopkit.agentresult import read_result
+from loopkit.record import record
 
 _COST = re.compile(r'"total_cost_usd"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _OUTAGE = re.compile(r"rate.?limit|overloaded|\b529\b|\b429\b|usage limit", re.IGNORECASE)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ClaudeRun:
     cost_usd: float | None  # None: the output carries no result (not Claude, or cut short)
     outage: bool  # Claude's result is an error naming a rate limit or an overload

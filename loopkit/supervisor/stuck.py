@@ -26,13 +26,13 @@ signals it carried are reset (:func:`block_ended`), and only those.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
 from loopkit.clock import iso_seconds, parse_iso
 from loopkit.config import StuckConfig
 from loopkit.message import fold
+from loopkit.record import field, fields, record
 
 SIMILAR = 0.9  # rapidfuzz's normalised similarity (0..1) at which two outputs are copies
 KEEP_OUTPUTS = 4  # the earlier outputs a new one is compared with
@@ -57,7 +57,7 @@ def request_trigger(name: str) -> str:
     return "stuck-" + name.replace("_", "-")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Observation:
     """What one iteration did, as the detector sees it."""
 
@@ -74,7 +74,7 @@ class Observation:
     outage: bool = False  # the agent hit a rate limit or an overload (dependency down)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Signal:
     """A trigger that crossed its threshold, with what a human needs to judge it."""
 
@@ -86,7 +86,7 @@ class Signal:
     attempted: list[str]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Counters:
     """The detector's memory, kept in ``state.json`` (``stuck``) so a restart carries on."""
 
@@ -212,31 +212,29 @@ def _keep(lines: list[str], line: str) -> list[str]:
     return [*lines, line][-KEEP_LINES:]
 
 
-_ERRORISH = re.compile(
-    r"error|fail|exception|traceback|assert|panic|fatal|denied|refused|not found|timed? ?out",
-    re.IGNORECASE,
+# Compiled on first use, by re's cache (not at import: SPEC §20).
+_ERRORISH = (
+    r"(?i)error|fail|exception|traceback|assert|panic|fatal|denied|refused|not found|timed? ?out"
 )
-_BANNER = re.compile(r"^[=\-_*#~ ]{3,}|[=\-_*#~ ]{3,}$")
+_BANNER = r"^[=\-_*#~ ]{3,}|[=\-_*#~ ]{3,}$"
 
 
 # Lines that state an error, the most telling first: pytest's "E   …", "error[E0308]: …",
 # "error TS2322", "ValueError: …", a panic; then a lint's "src/x.py:3:1: F401 …", pytest's
 # FAILED and ERROR summaries, "fatal:", "Error:".
 _STATES_ERROR = (
-    re.compile(
-        r"^(E\s+\S|error(\[\w+\])?:|.*\berror TS\d+|(\w+\.)*\w*(Error|Exception):|.*panicked at)"
-    ),
-    re.compile(r"^(\S+:\d+(:\d+)?:? [A-Z]+\d+|FAILED\b|ERROR\b|fatal:|Error:)"),
+    r"^(E\s+\S|error(\[\w+\])?:|.*\berror TS\d+|(\w+\.)*\w*(Error|Exception):|.*panicked at)",
+    r"^(\S+:\d+(:\d+)?:? [A-Z]+\d+|FAILED\b|ERROR\b|fatal:|Error:)",
 )
 
 
 def _first_line(output: str) -> str:
     """The error's first line: the first that states an error (banners stripped), else the
     first that mentions one, else the last line; folded to 200 characters."""
-    lines = [_BANNER.sub("", line).strip() for line in output.splitlines()]
+    lines = [re.sub(_BANNER, "", line).strip() for line in output.splitlines()]
     lines = [line for line in lines if line]
-    tiers = [[line for line in lines if pattern.match(line)] for pattern in _STATES_ERROR]
-    errorish = [line for line in lines if _ERRORISH.search(line)]
+    tiers = [[line for line in lines if re.match(pattern, line)] for pattern in _STATES_ERROR]
+    errorish = [line for line in lines if re.search(_ERRORISH, line)]
     chosen = (tiers[0] or tiers[1] or errorish or lines[-1:] or ["(no output)"])[0]
     return fold(chosen, 200)
 

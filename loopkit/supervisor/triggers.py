@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import Escalation
 from loopkit.escalation.rubric import MAX_STEM as MAX_PROMPT
 from loopkit.message import fold
+from loopkit.record import replace
 
 CHOICES = (
     Choice(

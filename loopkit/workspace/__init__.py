@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from loopkit import atomicfile
 from loopkit.config import Config
+from loopkit.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Workspace:
     root: Path
     blocked: Path

@@ -14,17 +14,17 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from loopkit import atomicfile, readfile
 from loopkit.errors import TaskNotFound, WorkspaceError
+from loopkit.record import record
 from loopkit.workspace import Workspace
 
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Skipped:
     """One skipped task: when, and the request whose answer (or timeout) skipped it."""
 

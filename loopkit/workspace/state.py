@@ -13,18 +13,18 @@ import errno
 import fcntl
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.errors import AlreadyRunning, WorkspaceError
+from loopkit.record import asdict, field, fields, record
 from loopkit.workspace import Workspace
 
 SCHEMA_VERSION = 1
 Status = Literal["idle", "running", "blocked", "paused", "finished", "aborted", "stopped"]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class State:
     status: str = "idle"
     pid: int | None = None

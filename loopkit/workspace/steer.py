@@ -24,13 +24,13 @@ import contextlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.errors import UsageError, WorkspaceError
+from loopkit.record import asdict, record
 from loopkit.workspace import Workspace
 
 Command = Literal["pause", "resume", "stop"]
@@ -42,7 +42,7 @@ def control_dir(workspace: Workspace) -> Path:
     return workspace.state_dir / "control"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Order:
     """One steering command: what, who, via which surface, when (ISO-8601 UTC, ms); one
     that came through the fleet carries its ``order`` (the fleet's key of it: each lands
@@ -58,7 +58,7 @@ class Order:
         return f"{self.command} by {self.by} via {self.via} at {self.at[:19].replace('T', ' ')}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Note:
     text: str
     by: str

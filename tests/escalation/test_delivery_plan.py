@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from loopkit.config import EscalationConfig
 from loopkit.escalation.delivery import RUNG_TRIES, Due, next_due
+from loopkit.record import replace
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from loopkit.config import ChannelSettings, Config
 from loopkit.errors import BadInput
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.message import Message
+from loopkit.record import replace
 
 
 class FakeChannel:

@@ -10,7 +10,6 @@ import json
 import os
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from test_escalator import FakeChannel, ask, make
@@ -20,6 +19,7 @@ from loopkit.channels import Outcome
 from loopkit.escalation import blockfile
 from loopkit.escalation import repair as repair_mod
 from loopkit.escalation.escalator import Escalator
+from loopkit.record import replace
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 

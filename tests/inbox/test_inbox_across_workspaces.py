@@ -7,6 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
+from loopkit import atomicfile
 from loopkit.home import Registry, home
 
 from helpers import loopkit
@@ -29,11 +32,28 @@ def test_the_registry_drops_a_deleted_workspace(tmp_path: Path) -> None:
     gone.mkdir()
     registry.register(kept, "kept")
     registry.register(gone, "gone")
-    registry.register(kept, "kept")  # again: one entry, refreshed
+    registry.register(kept, "kept")  # again: one entry
     gone.rmdir()
     assert [r.path for r in registry.workspaces()] == [kept]
     assert len(list(registry.folder.glob("*.json"))) == 1
     assert oct((tmp_path / "home").stat().st_mode & 0o777) == "0o700"
+
+
+def test_registering_again_writes_nothing_until_the_repo_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = Registry(tmp_path / "home")
+    (tmp_path / "ws").mkdir()
+    registry.register(tmp_path / "ws", "shop")
+    writes: list[Path] = []
+    real = atomicfile.write_json
+    monkeypatch.setattr(
+        atomicfile, "write_json", lambda p, *a, **k: (writes.append(p), real(p, *a, **k))
+    )
+    registry.register(tmp_path / "ws", "shop")  # every escalate does this: no fsync
+    assert writes == []
+    registry.register(tmp_path / "ws", "shop-renamed")
+    assert len(writes) == 1 and [r.repo for r in registry.workspaces()] == ["shop-renamed"]
 
 
 def test_inbox_and_reply_work_from_any_folder(tmp_path: Path) -> None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
+from loopkit.record import FrozenInstanceError
 from loopkit.requests.models import Option
 from loopkit.requests.replies import Decision, parse_reply
 
@@ -194,7 +193,7 @@ def test_more_than_three_options_are_indexed() -> None:
 
 def test_decision_is_frozen() -> None:
     decision = parse_reply("A", LOOP)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(FrozenInstanceError):
         decision.chosen_option = "abort"  # type: ignore[misc]
 
 

@@ -74,6 +74,14 @@ def read(reply: str, options: list[Option]) -> str | None:
     return parse_reply(reply, options).chosen_option
 
 
+def test_a_digit_slip_beside_another_options_typo_is_free_text() -> None:
+    """Hypothesis found it: "21 deploy" is a digit off "20 deploy" and a letter off "V21
+    deploy" — a typo of neither."""
+    options = [Option("20 deploy", "20-deploy"), Option("V21 deploy", "v21-deploy")]
+    assert read("21 deploy", options) is None
+    assert read("v21 deplyo", options) == "v21-deploy"
+
+
 @settings(max_examples=400, deadline=None)
 @given(questions(), st.data())
 def test_a_label_with_a_digit_changed_is_free_text(

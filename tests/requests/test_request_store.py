@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import json
 import stat
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from loopkit import config
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound
+from loopkit.record import replace
 from loopkit.requests.models import Option, Resolution
 from loopkit.requests.record import Request, new_id, validate_id
 from loopkit.requests.store import RequestStore

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from loopkit.config import StuckConfig
+from loopkit.record import replace
 from loopkit.supervisor import stuck
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"

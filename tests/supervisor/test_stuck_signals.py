@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from loopkit.config import StuckConfig
+from loopkit.record import replace
 from loopkit.supervisor import stuck
 from loopkit.supervisor.stuck import Counters, Detector, Observation
 

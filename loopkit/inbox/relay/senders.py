@@ -9,13 +9,13 @@ decides nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from loopkit import clock
 from loopkit.config import ChannelSettings
 from loopkit.log import get_logger
 from loopkit.message import fold
+from loopkit.record import record
 from loopkit.requests.models import Resolution
 from loopkit.requests.reading import told_back
 from loopkit.requests.record import Request
@@ -23,7 +23,7 @@ from loopkit.requests.record import Request
 log = get_logger("loopkit.phone")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Allowed:
     """The chat the bot answers in, and the users who may decide (none listed: anyone in
     that chat)."""
@@ -48,7 +48,7 @@ class Allowed:
         return not self.users or (sender.user_id is not None and sender.user_id in self.users)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Sender:
     user_id: int | None
     name: str

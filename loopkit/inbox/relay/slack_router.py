@@ -14,7 +14,6 @@ replaced (``chat.update``) with the five lines and the outcome, its buttons gone
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from loopkit.channels.slack_app import blocks, escape, split_ref
@@ -30,6 +29,7 @@ from loopkit.inbox.relay.router import parse_button
 from loopkit.inbox.relay.senders import Sender, outcome_line
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, Message, fold
+from loopkit.record import record
 from loopkit.requests.irreversible import (
     approves,
     confirm_question,
@@ -55,7 +55,7 @@ def slack_ref(record: Request) -> tuple[str, str] | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SlackAllowed:
     """The Slack users who may decide (none listed: anyone in the channel)."""
 
@@ -228,9 +228,9 @@ class SlackRouter:
 
     def _request_for(self, channel: Any, ts: str) -> Request | None:
         for store in self.stores.all(self.here):
-            for _, record in store.all():
-                if isinstance(record, Request) and slack_ref(record) == (channel, ts):
-                    return record
+            for _, stored in store.all():
+                if isinstance(stored, Request) and slack_ref(stored) == (channel, ts):
+                    return stored
         return None
 
     def _message(self, record: Request) -> Message:
