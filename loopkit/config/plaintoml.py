@@ -143,11 +143,9 @@ def _array(rest: str) -> tuple[list[object], str]:
     items: list[object] = []
     rest = rest[1:].lstrip(_SPACE)
     while not rest.startswith("]"):
-        if not rest or rest[0] in ",#":
-            raise _Unplain  # empty item, or the array goes on past this line
+        if not rest or rest[0] in ",#[":
+            raise _Unplain  # empty item, the array goes on past this line, or nested
         item, rest = _value(rest)
-        if isinstance(item, list):
-            raise _Unplain  # nested: tomllib's
         items.append(item)
         rest = rest.lstrip(_SPACE)
         if rest.startswith(","):

@@ -128,3 +128,7 @@ def test_plain_documents_are_read_without_tomllib(
     mine = plaintoml.loads(text)
     assert mine is not None, text
     assert mine == tomllib.loads(text)
+
+
+def test_arrays_nested_thousands_deep_are_left_to_tomllib() -> None:
+    assert plaintoml.loads("a = " + "[" * 5000 + "]" * 5000) is None

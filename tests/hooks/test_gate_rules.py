@@ -458,7 +458,7 @@ def test_the_no_match_path_imports_almost_nothing(ws: Path) -> None:
         (
             plain + "# delegated to ana\n",
             "pytest -q",
-            {"json", "loopkit.config", "tomllib", "pathlib"},
+            {"json", "loopkit.config", "pathlib"},
         ),
     ):
         (ws / "loopkit.toml").write_text(config)
