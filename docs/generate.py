@@ -28,7 +28,6 @@ import os
 import re
 import subprocess
 import sys
-import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -456,9 +455,11 @@ def _default(table: str, key: str) -> tuple[bool, Any]:
     """The record default behind ``[table] key``: (found, value)."""
     from loopkit import config
 
-    hints = typing.get_type_hints(config.Config)
+    # The sections' annotations name classes of the config module (annotations are strings,
+    # and names used only in annotations are not imported at run time: no get_type_hints).
+    hints = config.Config.__annotations__
     for section, name in ((table, key), _ALIASES.get((table, key), (table, key))):
-        kind = hints.get(section)
+        kind = getattr(config, str(hints.get(section)), None)
         if kind is None or not record.is_record(kind):
             continue
         for field in record.fields(kind):

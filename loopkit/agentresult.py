@@ -18,9 +18,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
 
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LOOK_BACK = 64  # candidate starts of the result object tried, from the end
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

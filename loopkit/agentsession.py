@@ -17,9 +17,12 @@ so it is not a wall against that — run the agent as another user, or in a cont
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 SESSION_ENV = "LOOPKIT_AGENT_SESSION"
 REFUSAL = (

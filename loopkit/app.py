@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from loopkit import agentsession
 from loopkit.discover import NotAFolder, find_workspace
 from loopkit.errors import ConfigError, UsageError
 from loopkit.record import field, record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # each imported where it is first used: `--help` needs none of them
     from loopkit.config import Config
     from loopkit.escalation.escalator import Escalator

@@ -18,7 +18,10 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # mkstemp(prefix=".<name>.", suffix=".tmp"): eight random characters before the suffix.
 _TEMP = re.compile(r"\A\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp\Z")

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
 
 
 def now() -> datetime:
@@ -49,24 +52,28 @@ def later_than(previous: str | None, moment: datetime | None = None) -> str:
     return iso_millis(moment)
 
 
-class Waitable(Protocol):
-    """An event to wait on: ``threading.Event`` and :class:`~loopkit.watch.wake.Wake`."""
+if TYPE_CHECKING:
 
-    def wait(self, timeout: float | None = None) -> bool: ...
+    class Waitable(Protocol):
+        """An event to wait on: ``threading.Event`` and :class:`~loopkit.watch.wake.Wake`."""
+
+        def wait(self, timeout: float | None = None) -> bool: ...
 
 
-class Clock(Protocol):
-    def monotonic(self) -> float:
-        """Seconds on a clock that never goes back: deadlines, pauses, timeouts."""
-        ...
+if TYPE_CHECKING:
 
-    def now(self) -> datetime:
-        """The wall-clock time (UTC), for comparing with the stamps in records."""
-        ...
+    class Clock(Protocol):
+        def monotonic(self) -> float:
+            """Seconds on a clock that never goes back: deadlines, pauses, timeouts."""
+            ...
 
-    def wait(self, event: Waitable, seconds: float | None) -> bool:
-        """Until ``event`` is set (True) or ``seconds`` have passed (False; None: no end)."""
-        ...
+        def now(self) -> datetime:
+            """The wall-clock time (UTC), for comparing with the stamps in records."""
+            ...
+
+        def wait(self, event: Waitable, seconds: float | None) -> bool:
+            """Until ``event`` is set (True) or ``seconds`` have passed (False; None: no end)."""
+            ...
 
 
 class SystemClock:

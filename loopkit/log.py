@@ -25,16 +25,16 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
-
-from loopkit.redact import Redactor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from importlib.machinery import ModuleSpec
+    from pathlib import Path
     from types import ModuleType
     from typing import Any, TextIO
+
+    from loopkit.redact import Redactor
 
 # The levels, numbered as stdlib logging numbers them.
 DEBUG, INFO, WARNING, ERROR = 10, 20, 30, 40

@@ -41,22 +41,27 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from loopkit import clock, liveness, readfile
 from loopkit import config as config_mod
 from loopkit.errors import EXIT_BLOCKED, LoopkitError, LoopNotFound, UsageError
 from loopkit.escalation import marker
-from loopkit.home import Registered, Registry, machine, workspace_id
+from loopkit.home import Registry, machine, workspace_id
 from loopkit.message import age, fold
 from loopkit.record import asdict, record, replace
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import State, StateFile
-from loopkit.workspace.steer import Command, Notes, Steering
+from loopkit.workspace.steer import Notes, Steering
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from loopkit.fleet import LoopRows
+    from loopkit.home import Registered
     from loopkit.requests.hub import Remote
+    from loopkit.workspace.steer import Command
 
 ALIVE = ("running", "blocked", "paused")  # what state.json says while a supervisor runs
 COST_KEYS = ("total_cost_usd", "cost_usd", "spend_usd")  # state.json keys that may carry spend

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import functools
 import os
-import signal
 import sys
-from collections.abc import Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36

@@ -17,8 +17,11 @@ import errno
 import json
 import os
 import stat
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 MAX_DEPTH = 64  # no file loopkit reads nests deeper than a few levels
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterable
-from typing import Any, Literal
 
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any, Literal
 
 MASK = "***"
 
@@ -84,7 +87,8 @@ class _Word:
     secrets: tuple[str, ...] = ()
 
 
-Expect = Literal["secret", "user"] | None
+if TYPE_CHECKING:
+    Expect = Literal["secret", "user"] | None
 
 
 def _walk(words: list[str]) -> list[_Word]:

@@ -159,6 +159,25 @@ def _docstrings(path: Path) -> Iterator[tuple[str, int, str | None, str]]:
     yield from visit(tree, None)
 
 
+def _type_checking_names(module: ModuleType) -> dict[str, str | None]:
+    """What ``module`` binds only under ``if TYPE_CHECKING:``: each name → the dotted name it
+    imports, or None for a class or alias defined there."""
+    found: dict[str, str | None] = {}
+    tree = ast.parse(Path(str(module.__file__)).read_text())
+    for node in tree.body:
+        if not (isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"):
+            continue
+        for inner in node.body:
+            if isinstance(inner, ast.ImportFrom) and inner.module:
+                for alias in inner.names:
+                    found[alias.asname or alias.name] = f"{inner.module}.{alias.name}"
+            elif isinstance(inner, ast.ClassDef):
+                found[inner.name] = None
+            elif isinstance(inner, ast.Assign):
+                found.update((t.id, None) for t in inner.targets if isinstance(t, ast.Name))
+    return found
+
+
 def _lookup(dotted: str) -> bool:
     """Import the longest module prefix of ``dotted``, then getattr down the rest."""
     parts = dotted.split(".")
@@ -167,10 +186,15 @@ def _lookup(dotted: str) -> bool:
             obj: object = importlib.import_module(".".join(parts[:cut]))
         except ImportError:
             continue
-        for name in parts[cut:]:
+        for index, name in enumerate(parts[cut:], start=cut):
             try:
                 obj = getattr(obj, name)
             except AttributeError:
+                if isinstance(obj, ModuleType) and name in _type_checking_names(obj):
+                    # Bound for the type checker only (as Sphinx sees with TYPE_CHECKING on):
+                    # an import is followed; a class defined there is taken as it is.
+                    source = _type_checking_names(obj)[name]
+                    return source is None or _lookup(".".join([source, *parts[index + 1 :]]))
                 # A dataclass field with slots, or an instance attribute set in __init__,
                 # is not an attribute of the class: look for the annotation.
                 annotations = getattr(obj, "__annotations__", {})
@@ -205,3 +229,9 @@ def test_the_reference_check_can_fail() -> None:
     assert _resolves("loopkit.requests.replies", "loopkit", None)
     assert not _resolves("loopkit.parse.parse_reply", "loopkit", None)
     assert not _resolves("RequestStore.no_such_method", "loopkit.requests.store", None)
+
+
+def test_a_name_bound_for_the_type_checker_only_resolves_through_its_import() -> None:
+    assert _resolves("Clock", "loopkit.clock", None)  # a Protocol defined under TYPE_CHECKING
+    assert _resolves("RequestStore.resolve", "loopkit.requests.answer", None)
+    assert not _resolves("RequestStore.no_such_method", "loopkit.requests.answer", None)

@@ -9,15 +9,19 @@ line in :data:`CHANNELS`.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Protocol
 
-from loopkit.config import ChannelSettings, Config
 from loopkit.errors import ConfigError
-from loopkit.message import Note
 from loopkit.record import record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Protocol
+if TYPE_CHECKING:
+    from typing import Any
+
     from loopkit.channels.http import Response
+    from loopkit.config import ChannelSettings, Config
+    from loopkit.message import Note
 
 CHANNELS: dict[str, str] = {
     "telegram": "loopkit.channels.telegram:TelegramChannel",
@@ -48,14 +52,16 @@ class Outcome:
         return Outcome(True, response.status, None, message_id, earlier)
 
 
-class Channel(Protocol):
-    name: str
+if TYPE_CHECKING:
 
-    def send(self, message: Note) -> Outcome: ...
+    class Channel(Protocol):
+        name: str
 
-    def problems(self) -> list[str]:
-        """What is missing from the settings, each with its fix (for doctor)."""
-        ...
+        def send(self, message: Note) -> Outcome: ...
+
+        def problems(self) -> list[str]:
+            """What is missing from the settings, each with its fix (for doctor)."""
+            ...
 
 
 def create(name: str, settings: ChannelSettings, **options: Any) -> Channel:

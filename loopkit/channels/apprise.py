@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any
 
 from loopkit.channels import Outcome
-from loopkit.config import ChannelSettings
-from loopkit.message import Note, fold, one_way
+from loopkit.message import fold, one_way
 from loopkit.redact import Redactor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.config import ChannelSettings
+    from loopkit.message import Note
 
 URLS = "LOOPKIT_HITL_APPRISE_URLS"
 

@@ -15,13 +15,18 @@ import os
 import shlex
 import signal
 import subprocess
-from typing import Any
 
 from loopkit import prctl
 from loopkit.channels import Outcome
-from loopkit.config import ChannelSettings
-from loopkit.message import Note, fold, one_way
+from loopkit.message import fold, one_way
 from loopkit.redact import Redactor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.config import ChannelSettings
+    from loopkit.message import Note
 
 DIAL_TIMEOUT = 30.0
 

@@ -11,13 +11,17 @@ from __future__ import annotations
 import email.utils
 import math
 import time
-from collections.abc import Callable
-from typing import Any
 
 import httpx
 
 from loopkit.record import record, replace
-from loopkit.redact import Redactor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from loopkit.redact import Redactor
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_RETRY_WAIT = 1.0

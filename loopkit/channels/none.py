@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from loopkit.channels import Outcome
-from loopkit.config import ChannelSettings
-from loopkit.message import Note
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.config import ChannelSettings
+    from loopkit.message import Note
 
 
 class NoChannel:

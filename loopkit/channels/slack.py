@@ -9,15 +9,20 @@ Slack app (``slack_mode = "socket"``) is :mod:`loopkit.channels.slack_app`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import httpx
 
 from loopkit.channels import Outcome
 from loopkit.channels.http import post_json
-from loopkit.config import ChannelSettings
-from loopkit.message import Note, one_way
+from loopkit.message import one_way
 from loopkit.redact import Redactor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from loopkit.config import ChannelSettings
+    from loopkit.message import Note
 
 
 class SlackChannel:

@@ -12,13 +12,18 @@ need. A reminder is a reply in the block's thread.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
 
 from loopkit.channels import Outcome
 from loopkit.channels.telegram import callback_data
-from loopkit.config import ChannelSettings
-from loopkit.message import LETTERS, Message, Note
+from loopkit.message import LETTERS, Message
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from loopkit.config import ChannelSettings
+    from loopkit.message import Note
 
 SECTION_MAX = 3000  # characters of a section's text (Block Kit)
 BUTTON_TEXT_MAX = 75  # characters of a button's text

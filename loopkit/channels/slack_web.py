@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
-from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from loopkit.config import ChannelSettings
 from loopkit.log import get_logger
 from loopkit.redact import Redactor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from loopkit.config import ChannelSettings
 
 log = get_logger("loopkit.phone")
 

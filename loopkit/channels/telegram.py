@@ -6,15 +6,20 @@ The call goes through :class:`~loopkit.channels.telegram_api.BotApi`, the one Bo
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
-
-import httpx
 
 from loopkit.channels import Outcome
 from loopkit.channels.telegram_api import BotApi
-from loopkit.config import ChannelSettings
-from loopkit.message import LETTERS, Note
+from loopkit.message import LETTERS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    import httpx
+
+    from loopkit.config import ChannelSettings
+    from loopkit.message import Note
 
 CALLBACK_DATA_MAX = 64  # bytes, a Bot API limit
 

@@ -13,15 +13,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 import httpx
 
 from loopkit.channels.http import Response, capped_wait, post_json
-from loopkit.config import ChannelSettings
 from loopkit.log import get_logger
 from loopkit.redact import Redactor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from loopkit.config import ChannelSettings
 
 log = get_logger("loopkit.phone")
 

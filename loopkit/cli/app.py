@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from loopkit.app import App
 

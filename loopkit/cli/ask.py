@@ -8,10 +8,14 @@ from typing import cast
 
 import click
 
-from loopkit.app import App
 from loopkit.config import TIMEOUT_ACTIONS
 from loopkit.escalation.policy import CATEGORIES
-from loopkit.requests.record import KINDS, Kind
+from loopkit.requests.record import KINDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
+    from loopkit.requests.record import Kind
 
 
 @click.command()
@@ -75,7 +79,7 @@ def ask(
         app, situation=situation, policy=policy, prompt=prompt, options=options,
         recommend=recommend, category=category, confidence=confidence,
         irreversible=irreversible, timeout=timeout, on_timeout=on_timeout, attach=attach,
-        request_id=request_id, key=key, kind=cast(Kind, kind), block=block,
+        request_id=request_id, key=key, kind=cast("Kind", kind), block=block,
         check_target=check_target, criteria=criteria, artifact_url=artifact_url,
         as_json=as_json,
     )  # fmt: skip

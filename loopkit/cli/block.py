@@ -5,13 +5,16 @@ from __future__ import annotations
 import click
 
 from loopkit import check as check_mod
-from loopkit.app import App
 from loopkit.errors import (
     EXIT_FAILURE,
     EXIT_OK,
     ChannelError,
     RequestNotFound,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 @click.command()

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 from loopkit.redact import Redactor
 from loopkit.workspace import Workspace
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from loopkit.app import App
 

@@ -6,8 +6,11 @@ import json
 
 import click
 
-from loopkit.app import App
 from loopkit.errors import EXIT_OK, ConfigError, WorkspaceError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 @click.group()

@@ -6,8 +6,11 @@ import sys
 
 import click
 
-from loopkit.app import App
 from loopkit.errors import EXIT_OK
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 @click.command()

@@ -6,11 +6,9 @@ import getpass
 
 import click
 
-from loopkit.app import App
 from loopkit.errors import EXIT_FAILURE, EXIT_OK, LoopkitError, LoopNotFound
 from loopkit.home import Registered, Registry
 from loopkit.loops import (
-    Loop,
     find,
     listing,
     loops,
@@ -19,7 +17,14 @@ from loopkit.loops import (
     read_loop,
     steer,
 )
-from loopkit.workspace.steer import Command
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
+    from loopkit.loops import (
+        Loop,
+    )
+    from loopkit.workspace.steer import Command
 
 
 @click.command()

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import click
 
-from loopkit.app import App
 from loopkit.errors import EXIT_OK
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 @click.command("mcp")

@@ -6,9 +6,12 @@ import json
 
 import click
 
-from loopkit.app import App
 from loopkit.errors import EXIT_OK
 from loopkit.requests.record import KINDS, STATUSES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 @click.group(invoke_without_command=True)

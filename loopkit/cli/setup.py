@@ -7,9 +7,12 @@ from pathlib import Path
 
 import click
 
-from loopkit.app import App
 from loopkit.channels import CHANNELS
 from loopkit.errors import EXIT_FAILURE, EXIT_OK
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 @click.command()

@@ -8,9 +8,12 @@ import json
 import os
 
 from loopkit import agentsession
-from loopkit.app import App
 from loopkit.commands.echo import echo
 from loopkit.errors import EXIT_OK, AgentAnswer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 def refuse_agents() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from loopkit.app import App
 from loopkit.commands.echo import echo
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK
 from loopkit.escalation.ask import Question, prompt_block
@@ -12,6 +11,7 @@ from loopkit.escalation.ask import ask as do_ask
 
 TYPE_CHECKING = False  # typing: ~2 ms of a start-up that has none to spare
 if TYPE_CHECKING:
+    from loopkit.app import App
     from loopkit.requests.record import Kind
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
-from loopkit.app import App
 from loopkit.commands.echo import echo
-from loopkit.config import Config
 from loopkit.errors import EXIT_BLOCKED, ConfigError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
+    from loopkit.config import Config
 
 
 def escalate(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
-from loopkit.app import App
 from loopkit.commands.echo import echo
 from loopkit.errors import EXIT_OK
 from loopkit.inbox.entries import open_requests, render
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 def inbox(app: App, *, as_json: bool) -> int:

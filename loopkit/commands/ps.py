@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from loopkit.app import App
 from loopkit.loops import print_loops
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 def ps(app: App, *, as_json: bool) -> int:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
-from loopkit.app import App
 from loopkit.commands.echo import echo
 from loopkit.errors import EXIT_OK
 from loopkit.requests.table import listing, render
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 def list_requests(app: App, *, status: str | None, kind: str | None, as_json: bool) -> int:

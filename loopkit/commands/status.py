@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
-from loopkit.app import App
 from loopkit.commands.echo import echo
 from loopkit.errors import EXIT_OK
 from loopkit.escalation import repair
 from loopkit.supervisor.status import render
 from loopkit.supervisor.status import status as read_status
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.app import App
 
 
 def status(app: App, *, as_json: bool) -> int:

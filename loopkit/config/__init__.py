@@ -14,20 +14,25 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 from loopkit import readfile
 from loopkit.config import plaintoml
 from loopkit.config import values as config_values
 from loopkit.config.values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
-from loopkit.config.values import Command as Command
-from loopkit.config.values import TimeoutAction as TimeoutAction
+from loopkit.config.values import Command as Command  # a union: a value at run time too
 from loopkit.config.values import parse_duration as parse_duration
 from loopkit.errors import ConfigError
 from loopkit.record import field, record, replace
 from loopkit.redact import dial_secrets
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from loopkit.config.values import TimeoutAction as TimeoutAction
 
 CONFIG_NAME = "loopkit.toml"
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"
@@ -178,7 +183,8 @@ class Config:
         return self.workspace / self.escalation.blocked_file
 
 
-Validator = Callable[[object], Any]
+if TYPE_CHECKING:
+    Validator = Callable[[object], Any]
 
 _SCHEMA: dict[str, dict[str, Validator]] = {
     "loop": {

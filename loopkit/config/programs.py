@@ -32,13 +32,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
-from loopkit.config import Config
-from loopkit.config.values import Command
 from loopkit.errors import ConfigError
 from loopkit.record import record, replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from loopkit.config import Config
+    from loopkit.config.values import Command
 
 __all__ = ["Missing", "check_loop", "loop_problems", "missing_program"]
 

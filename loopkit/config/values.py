@@ -7,10 +7,14 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Literal, cast
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
 
 TIMEOUT_ACTIONS = ("skip", "queue", "retry", "abort")
-TimeoutAction = Literal["skip", "queue", "retry", "abort"]
+if TYPE_CHECKING:
+    TimeoutAction = Literal["skip", "queue", "retry", "abort"]
 # A command is a shell string (run by /bin/sh -c) or an argv list (run without a shell).
 Command = str | tuple[str, ...]
 
@@ -83,7 +87,7 @@ def command(value: object) -> Command:
             raise ValueError("a command cannot be empty")
         return value
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return tuple(cast(list[str], value))
+        return tuple(value)
     raise ValueError("expected a command: a string (run by /bin/sh -c) or a list of strings")
 
 
@@ -130,7 +134,7 @@ def strings(value: object) -> tuple[str, ...]:
     """A list of strings."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("expected a list of strings")
-    return tuple(cast(list[str], value))
+    return tuple(value)
 
 
 def positive_int(value: object) -> int:

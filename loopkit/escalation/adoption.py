@@ -16,20 +16,22 @@ bytes are read, undecodable bytes replaced.
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from loopkit import readfile
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
 from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
-from loopkit.workspace import Workspace
-from loopkit.workspace.state import State, StateFile
+from loopkit.workspace.state import StateFile
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the escalator only when a hand-written block is read
+    from pathlib import Path
+
     from loopkit.escalation.escalator import Escalation
+    from loopkit.requests.store import RequestStore
+    from loopkit.workspace import Workspace
+    from loopkit.workspace.state import State
 
 READ_LIMIT = 64 * 1024
 MAX_CHOICES = 3

@@ -9,10 +9,6 @@ message); 4. persist the record — and with ``block``, write BLOCKED.md and sen
 
 from __future__ import annotations
 
-from typing import Any
-
-from loopkit.channels import Outcome
-from loopkit.config import Config
 from loopkit.errors import BadInput, UsageError
 from loopkit.escalation import policy as policy_mod
 from loopkit.escalation import rubric
@@ -21,9 +17,17 @@ from loopkit.message import clean, fold
 from loopkit.record import record
 from loopkit.requests.answer import options_for
 from loopkit.requests.models import Option
-from loopkit.requests.record import KINDS, Kind, Request, new_id, validate_id
+from loopkit.requests.record import KINDS, Request, new_id, validate_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.channels import Outcome
+    from loopkit.config import Config
+    from loopkit.requests.record import Kind
 
 
 @record(frozen=True, slots=True)

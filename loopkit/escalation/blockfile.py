@@ -12,19 +12,24 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Literal
 
 from loopkit import atomicfile, readfile
 from loopkit.errors import BadInput, WorkspaceError
 from loopkit.escalation import marker
 from loopkit.message import LETTERS, fold
 from loopkit.record import record
-from loopkit.requests.record import Request
-from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from loopkit.requests.record import Request
+    from loopkit.workspace import Workspace
 
 MAX_CONTEXT_LINES = 6
 
-BlockState = Literal["absent", "file", "other"]
+if TYPE_CHECKING:
+    BlockState = Literal["absent", "file", "other"]
 
 
 @record(frozen=True, slots=True)

@@ -21,18 +21,24 @@ whichever loopkit process watches the block computes the same next step. In orde
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Literal
+from datetime import timedelta
 
 from loopkit import clock
-from loopkit.config import EscalationConfig
 from loopkit.record import record
-from loopkit.requests.models import DeliveryAttempt
-from loopkit.requests.record import Request
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Literal
+
+    from loopkit.config import EscalationConfig
+    from loopkit.requests.models import DeliveryAttempt
+    from loopkit.requests.record import Request
 
 RUNG_TRIES = 3  # failed tries on one rung before the next is tried as well
 IN_FLIGHT_GRACE = 60.0  # seconds an attempt may be in flight before it counts as cut short
-Kind = Literal["message", "repeat", "reminder"]
+if TYPE_CHECKING:
+    Kind = Literal["message", "repeat", "reminder"]
 
 
 @record(frozen=True, slots=True)

@@ -18,7 +18,10 @@ from __future__ import annotations
 from loopkit.escalation import blockfile
 from loopkit.record import record
 from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.requests.store import RequestStore
 
 
 @record(frozen=True, slots=True)

@@ -13,15 +13,12 @@ on the open request (never lost) and nothing is sent.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from loopkit import clock
-from loopkit.channels import Outcome
-from loopkit.config import Config
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile, evidence
 from loopkit.escalation.blockfile import Choice
-from loopkit.escalation.sender import ChannelFactory, Sender
+from loopkit.escalation.sender import Sender
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
 from loopkit.record import record, replace
@@ -31,6 +28,14 @@ from loopkit.requests.models import Option
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from loopkit.channels import Outcome
+    from loopkit.config import Config
+    from loopkit.escalation.sender import ChannelFactory
 
 log = get_logger("loopkit.escalation")
 

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from loopkit import readfile
 from loopkit.record import field, record
-from loopkit.redact import Redactor
-from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from loopkit.redact import Redactor
+    from loopkit.workspace import Workspace
 
 LINES = 20
 TAIL_BYTES = 256 * 1024

@@ -17,11 +17,9 @@ import hashlib
 import json
 import shlex
 import subprocess
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from loopkit import clock
-from loopkit.config import Config
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput
 from loopkit.escalation.escalator import Escalator
 from loopkit.message import clean, fold
@@ -31,7 +29,14 @@ from loopkit.requests.answer import APPROVAL_OPTIONS, outcome_of
 from loopkit.requests.models import Resolution
 from loopkit.requests.outcome import wait_for
 from loopkit.requests.record import Request, new_id
-from loopkit.requests.store import RequestStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from loopkit.config import Config
+    from loopkit.requests.store import RequestStore
 
 
 def command_hash(argv: Sequence[str], cwd: str) -> str:

@@ -39,9 +39,12 @@ recurring one of at most $10 a month, which the seed treats as a research-first 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
 
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 CATEGORIES = (
     "ontology",

@@ -18,17 +18,16 @@ send once. Temporary files a crash left between write and rename are removed too
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from loopkit import readfile
-from loopkit.config import Config
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile, delivery
 from loopkit.log import get_logger
-from loopkit.requests.store import RequestStore
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the escalator (the sender, the channels) only once there is work
+    from loopkit.config import Config
     from loopkit.escalation.escalator import Escalation, Escalator, Result
+    from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.repair")
 

@@ -31,10 +31,13 @@ Rules (``Violation.rule``):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from loopkit.message import find_emoji
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 MAX_STEM = 120
 MAX_LABEL = 24

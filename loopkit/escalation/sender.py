@@ -16,23 +16,29 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from loopkit import channels, clock
-from loopkit.channels import Channel, Outcome
-from loopkit.config import Config
+from loopkit.channels import Outcome
 from loopkit.errors import ConfigError, LoopkitError
 from loopkit.escalation import delivery
 from loopkit.home import workspace_id
 from loopkit.log import get_logger
-from loopkit.message import Message, Note, Reminder
+from loopkit.message import Message, Reminder
 from loopkit.record import replace
 from loopkit.redact import Redactor
 from loopkit.requests.models import DeliveryAttempt
-from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.channels import Channel
+    from loopkit.config import Config
+    from loopkit.message import Note
+    from loopkit.requests.record import Request
+    from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.escalation")
 
-ChannelFactory = Callable[[str], Channel]
+if TYPE_CHECKING:
+    ChannelFactory = Callable[[str], Channel]
 INTERRUPTED = "loopkit stopped mid-send; outcome unknown"
 
 

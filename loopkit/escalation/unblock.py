@@ -7,9 +7,7 @@ go finds the decision already on the request and hands it to the next agent run.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
-from loopkit.config import Config
 from loopkit.errors import RequestConflict, RequestNotFound
 from loopkit.escalation import adoption, blockfile
 from loopkit.record import record
@@ -17,6 +15,12 @@ from loopkit.requests.answer import answer, unblocked_by_hand
 from loopkit.requests.reading import told_back
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.config import Config
 
 
 @record(frozen=True, slots=True)

@@ -16,21 +16,26 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
 
-from loopkit.config import Config
 from loopkit.config.values import fleet_dsn
 from loopkit.errors import LoopkitError, LoopNotFound
-from loopkit.requests.hub import Hub, LocalHub, Remote
+from loopkit.record import record
+from loopkit.requests.hub import LocalHub
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from loopkit.config import Config
     from loopkit.fleet.pg import PgHub
     from loopkit.fleet.publishing import Publishing
+    from loopkit.requests.hub import Hub, Remote
     from loopkit.requests.locate import Stores
 
 
-class LoopRows(NamedTuple):
+@record(frozen=True, slots=True)
+class LoopRows:
     """Other machines' loops as :meth:`Hubs.remote_loop_rows` found them: their rows, and
     whether a fleet's database could not be reached for them (``unreached``)."""
 

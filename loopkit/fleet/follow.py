@@ -19,11 +19,8 @@ followed as before.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import psycopg
 
@@ -31,15 +28,25 @@ from loopkit import atomicfile, readfile
 from loopkit.errors import LoopkitError
 from loopkit.escalation.blockfile import remove_block
 from loopkit.fleet import states, steering
-from loopkit.fleet.pg import CHANNEL, PgHub
-from loopkit.fleet.publishing import BEAT, Publishing
+from loopkit.fleet.pg import CHANNEL
+from loopkit.fleet.publishing import BEAT
 from loopkit.fleet.schema import LOOPS_VERSION
 from loopkit.fleet.schema import version as schema_version
-from loopkit.home import Registered, home
+from loopkit.home import home
 from loopkit.log import get_logger
-from loopkit.requests.locate import Place, Stores
 from loopkit.requests.record import Request
-from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+    from typing import Any
+
+    from loopkit.fleet.pg import PgHub
+    from loopkit.fleet.publishing import Publishing
+    from loopkit.home import Registered
+    from loopkit.requests.locate import Place, Stores
+    from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.fleet")
 

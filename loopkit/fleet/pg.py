@@ -23,9 +23,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Collection
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -36,10 +34,19 @@ from loopkit.fleet.schema import version as schema_version
 from loopkit.home import machine
 from loopkit.home.bot import KEEP_HANDLED, BotLease, OffsetFile, Position
 from loopkit.log import get_logger
-from loopkit.requests.answer import Answer, already_answered, apply_reply, dismiss_record
-from loopkit.requests.hub import Lease, Offsets, Remote
+from loopkit.requests.answer import already_answered, apply_reply, dismiss_record
+from loopkit.requests.hub import Remote
 from loopkit.requests.record import Request
-from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
+    from datetime import datetime
+    from typing import Any
+
+    from loopkit.requests.answer import Answer
+    from loopkit.requests.hub import Lease, Offsets
+    from loopkit.workspace import Workspace
 
 log = get_logger("loopkit.fleet")
 

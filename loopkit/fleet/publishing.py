@@ -5,11 +5,16 @@ without a fleet hands this over without loading psycopg."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
-from loopkit.home import Registered
 from loopkit.record import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from loopkit.home import Registered
 
 BEAT = 10.0  # seconds between a machine's refreshes of its loops' rows
 STALE_BEATS = 3  # beats without a refresh: the row is stale (its machine not heard from)

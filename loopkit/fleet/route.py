@@ -4,15 +4,19 @@ NOTIFY)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from loopkit.errors import RequestNotFound
 from loopkit.escalation.dismiss import dismiss
-from loopkit.fleet import Hubs
-from loopkit.requests.answer import Answer, answer
-from loopkit.requests.locate import Stores
-from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
+from loopkit.requests.answer import answer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.fleet import Hubs
+    from loopkit.requests.answer import Answer
+    from loopkit.requests.locate import Stores
+    from loopkit.requests.record import Request
+    from loopkit.requests.store import RequestStore
 
 
 def answer_anywhere(

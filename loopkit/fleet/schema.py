@@ -21,7 +21,9 @@ them (idempotent), ``loopkit fleet status`` reads them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (

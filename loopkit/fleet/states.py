@@ -26,16 +26,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from loopkit import clock
-from loopkit.fleet.pg import PgHub
 from loopkit.fleet.publishing import BEAT, STALE_BEATS
 from loopkit.fleet.schema import LOOPS_VERSION
 from loopkit.log import get_logger
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.fleet.pg import PgHub
 
 log = get_logger("loopkit.fleet")
 

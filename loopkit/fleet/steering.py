@@ -28,17 +28,24 @@ stop or note given on one machine lands on the loop's own.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from datetime import datetime, timedelta
-from typing import Any, Literal
+from datetime import timedelta
+from typing import Literal
 
 from loopkit import clock
 from loopkit.errors import LoopkitError
-from loopkit.fleet.pg import PgHub
 from loopkit.fleet.schema import LOOPS_VERSION
 from loopkit.log import get_logger
-from loopkit.workspace import Workspace
-from loopkit.workspace.steer import COMMANDS, Notes, Order, Steering
+from loopkit.workspace.steer import COMMANDS, Notes, Steering
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
+    from datetime import datetime
+    from typing import Any
+
+    from loopkit.fleet.pg import PgHub
+    from loopkit.workspace import Workspace
+    from loopkit.workspace.steer import Order
 
 log = get_logger("loopkit.fleet")
 

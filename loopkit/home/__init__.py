@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def home(environ: Mapping[str, str] | None = None) -> Path:

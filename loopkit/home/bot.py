@@ -8,15 +8,19 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Collection
-from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any
+from datetime import timedelta
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.home import home
 from loopkit.log import get_logger
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection
+    from datetime import datetime
+    from pathlib import Path
+    from typing import Any
 
 log = get_logger("loopkit.phone")
 

@@ -22,12 +22,15 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any
 
 from loopkit import atomicfile, readfile
 from loopkit.errors import ConfigError, WorkspaceError
 from loopkit.hooks.install import _entries, _options, program
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record(frozen=True, slots=True)

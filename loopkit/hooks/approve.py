@@ -16,7 +16,6 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 from loopkit import agentsession, log
 from loopkit import config as config_mod
@@ -26,9 +25,14 @@ from loopkit.fleet import Hubs
 from loopkit.hooks.rules import FILE_TOOLS
 from loopkit.message import clean, fold
 from loopkit.redact import Redactor, mask_command
-from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.requests.record import Request
 
 WAITING = "waiting for a human's approval: loopkit will resume you when it is given"
 

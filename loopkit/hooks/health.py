@@ -23,13 +23,16 @@ import json
 import os
 import shlex
 import subprocess
-from pathlib import Path
 
 from loopkit import readfile
 from loopkit.hooks.install import ours
 from loopkit.hooks.pretooluse import load_rules
 from loopkit.hooks.rules import match
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 TIMEOUT = 30.0
 FIX = "run `loopkit hook install claude` (with --user for your home's) to write loopkit's path"

@@ -19,10 +19,13 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 from loopkit import atomicfile, readfile
 from loopkit.errors import ConfigError, WorkspaceError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*|AskUserQuestion"
 OLD_MATCHERS = ("Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*",)  # rewritten to MATCHER

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Any
 
 from loopkit import atomicfile, channels, readfile
 from loopkit import config as config_mod
@@ -18,6 +17,10 @@ from loopkit.home import home
 from loopkit.log import get_logger
 from loopkit.message import Notice
 from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 log = get_logger("loopkit.hooks")
 

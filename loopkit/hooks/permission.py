@@ -19,9 +19,11 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from loopkit import config as config_mod
     from loopkit.requests.record import Request
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from loopkit import config as config_mod
 from loopkit import log
@@ -32,6 +31,10 @@ from loopkit.requests.models import Option, Resolution
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TOOL = "AskUserQuestion"
 PHONE_OPTIONS = 3

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
 
 from loopkit import agentresult, atomicfile, clock, readfile
 from loopkit.message import clean, fold
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FILE = "agent_failure.json"
 DEPENDENCY = frozenset({"rate_limit", "overloaded"})

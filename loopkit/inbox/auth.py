@@ -17,10 +17,13 @@ import secrets
 import threading
 import time
 from collections import deque
-from pathlib import Path
 
 from loopkit import atomicfile, readfile
 from loopkit.errors import WorkspaceError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 COOKIE = "loopkit_session"
 TOKEN_FILE = "inbox.token"

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from loopkit import clock
 from loopkit.escalation import dismiss as dismissal
-from loopkit.fleet import Hubs
 from loopkit.message import LETTERS, age, fold
 from loopkit.record import record
 from loopkit.requests.irreversible import is_irreversible
-from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.fleet import Hubs
+    from loopkit.requests.locate import Stores
 
 
 @record(frozen=True, slots=True)

@@ -17,14 +17,17 @@ ones that stall), or itself when every other is busy with a request.
 
 from __future__ import annotations
 
-import asyncio
 import resource
-from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+    from typing import Any
 
 HEADER_TIMEOUT = 5.0  # seconds for a request's headers to arrive
 MAX_CONNECTIONS = 256  # one human's inbox: a few phones and browsers, with room to spare

@@ -14,7 +14,6 @@ fleet.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.requests import Request as HttpRequest
@@ -23,8 +22,13 @@ from starlette.routing import Route
 
 from loopkit import loops
 from loopkit.errors import LoopkitError
-from loopkit.loops import Loop
-from loopkit.workspace.steer import Command
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.loops import Loop
+    from loopkit.workspace.steer import Command
 
 MAX_FORM = 16 * 1024
 Handler = Callable[[HttpRequest, str], Awaitable[Response]]

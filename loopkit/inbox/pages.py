@@ -13,25 +13,29 @@ are shown only when they are regular text files inside their workspace, cut at
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from loopkit import clock, readfile
 from loopkit.errors import LoopkitError
 from loopkit.escalation import evidence
 from loopkit.escalation.dismiss import is_ghost
-from loopkit.escalation.evidence import Evidence
-from loopkit.fleet import Hubs
 from loopkit.home import workspace_id
 from loopkit.inbox.entries import Entry, open_requests
 from loopkit.loops import remote_key
 from loopkit.message import LETTERS, age, clean
 from loopkit.record import field, record
 from loopkit.redact import Redactor
-from loopkit.requests.locate import Place, Stores
 from loopkit.requests.models import Resolution
 from loopkit.requests.reading import reading as reading_of
 from loopkit.requests.record import Request, is_id
-from loopkit.requests.store import RequestStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.escalation.evidence import Evidence
+    from loopkit.fleet import Hubs
+    from loopkit.requests.locate import Place, Stores
+    from loopkit.requests.store import RequestStore
 
 REF_LINES = 200
 REF_BYTES = 256 * 1024

@@ -19,13 +19,8 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
-from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any
 
 from loopkit import clock, fleet, loops
-from loopkit.config import ChannelSettings
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
 from loopkit.escalation import blockfile, delivery
 from loopkit.escalation.adoption import block_request_id
@@ -41,7 +36,14 @@ from loopkit.record import field, record
 from loopkit.requests.locate import Stores
 from loopkit.workspace.state import SupervisorLock
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+    from types import FrameType
+    from typing import Any
+
+    from loopkit.config import ChannelSettings
     from loopkit.inbox.guard import ConnectionGuard
     from loopkit.inbox.relay.slack_socket import SlackRelay
 

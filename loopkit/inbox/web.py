@@ -20,7 +20,6 @@ from __future__ import annotations
 import getpass
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import jinja2
@@ -32,16 +31,22 @@ from starlette.routing import Route
 from loopkit import agentsession
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation import blockfile
-from loopkit.fleet import Hubs
 from loopkit.fleet.route import answer_anywhere, dismiss_anywhere
 from loopkit.inbox import pages
-from loopkit.inbox.auth import COOKIE, SESSION_DAYS, InboxToken, Sessions, Throttle
+from loopkit.inbox.auth import COOKIE, SESSION_DAYS, Sessions
 from loopkit.inbox.loops import routes as loop_routes
 from loopkit.log import get_logger
 from loopkit.record import record
 from loopkit.requests.answer import parse_for
 from loopkit.requests.irreversible import confirm_question, needs_second_tap
-from loopkit.requests.locate import Stores
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.fleet import Hubs
+    from loopkit.inbox.auth import InboxToken, Throttle
+    from loopkit.requests.locate import Stores
 
 log = get_logger("loopkit.inbox")
 

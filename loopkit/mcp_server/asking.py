@@ -15,16 +15,15 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field
 
-from loopkit.config.values import TimeoutAction
 from loopkit.escalation.ask import Asked as AskResult
 from loopkit.escalation.ask import Question, ask
 from loopkit.escalation.escalator import Escalation
 from loopkit.escalation.repair import escalate as escalate_after_repair
-from loopkit.mcp_server.models import Asked, Category, Escalated, HumanRequest
+from loopkit.mcp_server.models import Asked, Category, Escalated, HumanRequest, Kind, TimeoutAction
 from loopkit.mcp_server.preview import PreviewStore
 from loopkit.mcp_server.workspace import ServedWorkspace
 from loopkit.record import replace
-from loopkit.requests.record import Kind, Request
+from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 
 

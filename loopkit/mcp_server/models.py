@@ -12,8 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loopkit.requests.record import Kind, Status
-
+# The record's kinds and statuses and the config's timeout actions, as run-time types for
+# the tools' schemas (loopkit's own modules name them for the type checker only, so that a
+# short command imports no typing); tests/mcp/test_mcp_tools.py holds them to the tuples.
+Kind = Literal["question", "approval", "review"]
+Status = Literal["open", "deferred", "resolved", "expired", "dismissed"]
+TimeoutAction = Literal["skip", "queue", "retry", "abort"]
 Category = Literal[
     "ontology", "ux", "one-way-door", "third-party", "cost", "scope", "data-loss", "security",
     "legal",

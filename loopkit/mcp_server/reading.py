@@ -19,6 +19,7 @@ from pydantic import Field
 
 from loopkit.mcp_server.models import (
     HumanRequest,
+    Kind,
     Listed,
     Outcome,
     RequestRow,
@@ -29,7 +30,7 @@ from loopkit.mcp_server.workspace import ServedWorkspace
 from loopkit.requests.answer import outcome_of
 from loopkit.requests.models import Resolution
 from loopkit.requests.outcome import wait_for
-from loopkit.requests.record import Kind, Request
+from loopkit.requests.record import Request
 from loopkit.requests.table import listing
 
 MAX_WAIT = 50.0  # seconds: below the idle timeouts of MCP clients (SPEC section 12)

@@ -16,17 +16,21 @@ first answer is never touched.
 
 from __future__ import annotations
 
-from typing import Any
-
 from loopkit import clock
 from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
 from loopkit.record import replace
 from loopkit.requests.answered import Answer as Answer
 from loopkit.requests.models import Option, Resolution
-from loopkit.requests.record import Request
-from loopkit.requests.replies import Decision, parse_reply, parse_verdict
-from loopkit.requests.store import RequestStore
+from loopkit.requests.replies import parse_reply, parse_verdict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.requests.record import Request
+    from loopkit.requests.replies import Decision
+    from loopkit.requests.store import RequestStore
 
 APPROVAL_OPTIONS = (
     Option("Approve", "approved"),

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from loopkit.record import record
-from loopkit.requests.record import Request
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.requests.record import Request
 
 
 @record(frozen=True, slots=True)

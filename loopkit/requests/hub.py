@@ -17,17 +17,20 @@ of :mod:`loopkit.fleet`, which builds on it.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
-
 from loopkit.record import record
-from loopkit.requests.answered import Answer
-from loopkit.requests.record import Request
-from loopkit.workspace import Workspace
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Protocol
+if TYPE_CHECKING:
+    from collections.abc import Collection
+    from datetime import datetime
+    from typing import Any
+
     from loopkit.home.bot import Position
+    from loopkit.requests.answered import Answer
+    from loopkit.requests.record import Request
+    from loopkit.workspace import Workspace
 
 
 @record(frozen=True, slots=True)
@@ -40,42 +43,48 @@ class Remote:
     record: Request
 
 
-class Lease(Protocol):
-    @property
-    def held(self) -> bool: ...
-    def take(self) -> None: ...
-    def release(self) -> None: ...
+if TYPE_CHECKING:
+
+    class Lease(Protocol):
+        @property
+        def held(self) -> bool: ...
+        def take(self) -> None: ...
+        def release(self) -> None: ...
 
 
-class Offsets(Protocol):
-    """A bot's update offset and the updates it handled (SPEC §16): ``load``/``save`` the
-    :class:`~loopkit.home.bot.Position`; ``handled`` says which of some updates were
-    handled already, ``mark`` remembers one more (for eight days)."""
+if TYPE_CHECKING:
 
-    bot: str
+    class Offsets(Protocol):
+        """A bot's update offset and the updates it handled (SPEC §16): ``load``/``save`` the
+        :class:`~loopkit.home.bot.Position`; ``handled`` says which of some updates were
+        handled already, ``mark`` remembers one more (for eight days)."""
 
-    def load(self) -> Position | None: ...
-    def save(self, position: Position) -> None: ...
-    def handled(self, keys: Collection[str]) -> set[str]: ...
-    def mark(self, key: str, at: datetime) -> None: ...
+        bot: str
+
+        def load(self) -> Position | None: ...
+        def save(self, position: Position) -> None: ...
+        def handled(self, keys: Collection[str]) -> set[str]: ...
+        def mark(self, key: str, at: datetime) -> None: ...
 
 
-class Hub(Protocol):
-    """What a fleet shares. Every method is safe to call with the database gone: it works
-    locally then, and the hub catches up when the database is back."""
+if TYPE_CHECKING:
 
-    def mirror(self, workspace: Workspace, record: Request) -> None: ...
-    def claim(self, workspace: Workspace, record: Request) -> None: ...
-    def remote_open(self) -> list[Remote]: ...
-    def find(self, request_id: str) -> Remote | None: ...
-    def answer_remote(
-        self, remote: Remote, reply: str, *, by: str, via: str, about: dict[str, Any] | None
-    ) -> Answer: ...
-    def dismiss_remote(
-        self, remote: Remote, *, by: str, via: str, reason: str | None
-    ) -> Request: ...
-    def bot_lease(self, bot: str) -> Lease: ...
-    def offsets(self, token: str | None) -> Offsets: ...
+    class Hub(Protocol):
+        """What a fleet shares. Every method is safe to call with the database gone: it works
+        locally then, and the hub catches up when the database is back."""
+
+        def mirror(self, workspace: Workspace, record: Request) -> None: ...
+        def claim(self, workspace: Workspace, record: Request) -> None: ...
+        def remote_open(self) -> list[Remote]: ...
+        def find(self, request_id: str) -> Remote | None: ...
+        def answer_remote(
+            self, remote: Remote, reply: str, *, by: str, via: str, about: dict[str, Any] | None
+        ) -> Answer: ...
+        def dismiss_remote(
+            self, remote: Remote, *, by: str, via: str, reason: str | None
+        ) -> Request: ...
+        def bot_lease(self, bot: str) -> Lease: ...
+        def offsets(self, token: str | None) -> Offsets: ...
 
 
 class LocalHub:

@@ -17,7 +17,10 @@ import shlex
 from loopkit.errors import LoopkitError
 from loopkit.message import fold
 from loopkit.requests.answer import parse_for
-from loopkit.requests.record import Request
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.requests.record import Request
 
 
 def is_irreversible(record: Request) -> bool:

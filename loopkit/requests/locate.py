@@ -13,17 +13,24 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
-from pathlib import Path
 
 from loopkit import config as config_mod
-from loopkit.config import CONFIG_NAME, Config
+from loopkit.config import CONFIG_NAME
 from loopkit.errors import LoopkitError
-from loopkit.home import Registered, Registry
+from loopkit.home import Registry
 from loopkit.record import record
-from loopkit.requests.hub import Hub, LocalHub
+from loopkit.requests.hub import LocalHub
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from loopkit.config import Config
+    from loopkit.home import Registered
+    from loopkit.requests.hub import Hub
 
 Stamp = tuple[int, int, int] | None
 

@@ -11,10 +11,13 @@ four booleans and a tri-state).
 
 from __future__ import annotations
 
-from typing import Any
-
-from loopkit.requests.models import Block
 from loopkit.requests.shape import V1_LIFECYCLE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.requests.models import Block
 
 
 def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:

@@ -11,9 +11,12 @@ trusts them.
 from __future__ import annotations
 
 import functools
-from typing import Any, Literal
 
 from loopkit.record import field, fields, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 # A request's place in the block lifecycle (SPEC section 15):
 # - none: it has no block — asked without --block (a later `ask --key … --block` raises it);
@@ -22,7 +25,8 @@ from loopkit.record import field, fields, record
 # - joined: a block stood when it was asked; it waits to be raised when that block goes
 #   (``Request.joined_to`` names that block's request, None for a block naming none);
 # - adopted: an agent's hand-written BLOCKED.md, left as it was written (a block of its own).
-Block = Literal["none", "pending", "raised", "joined", "adopted"]
+if TYPE_CHECKING:
+    Block = Literal["none", "pending", "raised", "joined", "adopted"]
 BLOCKS: tuple[Block, ...] = ("none", "pending", "raised", "joined", "adopted")
 OWN_BLOCKS: tuple[Block, ...] = ("pending", "raised", "adopted")  # a BLOCKED.md of its own
 # SPEC section 4's decision JSON; a resolution always carries these keys.

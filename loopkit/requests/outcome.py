@@ -11,10 +11,13 @@ import time
 
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, EXIT_CONFLICT, EXIT_OK
 from loopkit.requests.answer import outcome_of
-from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
 from loopkit.watch.folder import FolderWatch
 from loopkit.watch.waits import wait_until
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.requests.record import Request
+    from loopkit.requests.store import RequestStore
 
 EXIT_BY_OUTCOME = {
     "approved": EXIT_OK,

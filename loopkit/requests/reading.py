@@ -20,8 +20,12 @@ from __future__ import annotations
 import string
 
 from loopkit.message import fold
-from loopkit.requests.models import Option, Resolution
-from loopkit.requests.record import Request
+from loopkit.requests.models import Resolution
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from loopkit.requests.models import Option
+    from loopkit.requests.record import Request
 
 _QUOTE = 40  # characters of the reply quoted
 _WORDS = 200  # characters of a note or reason

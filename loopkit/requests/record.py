@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Literal
 
 from loopkit import clock
 from loopkit.errors import BadInput
 from loopkit.record import field, fields, record
 from loopkit.requests import shape
 from loopkit.requests.migrate import migrate_v1
-from loopkit.requests.models import OWN_BLOCKS, Block, DeliveryAttempt, Option, Resolution
+from loopkit.requests.models import OWN_BLOCKS, DeliveryAttempt, Option, Resolution
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from loopkit.requests.models import Block
 
 SCHEMA_VERSION = 2
 # \Z: "x\n" is not "x". Compiled on first use, by re's cache (not at import: SPEC §20).
@@ -63,8 +68,9 @@ def new_id() -> str:
     return os.urandom(6).hex()  # secrets.token_hex, without its imports (SPEC §20)
 
 
-Kind = Literal["question", "approval", "review"]
-Status = Literal["open", "deferred", "resolved", "expired", "dismissed"]
+if TYPE_CHECKING:
+    Kind = Literal["question", "approval", "review"]
+    Status = Literal["open", "deferred", "resolved", "expired", "dismissed"]
 
 # Fields loopkit owns beyond SPEC section 4's: written only when set, so a record carries
 # what happened to it and nothing else.

@@ -55,8 +55,6 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from collections.abc import Iterator, Sequence
-from typing import Literal
 
 from loopkit.record import record
 from loopkit.requests.models import Option
@@ -73,19 +71,25 @@ from loopkit.requests.words import (
     words_of,
 )
 
-MatchedBy = Literal[
-    "letter",
-    "number",
-    "label",
-    "prefix",
-    "value",
-    "alias",
-    "recommendation",
-    "fuzzy",
-    "yes",
-    "no",
-    "free_text",
-]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from typing import Literal
+
+if TYPE_CHECKING:
+    MatchedBy = Literal[
+        "letter",
+        "number",
+        "label",
+        "prefix",
+        "value",
+        "alias",
+        "recommendation",
+        "fuzzy",
+        "yes",
+        "no",
+        "free_text",
+    ]
 
 _INDEX = re.compile(r"(?:(?P<letter>[a-z])|(?P<number>[0-9]+))[).:]?")
 # "B, this task is obsolete" / "2: later" / "A - use the v2 API" / "b) fine": an index, words.

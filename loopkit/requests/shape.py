@@ -9,14 +9,17 @@ does not know are not looked at (they are kept and written back unchanged).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
 
 from loopkit import clock
 from loopkit.errors import BadInput
 from loopkit.requests.models import BLOCKS
 
-Check = Callable[[Any], str | None]  # None when fine, else what it must be
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Check = Callable[[Any], str | None]  # None when fine, else what it must be
 
 
 def _text(value: Any) -> str | None:

@@ -10,15 +10,21 @@ import contextlib
 import fcntl
 import os
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
-from loopkit.requests.hub import Hub, LocalHub
-from loopkit.requests.models import Resolution
-from loopkit.requests.record import Request, Status, is_id, validate_id
-from loopkit.workspace import Workspace
+from loopkit.requests.hub import LocalHub
+from loopkit.requests.record import Request, is_id, validate_id
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+    from loopkit.requests.hub import Hub
+    from loopkit.requests.models import Resolution
+    from loopkit.requests.record import Status
+    from loopkit.workspace import Workspace
 
 
 class RequestStore:

@@ -3,12 +3,15 @@ the record (``requests show``): a request leaving the open list is never an appr
 
 from __future__ import annotations
 
-from typing import Any
-
 from loopkit.message import fold
 from loopkit.requests.answer import outcome_of
 from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.requests.store import RequestStore
 
 
 def listing(

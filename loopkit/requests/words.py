@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
 
 from loopkit.requests.typos import slips
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 # Second thoughts: after one, a single word that is another option's value or alias names it

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from loopkit import channels, clock
-from loopkit.channels import Outcome
-from loopkit.config import Config, load
+from loopkit.config import load
 from loopkit.config.programs import loop_problems
 from loopkit.errors import ChannelError, ConfigError
 from loopkit.escalation import blockfile
@@ -23,6 +21,14 @@ from loopkit.escalation.escalator import answer_hint
 from loopkit.message import Message
 from loopkit.record import record
 from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from loopkit.channels import Outcome
+    from loopkit.config import Config
 
 Level = Literal["ok", "note", "problem"]
 

@@ -20,12 +20,15 @@ import json
 import re
 import shlex
 import tomllib
-from pathlib import Path
 
 from loopkit import atomicfile, readfile
 from loopkit.config import CONFIG_NAME
 from loopkit.errors import ConfigError, WorkspaceError
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @record(frozen=True, slots=True)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import tomli_w
 
 from loopkit import atomicfile
@@ -12,6 +9,11 @@ from loopkit.config import CONFIG_NAME
 from loopkit.errors import WorkspaceError
 from loopkit.escalation import blockfile
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 HEADER = """\
 # loopkit configuration. Every key is optional; the README lists them all.

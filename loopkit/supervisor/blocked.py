@@ -13,9 +13,6 @@ from __future__ import annotations
 import contextlib
 import shlex
 import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Literal
 
 from loopkit import atomicfile
 from loopkit.clock import iso_seconds, parse_iso
@@ -24,10 +21,19 @@ from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
-from loopkit.requests.record import Request
-from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING, Parts, Step
+from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING
 from loopkit.supervisor.stuck_watch import block_ended
-from loopkit.watch.waits import Outcome, wait_unblock
+from loopkit.watch.waits import wait_unblock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Literal
+
+    from loopkit.requests.record import Request
+    from loopkit.supervisor.parts import Parts, Step
+    from loopkit.watch.waits import Outcome
 
 log = get_logger("loopkit.supervisor")
 

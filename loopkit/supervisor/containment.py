@@ -29,9 +29,6 @@ import secrets
 import shutil
 import signal
 import time
-from collections.abc import Iterator, Mapping
-from pathlib import Path
-from typing import Any
 
 from loopkit import atomicfile, clock, prctl
 from loopkit.agentsession import SESSION_ENV
@@ -39,6 +36,12 @@ from loopkit.log import get_logger
 from loopkit.supervisor import cgroup
 from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from pathlib import Path
+    from typing import Any
 
 log = get_logger("loopkit.supervisor")
 

@@ -11,15 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable
-from typing import Any
 
-from loopkit.agentresult import Result as AgentResult
 from loopkit.clock import iso_seconds, parse_iso
-from loopkit.config import AGENT_HIDDEN_ENV, Command
+from loopkit.config import AGENT_HIDDEN_ENV
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
 from loopkit.escalation import adoption, blockfile, evidence
-from loopkit.escalation.escalator import Escalation, Result
 from loopkit.escalation.sender import message_for
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
@@ -27,11 +23,22 @@ from loopkit.message import fold
 from loopkit.record import replace
 from loopkit.supervisor import resume, triggers
 from loopkit.supervisor.iterlog import IterationLog, prune
-from loopkit.supervisor.parts import CONTINUE, Parts, Step
+from loopkit.supervisor.parts import CONTINUE
 from loopkit.supervisor.pause import guidance_for_agent
-from loopkit.supervisor.runner import Finished, describe
+from loopkit.supervisor.runner import describe
 from loopkit.supervisor.stuck_watch import StuckWatch
 from loopkit.supervisor.tasks import current_task
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from loopkit.agentresult import Result as AgentResult
+    from loopkit.config import Command
+    from loopkit.escalation.escalator import Escalation, Result
+    from loopkit.supervisor.parts import Parts, Step
+    from loopkit.supervisor.runner import Finished
 
 log = get_logger("loopkit.supervisor")
 

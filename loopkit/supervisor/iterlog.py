@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
-from pathlib import Path
-from typing import BinaryIO
 
-from loopkit.redact import LineRedactor, Redactor
+from loopkit.redact import LineRedactor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import BinaryIO
+
+    from loopkit.redact import Redactor
 
 KEEP = 500
 MAX_LOG = 50 * 1024 * 1024  # the default of [loop] max_log

@@ -23,7 +23,6 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from loopkit import readfile
 from loopkit.agentsession import SESSION_ENV
@@ -31,7 +30,13 @@ from loopkit.record import record
 from loopkit.supervisor import cgroup
 from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
-from loopkit.supervisor.containment import KILL_WAIT, Containment
+from loopkit.supervisor.containment import KILL_WAIT
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.supervisor.containment import Containment
 
 
 @record(frozen=True, slots=True)

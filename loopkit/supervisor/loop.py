@@ -25,13 +25,10 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from types import FrameType
 
 from loopkit import channels, clock, fleet, liveness, loops
 from loopkit import config as config_mod
-from loopkit.clock import Clock, SystemClock
-from loopkit.config import Config
+from loopkit.clock import SystemClock
 from loopkit.errors import EXIT_OK, ConfigError
 from loopkit.escalation import blockfile
 from loopkit.escalation.escalator import Escalator
@@ -40,18 +37,28 @@ from loopkit.fleet import Hubs
 from loopkit.fleet.publishing import CATCH_UP, Publishing
 from loopkit.home import Registered
 from loopkit.log import get_logger
-from loopkit.requests.hub import Hub
 from loopkit.supervisor.blocked import BlockedPhase
 from loopkit.supervisor.containment import Containment, label, subreaper
 from loopkit.supervisor.iteration import Iteration
 from loopkit.supervisor.leftovers import stop_left_behind
-from loopkit.supervisor.parts import EscalatorFactory, Options, Parts, Step, console
+from loopkit.supervisor.parts import Options, Parts, console
 from loopkit.supervisor.pause import Controls
-from loopkit.supervisor.runner import CommandRunner, Runner
+from loopkit.supervisor.runner import Runner
 from loopkit.watch.folder import FolderWatch
 from loopkit.watch.wake import Wake
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import SupervisorLock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import FrameType
+
+    from loopkit.clock import Clock
+    from loopkit.config import Config
+    from loopkit.requests.hub import Hub
+    from loopkit.supervisor.parts import EscalatorFactory, Step
+    from loopkit.supervisor.runner import CommandRunner
 
 log = get_logger("loopkit.supervisor")
 

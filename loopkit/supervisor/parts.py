@@ -11,31 +11,34 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Protocol
 
-from loopkit.clock import Clock
-from loopkit.config import Config
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
-from loopkit.escalation.escalator import Escalator
-from loopkit.fleet import Hubs
 from loopkit.log import get_logger
 from loopkit.record import record
 from loopkit.redact import LineRedactor, Redactor
-from loopkit.requests.hub import Hub
 from loopkit.requests.locate import Stores
-from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
-from loopkit.supervisor.containment import Containment
-from loopkit.supervisor.runner import CommandRunner
-from loopkit.watch.folder import FolderWatch
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import State, StateFile
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Literal
+
+    from loopkit.clock import Clock
+    from loopkit.config import Config
+    from loopkit.escalation.escalator import Escalator
+    from loopkit.fleet import Hubs
     from loopkit.inbox.relay.poller import UpdatePoller
     from loopkit.inbox.relay.slack_socket import SlackRelay
+    from loopkit.requests.hub import Hub
+    from loopkit.requests.record import Request
+    from loopkit.supervisor.containment import Containment
+    from loopkit.supervisor.runner import CommandRunner
+    from loopkit.watch.folder import FolderWatch
 
 log = get_logger("loopkit.supervisor")
 

@@ -15,23 +15,29 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
-from types import TracebackType
 from typing import Literal
 
 from loopkit import clock
 from loopkit.log import get_logger
-from loopkit.supervisor.parts import Parts
 from loopkit.watch.folder import FolderWatch
-from loopkit.workspace import Workspace
 from loopkit.workspace.steer import (
     Notes,
-    Order,
     Steering,
     control_dir,
     guidance_text,
     write_guidance,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+    from loopkit.supervisor.parts import Parts
+    from loopkit.workspace import Workspace
+    from loopkit.workspace.steer import (
+        Order,
+    )
 
 log = get_logger("loopkit.supervisor")
 

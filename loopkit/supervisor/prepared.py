@@ -34,10 +34,15 @@ import os
 import re
 import shlex
 import signal
-from collections.abc import Mapping
 
-from loopkit.supervisor.cgroup import Cgroup
-from loopkit.supervisor.containment import Containment, Job
+from loopkit.supervisor.containment import Job
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from loopkit.supervisor.cgroup import Cgroup
+    from loopkit.supervisor.containment import Containment
 
 PREFIX = "LOOPKIT_"  # the only variables a release may set or unset
 _NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")

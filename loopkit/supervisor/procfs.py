@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-from collections.abc import Iterable
 
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Iterable
 
 PROC = "/proc"
 

@@ -21,20 +21,24 @@ from __future__ import annotations
 
 import shlex
 from collections import deque
-from pathlib import Path
-from typing import Any
 
 from loopkit import agentresult, atomicfile
-from loopkit.agentresult import Result
-from loopkit.config import Command
 from loopkit.errors import LoopkitError
 from loopkit.message import fold
 from loopkit.record import record
 from loopkit.requests.answer import outcome_of
 from loopkit.requests.models import Resolution
-from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
-from loopkit.supervisor.runner import Finished, LogSink
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from loopkit.agentresult import Result
+    from loopkit.config import Command
+    from loopkit.requests.record import Request
+    from loopkit.requests.store import RequestStore
+    from loopkit.supervisor.runner import Finished, LogSink
 
 KEEP_BYTES = 4 * 1024 * 1024  # of the agent's output, for its result: a long `result` text
 PROMPT_FILE = "resume-prompt.txt"

@@ -24,15 +24,20 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
 from typing import Literal, Protocol
 
-from loopkit.config import Command
 from loopkit.record import record
-from loopkit.supervisor.containment import Containment, Job
+from loopkit.supervisor.containment import Containment
 from loopkit.supervisor.iterlog import MAX_LOG, Capped
 from loopkit.supervisor.prepared import Prepared
-from loopkit.watch.wake import Wake
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from loopkit.config import Command
+    from loopkit.supervisor.containment import Job
+    from loopkit.watch.wake import Wake
 
 TAIL_BYTES = 8192
 Ending = Literal["exited", "timeout", "stopped", "interrupted", "not-started"]

@@ -20,9 +20,12 @@ import hashlib
 import os
 import stat
 import subprocess
-from pathlib import Path
 
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Outside git there is no .gitignore to read: the caches tools write as they run (a verify
 # running pytest, mypy, ruff) are left out by name, as a .gitignore would.

@@ -4,24 +4,28 @@ from __future__ import annotations
 
 import contextlib
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
 
 from loopkit import clock
-from loopkit.config import Config
 from loopkit.errors import LoopkitError
 from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.escalation import dismiss as dismissal
 from loopkit.message import age, fold
 from loopkit.redact import Redactor
-from loopkit.requests.models import DeliveryAttempt
-from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor import stuck
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import StateFile, SupervisorLock
 from loopkit.workspace.steer import Notes, Steering
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from loopkit.config import Config
+    from loopkit.requests.models import DeliveryAttempt
+    from loopkit.requests.record import Request
 
 
 def status(config: Config, *, store: RequestStore | None = None) -> dict[str, Any]:

@@ -26,13 +26,17 @@ signals it carried are reset (:func:`block_ended`), and only those.
 from __future__ import annotations
 
 import re
-from datetime import datetime
-from typing import Any
 
 from loopkit.clock import iso_seconds, parse_iso
-from loopkit.config import StuckConfig
 from loopkit.message import fold
 from loopkit.record import field, fields, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Any
+
+    from loopkit.config import StuckConfig
 
 SIMILAR = 0.9  # rapidfuzz's normalised similarity (0..1) at which two outputs are copies
 KEEP_OUTPUTS = 4  # the earlier outputs a new one is compared with

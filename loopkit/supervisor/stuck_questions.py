@@ -8,12 +8,14 @@ choices are the supervisor's own (:func:`loopkit.supervisor.triggers.choices`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from loopkit.escalation.escalator import Escalation
 from loopkit.escalation.rubric import MAX_STEM
 from loopkit.message import fold
 from loopkit.supervisor import stuck, triggers
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 # The most specific first: it becomes the question.
 ORDER = (

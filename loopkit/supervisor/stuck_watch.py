@@ -14,17 +14,20 @@ in ``state.json`` (``stuck``) and are saved with the state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 from loopkit.escalation import blockfile
-from loopkit.escalation.escalator import Escalation
 from loopkit.log import get_logger
 from loopkit.supervisor import stuck, stuck_questions
-from loopkit.supervisor.parts import Parts
-from loopkit.supervisor.runner import Finished
 from loopkit.supervisor.snapshot import Snapshots
 from loopkit.supervisor.spend import claude_run
-from loopkit.workspace.state import State
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from loopkit.escalation.escalator import Escalation
+    from loopkit.supervisor.parts import Parts
+    from loopkit.supervisor.runner import Finished
+    from loopkit.workspace.state import State
 
 log = get_logger("loopkit.supervisor")
 

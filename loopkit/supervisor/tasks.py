@@ -7,10 +7,13 @@ so *Skip the task* moves the loop to the next unchecked line.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
-from pathlib import Path
 
 from loopkit import readfile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection
+    from pathlib import Path
 
 
 def current_task(

@@ -10,14 +10,17 @@ say what failed — never a wall of log; the full output is in ``.loopkit/logs/`
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
 
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import Escalation
 from loopkit.escalation.rubric import MAX_STEM as MAX_PROMPT
 from loopkit.message import fold
 from loopkit.record import replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 CHOICES = (
     Choice(

@@ -26,12 +26,17 @@ import contextlib
 import errno
 import os
 import threading
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from loopkit.log import get_logger
-from loopkit.watch.wake import Waker
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from loopkit.watch.wake import Waker
 
 log = get_logger("loopkit.watch")
 

@@ -23,14 +23,19 @@ A folder at the block path is not "gone" either: the loop stays blocked until it
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
-from pathlib import Path
 from typing import Literal, TypeVar
 
-from loopkit.clock import Clock, SystemClock
-from loopkit.watch.folder import FolderWatch
-from loopkit.watch.wake import Waker
+from loopkit.clock import SystemClock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from loopkit.clock import Clock
+    from loopkit.watch.folder import FolderWatch
+    from loopkit.watch.wake import Waker
 
 CONFIRM_WINDOW = 0.008  # seconds; SPEC: absence is confirmed over ≤ 10 ms
 MOVED_OUT_WINDOW = 0.002  # seconds; BLOCKED.md moved out of the folder (no paired MOVED_TO)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from loopkit import atomicfile
-from loopkit.config import Config
 from loopkit.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from loopkit.config import Config
 
 
 @record(frozen=True, slots=True)

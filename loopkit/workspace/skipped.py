@@ -13,13 +13,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
-from typing import Any
 
 from loopkit import atomicfile, readfile
 from loopkit.errors import TaskNotFound, WorkspaceError
 from loopkit.record import record
-from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from loopkit.workspace import Workspace
 
 SCHEMA_VERSION = 1
 

@@ -12,16 +12,21 @@ import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import Iterator
-from typing import Any, Literal
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.errors import AlreadyRunning, WorkspaceError
 from loopkit.record import asdict, field, fields, record
-from loopkit.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, Literal
+
+    from loopkit.workspace import Workspace
 
 SCHEMA_VERSION = 1
-Status = Literal["idle", "running", "blocked", "paused", "finished", "aborted", "stopped"]
+if TYPE_CHECKING:
+    Status = Literal["idle", "running", "blocked", "paused", "finished", "aborted", "stopped"]
 
 
 @record(slots=True)

@@ -24,16 +24,21 @@ import contextlib
 import json
 import os
 import time
-from datetime import datetime
-from pathlib import Path
-from typing import Any, Literal, NoReturn
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.errors import UsageError, WorkspaceError
 from loopkit.record import asdict, record
-from loopkit.workspace import Workspace
 
-Command = Literal["pause", "resume", "stop"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
+    from typing import Any, Literal, NoReturn
+
+    from loopkit.workspace import Workspace
+
+if TYPE_CHECKING:
+    Command = Literal["pause", "resume", "stop"]
 COMMANDS: tuple[Command, ...] = ("pause", "resume", "stop")
 MAX_NOTE = 4000  # characters: guidance, not a document
 

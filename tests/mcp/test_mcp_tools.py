@@ -381,3 +381,14 @@ def test_minus_c_names_the_workspace(ws: Path, tmp_path: Path, explicit: bool) -
 
     anyio.run(main)
     assert len(files(ws)) == 1 and not (elsewhere / "requests").exists()
+
+
+def test_the_schemas_kinds_statuses_and_timeout_actions_are_loopkits() -> None:
+    from typing import get_args
+
+    from loopkit.config.values import TIMEOUT_ACTIONS
+    from loopkit.mcp_server import models
+    from loopkit.requests.record import KINDS, STATUSES
+
+    assert get_args(models.Kind) == KINDS and get_args(models.Status) == STATUSES
+    assert get_args(models.TimeoutAction) == TIMEOUT_ACTIONS

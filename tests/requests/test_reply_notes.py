@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from loopkit.requests.answer import APPROVAL_OPTIONS, QUESTION_OPTIONS, REVIEW_OPTIONS, parse_for
-from loopkit.requests.record import Kind, Request
+from loopkit.requests.record import Request
+
+if TYPE_CHECKING:
+    from loopkit.requests.record import Kind
 
 OPTIONS = {"question": QUESTION_OPTIONS, "approval": APPROVAL_OPTIONS, "review": REVIEW_OPTIONS}
 

@@ -3,6 +3,8 @@ alone, how a reply was read — the same line on every surface."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from loopkit.requests.answer import (
@@ -14,8 +16,11 @@ from loopkit.requests.answer import (
 )
 from loopkit.requests.models import Option
 from loopkit.requests.reading import told_back
-from loopkit.requests.record import Kind, Request
+from loopkit.requests.record import Request
 from loopkit.supervisor.triggers import CHOICES
+
+if TYPE_CHECKING:
+    from loopkit.requests.record import Kind
 
 LOOP = [Option(c.label, c.value, c.consequence, c.aliases) for c in CHOICES]
 FLOWS = [Option("Flow A", "flow-a"), Option("Flow B", "flow-b")]

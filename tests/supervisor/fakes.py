@@ -25,10 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopkit.channels import Outcome
-from loopkit.clock import Waitable
 from loopkit.config import Command, Config, EscalationConfig, LoopConfig, StuckConfig
 from loopkit.escalation.escalator import Escalator
 from loopkit.message import Note
@@ -37,6 +36,9 @@ from loopkit.supervisor.loop import Options, Supervisor
 from loopkit.supervisor.parts import EscalatorFactory
 from loopkit.supervisor.runner import TAIL_BYTES, Ending, Finished, LogSink, argv_of, describe
 from loopkit.watch.wake import Wake
+
+if TYPE_CHECKING:
+    from loopkit.clock import Waitable
 
 ORIGIN = 5000.0  # the fake monotonic time at the start: any number, as the real one's is
 DAY = 24 * 3600.0

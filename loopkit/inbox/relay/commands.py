@@ -17,18 +17,22 @@ reply to a message the bot sent about one loop (its answer to ``/pause``, ``/res
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
-from typing import Any
 
 from loopkit import atomicfile, loops, readfile
-from loopkit.channels.telegram_api import BotApi
 from loopkit.errors import LoopkitError
 from loopkit.home import home
-from loopkit.inbox.relay.senders import Sender
 from loopkit.log import get_logger
-from loopkit.loops import Loop
 from loopkit.message import fold
-from loopkit.workspace.steer import Command
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from loopkit.channels.telegram_api import BotApi
+    from loopkit.inbox.relay.senders import Sender
+    from loopkit.loops import Loop
+    from loopkit.workspace.steer import Command
 
 log = get_logger("loopkit.phone")
 

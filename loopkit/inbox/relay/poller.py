@@ -27,25 +27,30 @@ losing its keyboard. 409 (another process polls this bot), 429 and network failu
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
-
-import httpx
 
 from loopkit.channels.telegram_api import BotApi, BotApiError
-from loopkit.clock import Clock, SystemClock
-from loopkit.config import ChannelSettings
+from loopkit.clock import SystemClock
 from loopkit.errors import LoopkitError
-from loopkit.fleet import Hubs
 from loopkit.home.bot import Position
 from loopkit.inbox.relay.router import Router
 from loopkit.inbox.relay.senders import Allowed
 from loopkit.log import get_logger
-from loopkit.requests.hub import Hub
-from loopkit.requests.locate import Stores
-from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    import httpx
+
+    from loopkit.clock import Clock
+    from loopkit.config import ChannelSettings
+    from loopkit.fleet import Hubs
+    from loopkit.requests.hub import Hub
+    from loopkit.requests.locate import Stores
+    from loopkit.requests.record import Request
+    from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.phone")
 

@@ -12,8 +12,6 @@ may answer is :class:`~loopkit.inbox.relay.senders.Allowed`'s to say.
 
 from __future__ import annotations
 
-from typing import Any
-
 from loopkit.channels.telegram import (
     CALLBACK_DATA_MAX,
     CONFIRM,
@@ -21,31 +19,39 @@ from loopkit.channels.telegram import (
     confirm_data,
     keyboard,
 )
-from loopkit.channels.telegram_api import BotApi
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation.blockfile import remove_block
 from loopkit.escalation.sender import message_for
-from loopkit.fleet import Hubs
 from loopkit.fleet.route import answer_anywhere
 from loopkit.inbox.relay.commands import LoopCommands
 from loopkit.inbox.relay.senders import (
-    Allowed,
-    Sender,
     outcome_line,
     sender_of,
     telegram_message_id,
 )
 from loopkit.log import get_logger
-from loopkit.message import LETTERS, Message, fold
+from loopkit.message import LETTERS, fold
 from loopkit.requests.irreversible import (
     approves,
     confirm_question,
     is_irreversible,
     needs_second_tap,
 )
-from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.channels.telegram_api import BotApi
+    from loopkit.fleet import Hubs
+    from loopkit.inbox.relay.senders import (
+        Allowed,
+        Sender,
+    )
+    from loopkit.message import Message
+    from loopkit.requests.locate import Stores
+    from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.phone")
 

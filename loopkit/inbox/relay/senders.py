@@ -9,16 +9,19 @@ decides nothing."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from loopkit import clock
-from loopkit.config import ChannelSettings
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.record import record
 from loopkit.requests.models import Resolution
 from loopkit.requests.reading import told_back
-from loopkit.requests.record import Request
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.config import ChannelSettings
+    from loopkit.requests.record import Request
 
 log = get_logger("loopkit.phone")
 

@@ -14,21 +14,16 @@ replaced (``chat.update``) with the five lines and the outcome, its buttons gone
 
 from __future__ import annotations
 
-from typing import Any
-
 from loopkit.channels.slack_app import blocks, escape, split_ref
-from loopkit.channels.slack_web import SlackWeb
 from loopkit.channels.telegram import confirm_data
-from loopkit.config import ChannelSettings
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation.blockfile import remove_block
 from loopkit.escalation.sender import message_for
-from loopkit.fleet import Hubs
 from loopkit.fleet.route import answer_anywhere
 from loopkit.inbox.relay.router import parse_button
 from loopkit.inbox.relay.senders import Sender, outcome_line
 from loopkit.log import get_logger
-from loopkit.message import LETTERS, Message, fold
+from loopkit.message import LETTERS, fold
 from loopkit.record import record
 from loopkit.requests.irreversible import (
     approves,
@@ -36,9 +31,18 @@ from loopkit.requests.irreversible import (
     is_irreversible,
     needs_second_tap,
 )
-from loopkit.requests.locate import Stores
 from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.channels.slack_web import SlackWeb
+    from loopkit.config import ChannelSettings
+    from loopkit.fleet import Hubs
+    from loopkit.message import Message
+    from loopkit.requests.locate import Stores
+    from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.phone")
 

@@ -31,19 +31,24 @@ import queue
 import socket
 import threading
 from collections import deque
-from typing import Any
 
 from loopkit.channels.slack_web import SlackWeb, app_id
-from loopkit.clock import Clock, SystemClock
-from loopkit.config import ChannelSettings
+from loopkit.clock import SystemClock
 from loopkit.errors import LoopkitError
-from loopkit.fleet import Hubs
 from loopkit.inbox.relay.slack_router import SlackAllowed, SlackRouter
 from loopkit.log import get_logger
-from loopkit.requests.hub import Hub
-from loopkit.requests.locate import Stores
-from loopkit.requests.record import Request
-from loopkit.requests.store import RequestStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from loopkit.clock import Clock
+    from loopkit.config import ChannelSettings
+    from loopkit.fleet import Hubs
+    from loopkit.requests.hub import Hub
+    from loopkit.requests.locate import Stores
+    from loopkit.requests.record import Request
+    from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.phone")
 
