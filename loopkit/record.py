@@ -33,8 +33,8 @@ if not TYPE_CHECKING:  # at run time, the type checker's decorators do nothing
         return overload
 
 else:
-    from collections.abc import Callable
-    from typing import Any, TypeVar, dataclass_transform, overload
+    from collections.abc import Callable  # noqa: TC003 (ruff reads no `else` of the flag)
+    from typing import Any, TypeVar, dataclass_transform, overload  # noqa: TC003
 
     _T = TypeVar("_T")
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable
 
 from loopkit import readfile
 from loopkit.config import plaintoml
 from loopkit.config import values as config_values
 from loopkit.config.values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
-from loopkit.config.values import Command as Command  # a union: a value at run time too
+from loopkit.config.values import Command as Command  # noqa: TC001 (a re-export)
 from loopkit.config.values import parse_duration as parse_duration
 from loopkit.errors import ConfigError
 from loopkit.record import field, record, replace
@@ -28,7 +27,7 @@ from loopkit.redact import dial_secrets
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any
 

@@ -13,8 +13,6 @@ appears (:meth:`Sender.send_left`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from loopkit import channels, clock
 from loopkit.channels import Outcome
 from loopkit.errors import ConfigError, LoopkitError
@@ -29,6 +27,8 @@ from loopkit.workspace import Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from loopkit.channels import Channel
     from loopkit.config import Config
     from loopkit.message import Note
