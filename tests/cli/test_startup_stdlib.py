@@ -3,7 +3,8 @@ by name, never by time: ``dataclasses`` (it imports ``inspect``, ``ast``, ``dis`
 ``tokenize`` and ``exec``\\ s each class's methods; loopkit's records are ``loopkit.record``'s),
 ``typing`` (names for the type checker are imported for it alone), ``tomllib`` (a plain
 ``loopkit.toml`` is read by ``loopkit.config.plaintoml``), ``logging`` (bridged only when a
-library imports it), ``subprocess`` (no ``git`` outside a checkout) — and click.
+library imports it), ``subprocess`` (no ``git`` outside a checkout), ``hashlib`` (it loads
+OpenSSL; a workspace id is CPython's own SHA-256) — and click.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 
 from helpers import ESCALATE, POLICY, clean_env
 
-HEAVY = ("dataclasses", "inspect", "typing", "tomllib", "logging", "subprocess", "click")
+HEAVY = ("dataclasses", "inspect", "typing", "tomllib", "logging", "subprocess", "click",
+         "hashlib")  # fmt: skip
 PROBE = f"""
 import json, sys
 from loopkit.main import main

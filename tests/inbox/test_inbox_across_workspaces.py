@@ -101,3 +101,12 @@ def test_an_answer_to_a_bare_escalate_reaches_the_next_run(ws: Path) -> None:
     assert decision["parsed_decision"] == "flow-b"
     assert loopkit("-C", str(ws), "run", "--max-iterations", "1").returncode == 0
     assert (ws / "seen.txt").read_text().splitlines() == ["flow-b", "-", "-"]  # never again
+
+
+def test_a_workspace_s_id_is_the_sha256_of_its_path(tmp_path: Path) -> None:
+    import hashlib
+
+    from loopkit.home import workspace_id
+
+    expected = hashlib.sha256(str(tmp_path).encode()).hexdigest()[:16]
+    assert workspace_id(tmp_path) == expected  # registry files written before stay found
