@@ -55,7 +55,7 @@ if CHROMIUM is None:
         allow_module_level=True,
     )
 
-from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -171,11 +171,14 @@ def test_the_list_follows_an_answer_given_elsewhere(phone: Page, serve: Serve, w
 
 def test_a_stale_button_says_already_answered(phone: Page, serve: Serve, ws: Path) -> None:
     rid = escalate(ws)
+    # No live update, from before the page's script runs: the button stays stale. (Turned
+    # off after the page loaded, a tick already in flight could still bring the answer.)
+    phone.add_init_script("window.fetch = undefined")
     phone.goto(f"{serve.base}/?token={serve.token}")
-    phone.evaluate("window.fetch = undefined")  # no live update: the button stays stale
     assert loopkit("-C", str(ws), "reply", "--request-id", rid, "--reply", "A").returncode == 0
     phone.get_by_role("button", name="B) Migrate").click()
-    assert phone.get_by_text(re.compile(r"Already answered by .+ via cli")).is_visible()
+    # The click returns when the answer's page commits, before it is parsed: wait for it.
+    expect(phone.get_by_text(re.compile(r"Already answered by .+ via cli"))).to_be_visible()
     assert record(ws, rid)["resolution"]["chosen_option"] == "keep"
 
 
@@ -188,9 +191,9 @@ def test_a_review_approve_waits_for_i_checked_it(phone: Page, serve: Serve, ws: 
     phone.goto(f"{serve.base}/?token={serve.token}")
     phone.get_by_role("link", name="Review it").click()
     approve = phone.get_by_role("button", name="A) Approve")
-    assert approve.is_disabled()
+    expect(approve).to_be_disabled()  # by the page's script, which runs after the click
     phone.get_by_label("I checked it").check()
-    assert approve.is_enabled()
+    expect(approve).to_be_enabled()
     approve.click()
     phone.wait_for_url(re.compile(r"done=1"))
     assert record(ws, rid)["resolution"]["outcome"] == "approved"
