@@ -62,6 +62,7 @@ class _JsonlFile:
         self.path = path
         self._fd: int | None = None
         self._broken = False
+        self._closed = False  # by a later setup(): a write racing it is dropped, not reopened
         self._lock = _thread.allocate_lock()
 
     def _current(self) -> int:
@@ -100,6 +101,8 @@ class _JsonlFile:
             return
         line = text.replace("\n", "\\n") + "\n"
         with self._lock:
+            if self._closed:
+                return
             try:
                 fd = self._current()
                 os.write(fd, line.encode("utf-8", "replace"))
@@ -114,6 +117,7 @@ class _JsonlFile:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
@@ -141,19 +145,20 @@ class _Sinks:
         if ours:
             for seen in self.captures:
                 seen.append(self._redacted({k: v for k, v in event.items() if k not in _ONLY_HERE}))
-        if self.file is None and self.console is None:
+        file, console = self.file, self.console  # once: another thread may set up anew
+        if file is None and console is None:
             return
         written = self._redacted({k: v for k, v in event.items() if k not in _ONLY_HERE})
-        if self.file is not None and level >= INFO:
-            self.file.write(json.dumps(written, default=str))
+        if file is not None and level >= INFO:
+            file.write(json.dumps(written, default=str))
         on_console = level >= (self.console_level if ours else max(self.console_level, WARNING))
-        if self.console is not None and on_console and event.get("_console") is not False:
+        if console is not None and on_console and event.get("_console") is not False:
             name = str(written.get("level", "info"))
             text = str(written.get("msg") or written.get("event", ""))
             prefix = "loopkit: " if name == "info" else f"loopkit: {name}: "
             with contextlib.suppress(ValueError, OSError):
-                self.console.write(prefix + text + "\n")
-                self.console.flush()
+                console.write(prefix + text + "\n")
+                console.flush()
 
     def _redacted(self, event: dict[str, Any]) -> dict[str, Any]:
         if self.redactor is None:

@@ -64,3 +64,11 @@ def test_writers_in_step_lose_no_line_to_a_rotation(
     assert len(lines) == 2000
     assert {(one["w"], one["n"]) for one in lines} == {(w, n) for w in range(4) for n in range(500)}
     assert len(list(tmp_path.glob("events.jsonl.[0-9]*"))) > 3
+
+
+def test_a_write_racing_a_new_setup_is_dropped_not_reopened(tmp_path: Path) -> None:
+    handler = log._JsonlFile(tmp_path / "events.jsonl")
+    handler.write("one")
+    handler.close()  # a later setup() closed it; a thread still held it
+    handler.write("two")
+    assert (tmp_path / "events.jsonl").read_text() == "one\n" and handler._fd is None

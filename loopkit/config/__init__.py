@@ -343,6 +343,8 @@ def _parse_toml(path: Path, text: str) -> dict[str, Any]:
                 "(strings need quotes; `loopkit init --force` writes a fresh file)"
             ) from None
         raise ConfigError(f"{path}: TOML syntax error: {msg}; fix the file") from None
+    except ValueError as exc:  # an integer longer than Python converts (4300 digits)
+        raise ConfigError(f"{path}: {exc}; a loopkit.toml holds no such number") from None
 
 
 def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> ChannelSettings:

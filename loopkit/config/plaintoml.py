@@ -50,7 +50,7 @@ def loads(text: str) -> dict[str, Any] | None:
                 return None
             table[key], rest = _value(rest)
             _end(rest)
-    except _Unplain:
+    except (_Unplain, ValueError):  # ValueError: an integer too long for int(): tomllib's
         return None
     return doc
 

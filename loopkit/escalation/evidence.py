@@ -51,8 +51,13 @@ class Evidence:
 
 
 def git_top(root: Path) -> Path | None:
-    """The git checkout holding ``root`` (found by its ``.git``), or None."""
-    for folder in (root, *root.parents):
+    """The git checkout holding ``root`` (found by its ``.git`` as git finds it: from the
+    folder's real path, symlinks resolved), or None; with ``GIT_DIR`` set, git is told where
+    the repository is, and ``root`` itself is answered."""
+    if os.environ.get("GIT_DIR"):
+        return root
+    real = root.resolve()
+    for folder in (real, *real.parents):
         if (folder / ".git").exists():
             return folder
     return None

@@ -48,10 +48,15 @@ class Registered:
 
 def workspace_id(path: Path) -> str:
     """The first 16 hex digits of the path's SHA-256 (its registry file's name)."""
-    try:  # CPython's own SHA-256: hashlib's import loads OpenSSL (~12 M instructions, ~2 ms)
-        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # renamed in later Pythons: hashlib's is the same digest
-        from hashlib import sha256
+    # CPython's own SHA-256 (`_sha2` from 3.12, `_sha256` before): hashlib's import loads
+    # OpenSSL (~12 M instructions, ~2 ms); hashlib's is the same digest where neither is.
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            from hashlib import sha256
     digest: str = sha256(str(path).encode()).hexdigest()
     return digest[:16]
 
@@ -72,8 +77,13 @@ class Registry:
             known = readfile.json_document(readfile.read_text(file))
         except (OSError, ValueError):
             known = None
-        if isinstance(known, dict) and known.get("path") == str(path) and known.get("repo") == repo:
-            return
+        if (
+            isinstance(known, dict)
+            and known.get("path") == str(path)
+            and known.get("repo") == repo
+            and isinstance(known.get("last_seen"), str)
+        ):
+            return  # as written: a damaged entry is written again
         _ensure(self.root)
         _ensure(self.folder)
         entry = {"path": str(path), "repo": repo, "last_seen": clock.iso_millis()}

@@ -435,20 +435,19 @@ def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
             continue
         if any(cost <= allowed for cost in _typo_costs(text, tokens, c, allowed)):
             within.append(c)
-        elif _near_but_for_numbers(text, c, allowed):
+        elif _but_for_numbers(text, c):
             near.append(c)
     # A reply as near to another option but for a number ("21 deploy" of "20 deploy" beside
     # "V21 deploy") is a typo of neither: both are returned, and an ambiguous read is free text.
     return within + near if within else []
 
 
-def _near_but_for_numbers(text: str, c: _Option, allowed: int) -> bool:
-    """Whether ``text`` is within ``allowed`` slips of one of ``c``'s texts once every digit
-    of both is the same digit."""
-    masked = text.translate(_ONE_DIGIT)
+def _but_for_numbers(text: str, c: _Option) -> bool:
+    """Whether ``text`` is one of ``c``'s texts but for its digits ("21 deploy" of "20
+    deploy"); a typo besides ("node18" of "Node 20", a space dropped too) is not."""
+    masked = text.casefold().translate(_ONE_DIGIT)
     return any(
-        len(target) >= _MIN_TYPO_TEXT
-        and slips(masked, target.translate(_ONE_DIGIT))[len(target)] <= allowed
+        len(target) >= _MIN_TYPO_TEXT and masked == target.casefold().translate(_ONE_DIGIT)
         for target in c.texts
     )
 

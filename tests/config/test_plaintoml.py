@@ -7,6 +7,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -132,3 +133,12 @@ def test_plain_documents_are_read_without_tomllib(
 
 def test_arrays_nested_thousands_deep_are_left_to_tomllib() -> None:
     assert plaintoml.loads("a = " + "[" * 5000 + "]" * 5000) is None
+
+
+def test_an_integer_too_long_to_convert_is_a_config_error(ws: Path) -> None:
+    from loopkit.config import load
+    from loopkit.errors import ConfigError
+
+    (ws / "loopkit.toml").write_text("[loop]\nmax_verify_failures = " + "9" * 5000 + "\n")
+    with pytest.raises(ConfigError, match=r"loopkit\.toml"):
+        load(ws)

@@ -27,3 +27,31 @@ def test_outside_a_checkout_no_git_runs(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(subprocess, "run", no_git)
     assert head_commit(Workspace(tmp_path, tmp_path / "BLOCKED.md")) is None
+
+
+def _checkout(folder: Path) -> str:
+    git = ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    return subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+
+
+def test_a_workspace_reached_through_a_symlink_names_its_commit(tmp_path: Path) -> None:
+    (tmp_path / "repo" / "sub").mkdir(parents=True)
+    short = _checkout(tmp_path / "repo")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "link").symlink_to(tmp_path / "repo" / "sub")
+    link = tmp_path / "home" / "link"
+    assert head_commit(Workspace(link, link / "BLOCKED.md")) == short
+
+
+def test_git_dir_in_the_environment_is_git_s_to_follow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "repo").mkdir()
+    short = _checkout(tmp_path / "repo")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "repo" / ".git"))
+    elsewhere = tmp_path / "elsewhere"
+    assert head_commit(Workspace(elsewhere, elsewhere / "BLOCKED.md")) == short

@@ -54,6 +54,11 @@ def test_registering_again_writes_nothing_until_the_repo_changes(
     assert writes == []
     registry.register(tmp_path / "ws", "shop-renamed")
     assert len(writes) == 1 and [r.repo for r in registry.workspaces()] == ["shop-renamed"]
+    [entry] = registry.folder.glob("*.json")
+    entry.write_text(json.dumps({"path": str(tmp_path / "ws"), "repo": "shop-renamed"}))
+    assert registry.workspaces() == []  # damaged: no last_seen
+    registry.register(tmp_path / "ws", "shop-renamed")  # … mended by the next registration
+    assert [r.repo for r in registry.workspaces()] == ["shop-renamed"]
 
 
 def test_inbox_and_reply_work_from_any_folder(tmp_path: Path) -> None:

@@ -82,6 +82,18 @@ def test_a_digit_slip_beside_another_options_typo_is_free_text() -> None:
     assert read("v21 deplyo", options) == "v21-deploy"
 
 
+def test_a_space_dropped_beside_a_number_is_still_that_option() -> None:
+    """A review found the first fix too wide: "node18" (a dropped space) is Node 18, though
+    Node 20 is also a digit and a space away."""
+    for reply, labels, meant in (
+        ("node18", ["Node 18", "Node 20"], "node-18"),
+        ("retry23", ["Retry 23", "Retry 33"], "retry-23"),
+        ("keep10 workers", ["Keep 10 workers", "Keep 20 workers"], "keep-10-workers"),
+        ("wait5 minutes", ["Wait 5 minutes", "Wait 9 minutes"], "wait-5-minutes"),
+    ):
+        assert read(reply, [Option(label, slug(label)) for label in labels]) == meant, reply
+
+
 @settings(max_examples=400, deadline=None)
 @given(questions(), st.data())
 def test_a_label_with_a_digit_changed_is_free_text(
