@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import cast
 
 import click
 
@@ -14,8 +13,9 @@ from loopkit.requests.record import KINDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from loopkit.app import App
-    from loopkit.requests.record import Kind
 
 
 @click.command()
@@ -44,28 +44,7 @@ if TYPE_CHECKING:
 @click.option("--artifact-url", metavar="URL", help="Review: the artifact to look at (https).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def ask(
-    app: App,
-    situation: str,
-    policy: str,
-    prompt: str | None,
-    options: tuple[str, ...],
-    recommend: str | None,
-    category: str | None,
-    confidence: float | None,
-    irreversible: bool,
-    timeout: float | None,
-    on_timeout: str | None,
-    attach: tuple[str, ...],
-    request_id: str | None,
-    key: str | None,
-    kind: str,
-    block: bool,
-    check_target: str | None,
-    criteria: tuple[str, ...],
-    artifact_url: str | None,
-    as_json: bool,
-) -> int:
+def ask(app: App, /, **params: Any) -> int:
     """Decide whether a human is needed and, if so, compose one mobile-first question.
 
     No human needed (a confident, non-P0 situation): exit 0, nothing written. Otherwise
@@ -75,14 +54,7 @@ def ask(
     """
     from loopkit.commands.ask import ask as put
 
-    return put(
-        app, situation=situation, policy=policy, prompt=prompt, options=options,
-        recommend=recommend, category=category, confidence=confidence,
-        irreversible=irreversible, timeout=timeout, on_timeout=on_timeout, attach=attach,
-        request_id=request_id, key=key, kind=cast("Kind", kind), block=block,
-        check_target=check_target, criteria=criteria, artifact_url=artifact_url,
-        as_json=as_json,
-    )  # fmt: skip
+    return put(app, **params)  # the parameters as click read them: the body's keywords
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

@@ -14,6 +14,8 @@ from loopkit.errors import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from loopkit.app import App
 
 
@@ -45,15 +47,7 @@ if TYPE_CHECKING:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the request record as JSON.")
 @click.pass_obj
-def escalate(
-    app: App,
-    question: str,
-    context: str,
-    attempted: tuple[str, ...],
-    choices: tuple[str, ...],
-    trigger: str,
-    as_json: bool,
-) -> int:
+def escalate(app: App, /, **params: Any) -> int:
     """Block the loop and ask the human (exit 2).
 
     Persists requests/<id>.json, writes BLOCKED.md (never over an existing one: a second
@@ -63,10 +57,7 @@ def escalate(
     """
     from loopkit.commands.escalate import escalate as raise_block
 
-    return raise_block(
-        app, question=question, context=context, attempted=attempted, choices=choices,
-        trigger=trigger, as_json=as_json,
-    )  # fmt: skip
+    return raise_block(app, **params)  # the parameters as click read them
 
 
 @click.command()
