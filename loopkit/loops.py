@@ -36,18 +36,16 @@ writes, with the same events.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple, Protocol
 
 from loopkit import clock, liveness, readfile
 from loopkit import config as config_mod
 from loopkit.errors import EXIT_BLOCKED, LoopkitError, LoopNotFound, UsageError
 from loopkit.escalation import marker
-from loopkit.home import Registry, machine, workspace_id
+from loopkit.home import Registry, machine, sha256_hex, workspace_id
 from loopkit.message import age, fold
 from loopkit.record import asdict, record, replace
 from loopkit.workspace import Workspace
@@ -206,20 +204,23 @@ def describe(registered: Registered, /, *, exiting: int | None = None) -> dict[s
     return read_loop(registered, exiting=exiting).to_dict()
 
 
-class Fleet(Protocol):
-    """What the loops of other machines need of :class:`~loopkit.fleet.Hubs`: their rows,
-    their open requests, and a way to steer them."""
+if TYPE_CHECKING:
+    from typing import Protocol
 
-    def remote_open(self) -> list[Remote]: ...
-    def remote_loop_rows(self) -> LoopRows: ...
-    def steer_remote(
-        self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
-    ) -> None: ...
+    class Fleet(Protocol):
+        """What the loops of other machines need of :class:`~loopkit.fleet.Hubs`: their rows,
+        their open requests, and a way to steer them."""
+
+        def remote_open(self) -> list[Remote]: ...
+        def remote_loop_rows(self) -> LoopRows: ...
+        def steer_remote(
+            self, machine: str, workspace: str, command: str, note: str | None, *, by: str, via: str
+        ) -> None: ...
 
 
 def remote_key(machine: str, workspace: str) -> str:
     """Another machine's workspace in a URL (the inbox's ``/r/<key>/<id>``)."""
-    return "m" + hashlib.sha256(f"{machine}\n{workspace}".encode()).hexdigest()[:15]
+    return "m" + sha256_hex(f"{machine}\n{workspace}")[:15]
 
 
 def remote_loops(fleet: Fleet) -> list[Loop]:
@@ -229,7 +230,8 @@ def remote_loops(fleet: Fleet) -> list[Loop]:
     return _remote_loops(fleet).loops
 
 
-class Listing(NamedTuple):
+@record(frozen=True, slots=True)
+class Listing:
     """Loops as listed, and whether a fleet's database could not be reached for other
     machines' (``unreached``: some may be missing)."""
 

@@ -46,10 +46,10 @@ class Registered:
     last_seen: str  # when first registered (the field's name is older than that rule)
 
 
-def workspace_id(path: Path) -> str:
-    """The first 16 hex digits of the path's SHA-256 (its registry file's name)."""
-    # CPython's own SHA-256 (`_sha2` from 3.12, `_sha256` before): hashlib's import loads
-    # OpenSSL (~12 M instructions, ~2 ms); hashlib's is the same digest where neither is.
+def sha256_hex(text: str) -> str:
+    """The SHA-256 of ``text`` (UTF-8), in hex, by CPython's own SHA-256 (`_sha2` from 3.12,
+    `_sha256` before): hashlib's import loads OpenSSL (~12 M instructions, ~2 ms of a short
+    command); hashlib's is the same digest where neither is."""
     try:
         from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
@@ -57,8 +57,13 @@ def workspace_id(path: Path) -> str:
             from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
             from hashlib import sha256
-    digest: str = sha256(str(path).encode()).hexdigest()
-    return digest[:16]
+    digest: str = sha256(text.encode()).hexdigest()
+    return digest
+
+
+def workspace_id(path: Path) -> str:
+    """The first 16 hex digits of the path's SHA-256 (its registry file's name)."""
+    return sha256_hex(str(path))[:16]
 
 
 class Registry:

@@ -4,6 +4,14 @@ Each command runs in a fresh interpreter, as the console script would run it, in
 ``loopkit init`` made; afterwards the probe lists the heavy top-level packages in
 ``sys.modules``. A library a command does not use must not load: structlog (its stdlib bridge
 imports asyncio), jinja2, rapidfuzz, httpx, watchdog, starlette, uvicorn, mcp, psycopg.
+
+Nor do the everyday commands (every probe here that expects no click) import the standard
+library's heavy modules they do without: ``dataclasses`` (it imports ``inspect``, ``ast``,
+``dis``, ``tokenize`` and ``exec``\\ s each class's methods; loopkit's records are
+``loopkit.record``'s), ``typing`` (names for the type checker are imported for it alone),
+``tomllib`` (a plain ``loopkit.toml`` is read by ``loopkit.config.plaintoml``), ``logging``
+(bridged only when a library imports it), ``subprocess`` (no ``git`` outside a checkout),
+``hashlib`` (it loads OpenSSL; a workspace's id is CPython's own SHA-256).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ HEAVY = ("asyncio", "structlog", "jinja2", "rapidfuzz", "httpx", "httpcore", "an
 # reads builds none of it.
 SENDING = ("loopkit.escalation.escalator", "loopkit.escalation.sender", "loopkit.channels",
            "loopkit.supervisor.normalise", "tempfile", "secrets")  # fmt: skip
+STDLIB = ("dataclasses", "inspect", "typing", "tomllib", "logging", "subprocess", "hashlib")
 SENDS = ["loopkit.channels", "loopkit.escalation.escalator", "loopkit.escalation.sender"]
 PROBE = f"""
 import json, sys
@@ -34,7 +43,8 @@ clicked = "click" in sys.modules
 heavy += sorted(set(sys.modules) & set({SENDING!r}))
 mine = sorted(name for name in sys.modules if name.startswith("loopkit."))
 open(sys.argv[1], "w").write(
-    json.dumps({{"code": code, "heavy": heavy, "loopkit": mine, "click": clicked}})
+    json.dumps({{"code": code, "heavy": heavy, "loopkit": mine, "click": clicked,
+                "stdlib": sorted(set(sys.modules) & set({STDLIB!r}))}})
 )
 """
 
@@ -52,6 +62,8 @@ def _imports(
     result = json.loads(out.read_text())
     assert result["code"] == expect, done.stderr
     assert result["click"] == click, args
+    if not click:  # an everyday command
+        assert result["stdlib"] == [], args
     listed: list[str] = result["loopkit" if own else "heavy"]
     return listed
 
