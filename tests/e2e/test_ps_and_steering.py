@@ -36,6 +36,17 @@ def _pending(repo: str) -> int:
     return next(one.guidance_pending for one in loops.loops() if one.repo == repo)
 
 
+def _recorded(ws: Path) -> list[int]:
+    """The process groups ``running.json`` names: the running command's, and under ``also``
+    the one prepared for the next (none while it is not written)."""
+    try:
+        record = json.loads((ws / ".loopkit" / "running.json").read_text())
+    except FileNotFoundError:
+        return []
+    named = [record.get("pid"), *(one.get("pid") for one in record.get("also", []))]
+    return [int(pid) for pid in named if pid]
+
+
 def _folder(tmp_path: Path, name: str) -> Path:
     path = tmp_path / name
     path.mkdir()
@@ -57,14 +68,17 @@ def test_ps_shows_blocked_paused_finished_and_dead_loops(tmp_path: Path) -> None
         held.wait_state(status="paused")
         doomed.wait_state(status="running", iteration=1)
         wait_until((dead / "runs.txt").exists, what="the doomed loop's agent to start")
-        running = json.loads((dead / ".loopkit" / "running.json").read_text())
+        # running.json names the agent once its start is recorded — a moment after it runs
+        # (or already, under `also`, as the process prepared for it): wait for that.
+        wait_until(lambda: _recorded(dead), what="running.json to name the agent")
         try:
             os.kill(doomed.proc.pid, signal.SIGKILL)
             doomed.wait()
             rows = _ps()
         finally:  # the agent a SIGKILLed supervisor leaves behind (SPEC §14)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(int(running["pid"]), signal.SIGKILL)
+            for pid in _recorded(dead):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
         assert {name: row["state"] for name, row in rows.items()} == {
             "blocked": "blocked",
             "paused": "paused",
