@@ -43,7 +43,7 @@ def _ensure(folder: Path) -> Path:
 class Registered:
     path: Path
     repo: str
-    last_seen: str  # when first registered (the field's name is older than that rule)
+    last_seen: str
 
 
 def sha256_hex(text: str) -> str:
@@ -74,28 +74,29 @@ class Registry:
         self.folder = self.root / "workspaces"
 
     def register(self, path: Path, repo: str) -> None:
-        """Record ``path`` once (a second registration of the same path and repo writes
-        nothing: two fsyncs of every ``escalate`` saved); raises OSError when the home cannot
-        be written."""
+        """Record ``path``, or refresh when it was last seen (SPEC §10); raises OSError when the
+        home cannot be written. A new or changed entry is written durably; refreshing the
+        time of one already there is atomic but not fsynced (two fsyncs of every
+        ``escalate`` saved: a power cut can only bring back an older time)."""
         file = self.folder / f"{workspace_id(path)}.json"
         try:
             known = readfile.json_document(readfile.read_text(file))
         except (OSError, ValueError):
             known = None
-        if (
+        refresh = (
             isinstance(known, dict)
             and known.get("path") == str(path)
             and known.get("repo") == repo
             and isinstance(known.get("last_seen"), str)
-        ):
-            return  # as written: a damaged entry is written again
-        _ensure(self.root)
-        _ensure(self.folder)
+        )
+        if not refresh:
+            _ensure(self.root)
+            _ensure(self.folder)
         entry = {"path": str(path), "repo": repo, "last_seen": clock.iso_millis()}
-        atomicfile.write_json(file, entry, mode=0o600)
+        atomicfile.write_json(file, entry, mode=0o600, durable=not refresh)
 
     def workspaces(self) -> list[Registered]:
-        """Every registered workspace that still exists, oldest registration first; the
+        """Every registered workspace that still exists, least recently seen first; the
         entries of folders that are gone are dropped."""
         found: list[Registered] = []
         try:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from loopkit import atomicfile
+from loopkit import atomicfile, clock
 from loopkit.home import Registry, home
 
-from helpers import loopkit
+from helpers import loopkit, wait_until
 
 ESCALATE = (
     "escalate", "-c", "ctx", "-a", "tried", "--choice", "Flow A — old", "--choice", "Flow B — new"
@@ -39,26 +39,30 @@ def test_the_registry_drops_a_deleted_workspace(tmp_path: Path) -> None:
     assert oct((tmp_path / "home").stat().st_mode & 0o777) == "0o700"
 
 
-def test_registering_again_writes_nothing_until_the_repo_changes(
+def test_registering_again_refreshes_when_it_was_seen_without_an_fsync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     registry = Registry(tmp_path / "home")
     (tmp_path / "ws").mkdir()
     registry.register(tmp_path / "ws", "shop")
-    writes: list[Path] = []
+    [first] = registry.workspaces()
+    writes: list[bool] = []
     real = atomicfile.write_json
     monkeypatch.setattr(
-        atomicfile, "write_json", lambda p, *a, **k: (writes.append(p), real(p, *a, **k))
-    )
+        atomicfile, "write_json",
+        lambda p, *a, **k: (writes.append(k.get("durable", True)), real(p, *a, **k)),
+    )  # fmt: skip
+    wait_until(lambda: clock.iso_millis() > first.last_seen, what="a later millisecond")
     registry.register(tmp_path / "ws", "shop")  # every escalate does this: no fsync
-    assert writes == []
-    registry.register(tmp_path / "ws", "shop-renamed")
-    assert len(writes) == 1 and [r.repo for r in registry.workspaces()] == ["shop-renamed"]
+    [again] = registry.workspaces()
+    assert writes == [False] and again.last_seen > first.last_seen  # SPEC §10: last seen
+    registry.register(tmp_path / "ws", "shop-renamed")  # a changed entry: durable
+    assert writes == [False, True] and [r.repo for r in registry.workspaces()] == ["shop-renamed"]
     [entry] = registry.folder.glob("*.json")
     entry.write_text(json.dumps({"path": str(tmp_path / "ws"), "repo": "shop-renamed"}))
     assert registry.workspaces() == []  # damaged: no last_seen
     registry.register(tmp_path / "ws", "shop-renamed")  # … mended by the next registration
-    assert [r.repo for r in registry.workspaces()] == ["shop-renamed"]
+    assert writes[-1] is True and [r.repo for r in registry.workspaces()] == ["shop-renamed"]
 
 
 def test_inbox_and_reply_work_from_any_folder(tmp_path: Path) -> None:
