@@ -45,7 +45,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the checkout's loopkit, also when run without installing
 
 from loopkit.config import StuckConfig  # noqa: E402
-from loopkit.record import replace  # noqa: E402
+from loopkit.datarecord import replace  # noqa: E402
 from loopkit.supervisor import stuck  # noqa: E402
 from loopkit.supervisor.snapshot import Snapshots  # noqa: E402
 from loopkit.supervisor.spend import claude_run  # noqa: E402

@@ -19,7 +19,7 @@ import json
 import math
 import re
 
-from loopkit.record import record
+from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from loopkit import agentsession
+from loopkit.datarecord import field, record
 from loopkit.discover import NotAFolder, find_workspace
 from loopkit.errors import ConfigError, UsageError
-from loopkit.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # each imported where it is first used: `--help` needs none of them

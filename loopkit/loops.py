@@ -43,11 +43,11 @@ from pathlib import Path
 
 from loopkit import clock, liveness, readfile
 from loopkit import config as config_mod
+from loopkit.datarecord import asdict, record, replace
 from loopkit.errors import EXIT_BLOCKED, LoopkitError, LoopNotFound, UsageError
 from loopkit.escalation import marker
 from loopkit.home import Registry, machine, sha256_hex, workspace_id
 from loopkit.message import age, fold
-from loopkit.record import asdict, record, replace
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import State, StateFile
 from loopkit.workspace.steer import Notes, Steering

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from loopkit.record import record
+from loopkit.datarecord import record
 
 LETTERS = "ABC"
 MAX_FIELD = 280  # one line on a phone screen or two; the full text lives in BLOCKED.md

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from loopkit import config
+from loopkit.datarecord import replace
 from loopkit.errors import LoopNotFound
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.fleet import LoopRows
 from loopkit.loops import Loop, find, listing, pick, remote_key, remote_loops
-from loopkit.record import replace
 from loopkit.requests.hub import Remote
 from loopkit.requests.record import Request
 

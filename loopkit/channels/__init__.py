@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib
 
+from loopkit.datarecord import record
 from loopkit.errors import ConfigError
-from loopkit.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import time
 
 import httpx
 
-from loopkit.record import record, replace
+from loopkit.datarecord import record, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

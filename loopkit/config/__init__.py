@@ -21,8 +21,8 @@ from loopkit.config import values as config_values
 from loopkit.config.values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
 from loopkit.config.values import Command as Command  # noqa: TC001 (a re-export)
 from loopkit.config.values import parse_duration as parse_duration
+from loopkit.datarecord import field, record, replace
 from loopkit.errors import ConfigError
-from loopkit.record import field, record, replace
 from loopkit.redact import dial_secrets
 
 TYPE_CHECKING = False

@@ -34,8 +34,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from loopkit.datarecord import record, replace
 from loopkit.errors import ConfigError
-from loopkit.record import record, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

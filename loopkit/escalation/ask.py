@@ -9,12 +9,12 @@ message); 4. persist the record — and with ``block``, write BLOCKED.md and sen
 
 from __future__ import annotations
 
+from loopkit.datarecord import record
 from loopkit.errors import BadInput, UsageError
 from loopkit.escalation import policy as policy_mod
 from loopkit.escalation import rubric
 from loopkit.escalation.escalator import Escalator, slug
 from loopkit.message import clean, fold
-from loopkit.record import record
 from loopkit.requests.answer import options_for
 from loopkit.requests.models import Option
 from loopkit.requests.record import KINDS, Request, new_id, validate_id

@@ -14,10 +14,10 @@ import stat
 from pathlib import Path
 
 from loopkit import atomicfile, readfile
+from loopkit.datarecord import record
 from loopkit.errors import BadInput, WorkspaceError
 from loopkit.escalation import marker
 from loopkit.message import LETTERS, fold
-from loopkit.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from loopkit import clock
-from loopkit.record import record
+from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

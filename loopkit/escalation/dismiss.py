@@ -15,8 +15,8 @@ them.
 
 from __future__ import annotations
 
+from loopkit.datarecord import record
 from loopkit.escalation import blockfile
-from loopkit.record import record
 from loopkit.requests.record import Request
 
 TYPE_CHECKING = False

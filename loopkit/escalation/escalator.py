@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 
 from loopkit import clock
+from loopkit.datarecord import record, replace
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile, evidence
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.sender import Sender
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
-from loopkit.record import record, replace
 from loopkit.redact import Redactor
 from loopkit.requests.irreversible import is_irreversible
 from loopkit.requests.models import Option

@@ -15,7 +15,7 @@ import os
 import re
 
 from loopkit import readfile
-from loopkit.record import field, record
+from loopkit.datarecord import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -20,10 +20,10 @@ import subprocess
 from typing import Literal
 
 from loopkit import clock
+from loopkit.datarecord import record
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput
 from loopkit.escalation.escalator import Escalator
 from loopkit.message import clean, fold
-from loopkit.record import record
 from loopkit.redact import mask_command
 from loopkit.requests.answer import APPROVAL_OPTIONS, outcome_of
 from loopkit.requests.models import Resolution

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from loopkit.record import record
+from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

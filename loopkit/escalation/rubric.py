@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import re
 
+from loopkit.datarecord import record
 from loopkit.message import find_emoji
-from loopkit.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

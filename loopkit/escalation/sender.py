@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from loopkit import channels, clock
 from loopkit.channels import Outcome
+from loopkit.datarecord import replace
 from loopkit.errors import ConfigError, LoopkitError
 from loopkit.escalation import delivery
 from loopkit.home import workspace_id
 from loopkit.log import get_logger
 from loopkit.message import Message, Reminder
-from loopkit.record import replace
 from loopkit.redact import Redactor
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.workspace import Workspace

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import contextlib
 
+from loopkit.datarecord import record
 from loopkit.errors import RequestConflict, RequestNotFound
 from loopkit.escalation import adoption, blockfile
-from loopkit.record import record
 from loopkit.requests.answer import answer, unblocked_by_hand
 from loopkit.requests.reading import told_back
 from loopkit.requests.store import RequestStore

@@ -18,8 +18,8 @@ import os
 import threading
 
 from loopkit.config.values import fleet_dsn
+from loopkit.datarecord import record
 from loopkit.errors import LoopkitError, LoopNotFound
-from loopkit.record import record
 from loopkit.requests.hub import LocalHub
 
 TYPE_CHECKING = False

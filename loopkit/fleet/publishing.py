@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
-from loopkit.record import field, record
+from loopkit.datarecord import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from loopkit import atomicfile, clock, readfile
-from loopkit.record import record
+from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

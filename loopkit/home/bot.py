@@ -11,9 +11,9 @@ import os
 from datetime import timedelta
 
 from loopkit import atomicfile, clock, readfile
+from loopkit.datarecord import record
 from loopkit.home import home
 from loopkit.log import get_logger
-from loopkit.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

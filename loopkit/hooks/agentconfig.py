@@ -24,9 +24,9 @@ import shlex
 from pathlib import Path
 
 from loopkit import atomicfile, readfile
+from loopkit.datarecord import record
 from loopkit.errors import ConfigError, WorkspaceError
 from loopkit.hooks.install import _entries, _options, program
-from loopkit.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -25,10 +25,10 @@ import shlex
 import subprocess
 
 from loopkit import readfile
+from loopkit.datarecord import record
 from loopkit.hooks.install import ours
 from loopkit.hooks.pretooluse import load_rules
 from loopkit.hooks.rules import match
-from loopkit.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

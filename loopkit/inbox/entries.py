@@ -8,9 +8,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from loopkit import clock
+from loopkit.datarecord import record
 from loopkit.escalation import dismiss as dismissal
 from loopkit.message import LETTERS, age, fold
-from loopkit.record import record
 from loopkit.requests.irreversible import is_irreversible
 from loopkit.requests.record import Request
 

@@ -22,7 +22,7 @@ import resource
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from loopkit.record import record
+from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopkit import clock, readfile
+from loopkit.datarecord import field, record
 from loopkit.errors import LoopkitError
 from loopkit.escalation import evidence
 from loopkit.escalation.dismiss import is_ghost
@@ -22,7 +23,6 @@ from loopkit.home import workspace_id
 from loopkit.inbox.entries import Entry, open_requests
 from loopkit.loops import remote_key
 from loopkit.message import LETTERS, age, clean
-from loopkit.record import field, record
 from loopkit.redact import Redactor
 from loopkit.requests.models import Resolution
 from loopkit.requests.reading import reading as reading_of

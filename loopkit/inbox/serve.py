@@ -21,6 +21,7 @@ import sys
 import threading
 
 from loopkit import clock, fleet, loops
+from loopkit.datarecord import field, record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
 from loopkit.escalation import blockfile, delivery
 from loopkit.escalation.adoption import block_request_id
@@ -32,7 +33,6 @@ from loopkit.fleet.publishing import Publishing
 from loopkit.home import home
 from loopkit.inbox.relay.poller import UpdatePoller
 from loopkit.log import get_logger
-from loopkit.record import field, record
 from loopkit.requests.locate import Stores
 from loopkit.workspace.state import SupervisorLock
 

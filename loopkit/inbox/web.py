@@ -29,6 +29,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from loopkit import agentsession
+from loopkit.datarecord import record
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation import blockfile
 from loopkit.fleet.route import answer_anywhere, dismiss_anywhere
@@ -36,7 +37,6 @@ from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, Sessions
 from loopkit.inbox.loops import routes as loop_routes
 from loopkit.log import get_logger
-from loopkit.record import record
 from loopkit.requests.answer import parse_for
 from loopkit.requests.irreversible import confirm_question, needs_second_tap
 

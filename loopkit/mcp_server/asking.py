@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field
 
+from loopkit.datarecord import replace
 from loopkit.escalation.ask import Asked as AskResult
 from loopkit.escalation.ask import Question, ask
 from loopkit.escalation.escalator import Escalation
@@ -22,7 +23,6 @@ from loopkit.escalation.repair import escalate as escalate_after_repair
 from loopkit.mcp_server.models import Asked, Category, Escalated, HumanRequest, Kind, TimeoutAction
 from loopkit.mcp_server.preview import PreviewStore
 from loopkit.mcp_server.workspace import ServedWorkspace
-from loopkit.record import replace
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from loopkit.app import App
 from loopkit.config import Config
+from loopkit.datarecord import record
 from loopkit.errors import ConfigError
-from loopkit.record import record
 from loopkit.requests.store import RequestStore
 
 

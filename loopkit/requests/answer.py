@@ -17,9 +17,9 @@ first answer is never touched.
 from __future__ import annotations
 
 from loopkit import clock
+from loopkit.datarecord import replace
 from loopkit.errors import RequestConflict, UsageError
 from loopkit.message import clean, fold
-from loopkit.record import replace
 from loopkit.requests.answered import Answer as Answer
 from loopkit.requests.models import Option, Resolution
 from loopkit.requests.replies import parse_reply, parse_verdict

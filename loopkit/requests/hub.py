@@ -17,7 +17,7 @@ of :mod:`loopkit.fleet`, which builds on it.
 
 from __future__ import annotations
 
-from loopkit.record import record
+from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

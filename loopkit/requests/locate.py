@@ -16,9 +16,9 @@ import threading
 
 from loopkit import config as config_mod
 from loopkit.config import CONFIG_NAME
+from loopkit.datarecord import record
 from loopkit.errors import LoopkitError
 from loopkit.home import Registry
-from loopkit.record import record
 from loopkit.requests.hub import LocalHub
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace

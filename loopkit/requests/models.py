@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from loopkit.record import field, fields, record
+from loopkit.datarecord import field, fields, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import os
 import re
 
 from loopkit import clock
+from loopkit.datarecord import field, fields, record
 from loopkit.errors import BadInput
-from loopkit.record import field, fields, record
 from loopkit.requests import shape
 from loopkit.requests.migrate import migrate_v1
 from loopkit.requests.models import OWN_BLOCKS, DeliveryAttempt, Option, Resolution

@@ -56,7 +56,7 @@ import re
 import string
 import unicodedata
 
-from loopkit.record import record
+from loopkit.datarecord import record
 from loopkit.requests.models import Option
 from loopkit.requests.typos import slips
 from loopkit.requests.words import (

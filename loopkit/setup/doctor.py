@@ -14,12 +14,12 @@ from typing import Literal
 from loopkit import channels, clock
 from loopkit.config import load
 from loopkit.config.programs import loop_problems
+from loopkit.datarecord import record
 from loopkit.errors import ChannelError, ConfigError
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import answer_hint
 from loopkit.message import Message
-from loopkit.record import record
 from loopkit.workspace import Workspace
 
 TYPE_CHECKING = False

@@ -23,8 +23,8 @@ import tomllib
 
 from loopkit import atomicfile, readfile
 from loopkit.config import CONFIG_NAME
+from loopkit.datarecord import record
 from loopkit.errors import ConfigError, WorkspaceError
-from loopkit.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

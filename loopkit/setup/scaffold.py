@@ -6,9 +6,9 @@ import tomli_w
 
 from loopkit import atomicfile
 from loopkit.config import CONFIG_NAME
+from loopkit.datarecord import record
 from loopkit.errors import WorkspaceError
 from loopkit.escalation import blockfile
-from loopkit.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

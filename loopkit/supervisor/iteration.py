@@ -14,13 +14,13 @@ import stat
 
 from loopkit.clock import iso_seconds, parse_iso
 from loopkit.config import AGENT_HIDDEN_ENV
+from loopkit.datarecord import replace
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
 from loopkit.escalation import adoption, blockfile, evidence
 from loopkit.escalation.sender import message_for
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.record import replace
 from loopkit.supervisor import resume, triggers
 from loopkit.supervisor.iterlog import IterationLog, prune
 from loopkit.supervisor.parts import CONTINUE

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from loopkit import readfile
 from loopkit.agentsession import SESSION_ENV
-from loopkit.record import record
+from loopkit.datarecord import record
 from loopkit.supervisor import cgroup
 from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup

@@ -13,9 +13,9 @@ import sys
 import threading
 from typing import Protocol
 
+from loopkit.datarecord import record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.log import get_logger
-from loopkit.record import record
 from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from loopkit.record import record
+from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

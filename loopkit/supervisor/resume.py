@@ -23,9 +23,9 @@ import shlex
 from collections import deque
 
 from loopkit import agentresult, atomicfile
+from loopkit.datarecord import record
 from loopkit.errors import LoopkitError
 from loopkit.message import fold
-from loopkit.record import record
 from loopkit.requests.answer import outcome_of
 from loopkit.requests.models import Resolution
 

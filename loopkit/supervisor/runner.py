@@ -26,7 +26,7 @@ import time
 from collections import deque
 from typing import Literal, Protocol
 
-from loopkit.record import record
+from loopkit.datarecord import record
 from loopkit.supervisor.containment import Containment
 from loopkit.supervisor.iterlog import MAX_LOG, Capped
 from loopkit.supervisor.prepared import Prepared

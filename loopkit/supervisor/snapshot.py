@@ -21,7 +21,7 @@ import os
 import stat
 import subprocess
 
-from loopkit.record import record
+from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

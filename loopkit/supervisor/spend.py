@@ -16,7 +16,7 @@ import math
 import re
 
 from loopkit.agentresult import read_result
-from loopkit.record import record
+from loopkit.datarecord import record
 
 _COST = re.compile(r'"total_cost_usd"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _OUTAGE = re.compile(r"rate.?limit|overloaded|\b529\b|\b429\b|usage limit", re.IGNORECASE)

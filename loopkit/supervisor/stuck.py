@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 
 from loopkit.clock import iso_seconds, parse_iso
+from loopkit.datarecord import field, fields, record
 from loopkit.message import fold
-from loopkit.record import field, fields, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 
+from loopkit.datarecord import replace
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import Escalation
 from loopkit.escalation.rubric import MAX_STEM as MAX_PROMPT
 from loopkit.message import fold
-from loopkit.record import replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loopkit import atomicfile
-from loopkit.record import record
+from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

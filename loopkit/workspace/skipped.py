@@ -15,8 +15,8 @@ import fcntl
 import os
 
 from loopkit import atomicfile, readfile
+from loopkit.datarecord import record
 from loopkit.errors import TaskNotFound, WorkspaceError
-from loopkit.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ import fcntl
 import os
 
 from loopkit import atomicfile, clock, readfile
+from loopkit.datarecord import asdict, field, fields, record
 from loopkit.errors import AlreadyRunning, WorkspaceError
-from loopkit.record import asdict, field, fields, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ import os
 import time
 
 from loopkit import atomicfile, clock, readfile
+from loopkit.datarecord import asdict, record
 from loopkit.errors import UsageError, WorkspaceError
-from loopkit.record import asdict, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ imports asyncio), jinja2, rapidfuzz, httpx, watchdog, starlette, uvicorn, mcp, p
 Nor do the everyday commands (every probe here that expects no click) import the standard
 library's heavy modules they do without: ``dataclasses`` (it imports ``inspect``, ``ast``,
 ``dis``, ``tokenize`` and ``exec``\\ s each class's methods; loopkit's records are
-``loopkit.record``'s), ``typing`` (names for the type checker are imported for it alone),
+``loopkit.datarecord``'s), ``typing`` (names for the type checker are imported for it alone),
 ``tomllib`` (a plain ``loopkit.toml`` is read by ``loopkit.config.plaintoml``), ``logging``
 (bridged only when a library imports it), ``subprocess`` (no ``git`` outside a checkout),
 ``hashlib`` (it loads OpenSSL; a workspace's id is CPython's own SHA-256).

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from loopkit.config import EscalationConfig
+from loopkit.datarecord import replace
 from loopkit.escalation.delivery import RUNG_TRIES, Due, next_due
-from loopkit.record import replace
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 

@@ -8,10 +8,10 @@ import pytest
 from loopkit import config
 from loopkit.channels import Outcome
 from loopkit.config import ChannelSettings, Config
+from loopkit.datarecord import replace
 from loopkit.errors import BadInput
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.message import Message
-from loopkit.record import replace
 
 
 class FakeChannel:

@@ -16,10 +16,10 @@ from test_escalator import FakeChannel, ask, make
 
 from loopkit import clock
 from loopkit.channels import Outcome
+from loopkit.datarecord import replace
 from loopkit.escalation import blockfile
 from loopkit.escalation import repair as repair_mod
 from loopkit.escalation.escalator import Escalator
-from loopkit.record import replace
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.requests.record import Request
 

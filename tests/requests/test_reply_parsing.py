@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopkit.record import FrozenInstanceError
+from loopkit.datarecord import FrozenInstanceError
 from loopkit.requests.models import Option
 from loopkit.requests.replies import Decision, parse_reply
 

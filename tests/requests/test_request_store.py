@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from loopkit import config
+from loopkit.datarecord import replace
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound
-from loopkit.record import replace
 from loopkit.requests.models import Option, Resolution
 from loopkit.requests.record import Request, new_id, validate_id
 from loopkit.requests.store import RequestStore

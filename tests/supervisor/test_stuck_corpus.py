@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 
 from loopkit.config import StuckConfig
-from loopkit.record import replace
+from loopkit.datarecord import replace
 from loopkit.supervisor import stuck
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"

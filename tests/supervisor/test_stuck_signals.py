@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loopkit.config import StuckConfig
-from loopkit.record import replace
+from loopkit.datarecord import replace
 from loopkit.supervisor import stuck
 from loopkit.supervisor.stuck import Counters, Detector, Observation
 

@@ -10,9 +10,9 @@ decides nothing."""
 from __future__ import annotations
 
 from loopkit import clock
+from loopkit.datarecord import record
 from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.record import record
 from loopkit.requests.models import Resolution
 from loopkit.requests.reading import told_back
 

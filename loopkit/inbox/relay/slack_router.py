@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from loopkit.channels.slack_app import blocks, escape, split_ref
 from loopkit.channels.telegram import confirm_data
+from loopkit.datarecord import record
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation.blockfile import remove_block
 from loopkit.escalation.sender import message_for
@@ -24,7 +25,6 @@ from loopkit.inbox.relay.router import parse_button
 from loopkit.inbox.relay.senders import Sender, outcome_line
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
-from loopkit.record import record
 from loopkit.requests.irreversible import (
     approves,
     confirm_question,

@@ -1,4 +1,4 @@
-"""``loopkit.record`` behaves as :mod:`dataclasses` does, for the part loopkit uses.
+"""``loopkit.datarecord`` behaves as :mod:`dataclasses` does, for the part loopkit uses.
 
 Hypothesis draws class shapes (fields with and without defaults and factories, ``repr=`` and
 ``compare=`` flags, frozen, slots, a class's own ``__eq__``/``__hash__``, a ``ClassVar``) and
@@ -24,8 +24,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopkit import record as rec
-from loopkit.record import FrozenInstanceError, field, fields, record, replace
+from loopkit import datarecord as rec
+from loopkit.datarecord import FrozenInstanceError, field, fields, record, replace
 
 
 class Flavour:
@@ -300,11 +300,11 @@ def test_the_misuses_dataclasses_refuses() -> None:
 
 
 def test_importing_record_imports_no_dataclasses_inspect_or_typing() -> None:
-    probe = "import sys, loopkit.record; print(' '.join(sorted(sys.modules)))"
+    probe = "import sys, loopkit.datarecord; print(' '.join(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True)  # fmt: skip
     loaded = set(done.stdout.split())
-    assert "loopkit.record" in loaded
+    assert "loopkit.datarecord" in loaded
     assert not {"dataclasses", "inspect", "typing", "copy", "re"} & loaded
 
 

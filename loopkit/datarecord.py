@@ -14,7 +14,7 @@ microseconds, and this module imports nothing (``typing`` only for the type chec
 The behaviour is dataclasses' for what loopkit uses — ``@record``, ``frozen=``, ``slots=``,
 :func:`field` with ``default``, ``default_factory``, ``repr`` and ``compare``, :func:`fields`,
 :func:`replace`, :func:`asdict` — down to the error messages and the ``repr``;
-``tests/test_record.py`` checks it against :mod:`dataclasses` on random class shapes. Not
+``tests/test_datarecord.py`` checks it against :mod:`dataclasses` on random class shapes. Not
 supported: ``order``, ``init=False`` fields, ``kw_only``, ``InitVar``, ``__post_init__``.
 """
 
