@@ -233,5 +233,5 @@ def test_the_reference_check_can_fail() -> None:
 
 def test_a_name_bound_for_the_type_checker_only_resolves_through_its_import() -> None:
     assert _resolves("Clock", "loopkit.clock", None)  # a Protocol defined under TYPE_CHECKING
-    assert _resolves("RequestStore.resolve", "loopkit.requests.answer", None)
-    assert not _resolves("RequestStore.no_such_method", "loopkit.requests.answer", None)
+    assert _resolves("RequestStore.resolve", "loopkit.answering.service", None)
+    assert not _resolves("RequestStore.no_such_method", "loopkit.answering.service", None)

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import click
 
-from loopkit.commands.answer import human, refuse_agents
-from loopkit.errors import EXIT_OK
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from loopkit.app import App
@@ -72,15 +69,6 @@ def dismiss(app: App, request_id: str, reason: str | None, by: str | None) -> in
     already (the first ending stands), 66 if there is no such request, 77 from inside a
     supervised agent's session.
     """
-    from loopkit.fleet.route import dismiss_anywhere
+    from loopkit.commands.answer import dismiss as close
 
-    refuse_agents()
-    app.config(anywhere=True)
-    record, removed, machine = dismiss_anywhere(
-        request_id, by=by or human(), via="cli", reason=reason, here=app.store(),
-        stores=app.stores(), hubs=app.hubs,
-    )  # fmt: skip
-    lifted = "; BLOCKED.md removed" if removed else ""
-    where = f" on {machine} (it lifts its block)" if machine else ""
-    click.echo(f"request {record.request_id} dismissed{where}{lifted}", err=True)
-    return EXIT_OK
+    return close(app, request_id=request_id, reason=reason, by=by)
