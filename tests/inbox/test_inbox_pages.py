@@ -277,6 +277,23 @@ def test_approving_a_drop_table_gate_takes_two_posts(
     assert not (ws / "BLOCKED.md").exists()
 
 
+@pytest.mark.parametrize("reply", ["approve the rollback instead", "approve: false", "yes 0"])
+def test_a_qualified_approval_of_a_drop_table_gate_approves_nothing(
+    inbox: tuple[Browser, InboxToken], ws: Path, reply: str
+) -> None:
+    """SPEC §28: typed in the free-text box, it is feedback at once — never asked twice,
+    never an approval — and the answer page says how to approve."""
+    client, token = inbox
+    rid = drop_table_gate(ws)
+    login(client, token)
+    page = client.get(url_of(ws, rid)).text
+    done = client.post(url_of(ws, rid) + "/answer", data={"csrf": csrf_of(page), "reply": reply})
+    assert done.status_code == 200 and ASKED_TWICE not in done.text
+    assert "not approved: reply `approve` alone to approve" in done.text
+    resolution = record(ws, rid)["resolution"]
+    assert isinstance(resolution, dict) and resolution["outcome"] == "changes_requested"
+
+
 def test_rejecting_a_drop_table_gate_is_one_post(
     inbox: tuple[Browser, InboxToken], ws: Path
 ) -> None:
