@@ -61,6 +61,8 @@ from loopkit.requests.dictionary import inflected, is_word
 from loopkit.requests.models import Option
 from loopkit.requests.typos import slips
 from loopkit.requests.words import (
+    ALONE_TAKE_BACK,
+    NO_EMOJI,
     NOTHING,
     QUALIFIERS,
     STOPWORDS,
@@ -127,7 +129,7 @@ _HEDGES = QUALIFIERS | NOTHING | frozenset({
 })  # fmt: skip
 _HEDGE_PHRASES = ("as long as", "as soon as")
 YES_WORDS = frozenset({"yes", "y", "approve", "approved", "ok", "lgtm", "👍", "✅"})
-NO_WORDS = frozenset({"no", "n", "reject", "rejected", "deny"})
+NO_WORDS = frozenset({"no", "n", "reject", "rejected", "deny", "👎"})
 # An option that says yes (a negation after it takes it back, SPEC §28) or no (a negation
 # after it agrees: "no, not yet").
 _SAYS_YES = YES_WORDS | {"allow", "proceed", "continue", "confirm", "accept", "go", "sure"}
@@ -145,6 +147,7 @@ _MIN_TYPO_LETTERS = 5  # a reply of fewer letters (or digits) is never a typo (S
 _THUMBS = "👍✅"
 _BESIDE = "\ufe0f\u200b\u200c\u200d\u2060\ufeff"
 _SKIN_TONES = ("\U0001f3fb", "\U0001f3ff")
+_ENDINGS = " .!" + _THUMBS + _BESIDE + "".join(map(chr, range(0x1F3FB, 0x1F400)))
 _APPROVING = ("approved", "always")  # a verdict that lets the action happen
 # Words of an order or a change of mind, never of a reason that opens with "no".
 _ORDERS = frozenset({
@@ -313,8 +316,8 @@ def _read(
     exact = [c for c in choices if c.label == text]
     if exact:
         return _Read(tuple(exact), "label")
-    if asks_back(text):
-        return _FREE
+    if asks_back(text) or NO_EMOJI & set(text):
+        return _FREE  # a question back; a 👎 or ❌ beside an option (on its own, it rejects)
     read = _by_index(reply, text, choices) or _by_name(text, choices)
     read = read or _by_head(reply, choices, loose=loose)
     if read is not None:
@@ -462,7 +465,8 @@ def _takes_back(words: str, chosen: _Option, choices: list[_Option]) -> bool:
     """Whether the words after ``chosen`` take it back or make it no choice yet (SPEC §28):
     second thoughts anywhere (``scratch that``, ``never mind``, ``wait``, ``actually``,
     ``or``); a contrast, condition or alternative (``but``, ``only``, ``if``, ``instead``);
-    a negation that opens them aimed at no other option (``no``, ``NOT``, ``no, 7``; not
+    a negation that ends them (``I guess not``) or opens them aimed at no other option
+    (``no``, ``NOT``, ``no, 7``; not
     ``not postgres`` after MySQL, nor ``no phone at hand``: a reason) unless the option
     itself says no (``no, not yet``); after an option that says yes, any negation or word
     that says nothing (``yes, not now``, ``allow nothing``); words that only say nothing
@@ -474,10 +478,10 @@ def _takes_back(words: str, chosen: _Option, choices: list[_Option]) -> bool:
     tokens = [t for t in words_of(key) if t not in own]
     if not tokens:
         return False
-    if any(t in QUALIFIERS for t in tokens):
+    if any(t in QUALIFIERS for t in tokens) or set(tokens) <= ALONE_TAKE_BACK:
         return True
-    if any(not set(words_of(phrase)) <= own for phrase in taken_back(key)):
-        return True
+    if any(paused or not set(words_of(phrase)) <= own for phrase, paused in taken_back(key)):
+        return True  # "A — scratch that"; "Wait - wait, the other one" (its own word, a pause)
     if all(t in NOTHING or negations([t]) for t in tokens):
         return True  # "A: nothing", "deploy now - false"
     if all(t.isdigit() for t in tokens) and any(numbers_in(c.label) for c in choices):
@@ -489,6 +493,8 @@ def _takes_back(words: str, chosen: _Option, choices: list[_Option]) -> bool:
         return True
     spans = list(WORD.finditer(key))
     everything = [m.group() for m in spans]
+    if negations(everything[-1:]):
+        return True  # a negation that ends them: "I guess not", "hmm, no", "A, don't"
     opening = 2 if everything[:2] == ["do", "not"] else 1
     if not negations(everything[:opening]):
         return False
@@ -558,11 +564,11 @@ def _by_recommendation(recommendation: str | None, choices: list[_Option]) -> li
 
 
 def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
-    """Step 6: the option ``text`` names once an ending ``!`` or ``.`` is set aside
-    (``STOP!``); else the one option whose label is within a few slips of it — a reply of 5
-    letters or more that holds the label's distinguishing word (:func:`_spelt_like`) — or
-    nothing."""
-    text = text.rstrip(" .!")
+    """Step 6: the option ``text`` names once an ending ``!``, ``.``, 👍 or ✅ is set aside
+    (``STOP!``, ``skip 👍``); else the one option whose label is within a few slips of it — a
+    reply of 5 letters or more that holds the label's distinguishing word
+    (:func:`_spelt_like`) — or nothing."""
+    text = text.rstrip(_ENDINGS)
     if not text or not choices:
         return []
     named = _named_by(text, choices)

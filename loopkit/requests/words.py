@@ -32,8 +32,17 @@ _TAKEN_BACK = (
     r"|strike (?:that|it|this)|never ?mind|nvm|make (?:it|that)|correction|oops|undo"
     r"|ignore (?:that|it|this)|forget (?:that|it|this)|cancel (?:that|it|this)|jk"
     r"|just kidding|(?:on )?second thoughts?|rather|instead|or|change(?:d)? my mind"
-    r"|change of plans?|my (?:bad|mistake)|wrong (?:one|option|button|choice)|misclick(?:ed)?)\b"
+    r"|change of plans?|my (?:bad|mistake)|wrong (?:one|option|button|choice)|misclick(?:ed)?"
+    r"|the other (?:one|option|choice)|the other|another (?:one|option|choice)"
+    r"|something else|anything else|disregard|retract|revoke|hm+|um+|uh+|erm)\b"
 )
+# A note of nothing but one of these takes the choice back too ("A - cancel", "B: undo").
+ALONE_TAKE_BACK = frozenset({
+    "cancel", "undo", "stop", "abort", "ignore", "nevermind", "nvm", "oops", "sorry", "nope",
+    "nah", "no", "not", "never", "false", "wrong", "mistake", "typo",
+})  # fmt: skip
+# Emoji that say no: in a reply they are a negation, never decoration.
+NO_EMOJI = frozenset("👎❌🚫✖⛔🛑✗✘🙅")
 # A contrast, a condition or an alternative: a choice with one of these is no choice yet
 # ("yes, but only for staff", "A, if the tests pass", "B, except staging").
 QUALIFIERS = frozenset({
@@ -74,10 +83,13 @@ def numbers_in(text: str) -> list[str]:
     return sorted(re.findall(r"[0-9]+", text))
 
 
-def taken_back(key: str) -> list[str]:
+def taken_back(key: str) -> list[tuple[str, bool]]:
     """The phrases in the words (as :func:`normalise` gives them) that take back what was
-    said before them."""
-    return [m.group() for m in re.finditer(_TAKEN_BACK, key)]
+    said before them, each with whether a pause follows it (``wait,``: an interjection)."""
+    return [
+        (m.group(), re.match(r"\s*[,.;:!—–-]", key[m.end() :]) is not None)
+        for m in re.finditer(_TAKEN_BACK, key)
+    ]
 
 
 def negations(tokens: Sequence[str]) -> frozenset[str]:

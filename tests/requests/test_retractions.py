@@ -39,6 +39,9 @@ REPLICAS = [Option("3 replicas", "3-replicas"), Option("5 replicas", "5-replicas
         ("abort, sorry, I mean keep going", LOOP), ("B, hold on", LOOP), ("A, jk", LOOP),
         ("retry - forget it", LOOP), ("C. Oops, ignore that", LOOP), ("skip, no no no", LOOP),
         ("Abort the loop — no!", LOOP), ("abort — not yet", LOOP), ("C: no, continue", LOOP),
+        ("deploy now 👎", DEPLOY), ("A ❌", DEPLOY), ("A - cancel", DEPLOY),
+        ("deploy now - hmm, no", DEPLOY), ("deploy now, I guess not", DEPLOY),
+        ("Wait - wait, the other one", DEPLOY), ("postgres - disregard", DB),
     ],
 )  # fmt: skip
 def test_the_issues_retractions_are_free_text(reply: str, options: list[Option]) -> None:
