@@ -581,6 +581,8 @@ def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
         return []
     allowed = 1 if len(text) <= 10 else 2 if len(text) <= 20 else 3
     tokens = words_of(text)
+    if len(tokens) == 1 and is_word(tokens[0]):
+        return []  # an English word is meant as written: never a typo of what it resembles
     within, near = [], []
     for c in choices:
         if _foreign(tokens, c, choices):

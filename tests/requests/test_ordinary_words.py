@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import string
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -91,8 +92,19 @@ def test_a_dictionary_word_in_the_reply_is_never_corrected() -> None:
 def test_the_word_list_is_shipped_and_plain_english() -> None:
     for word in ("quite", "atop", "slip", "gain", "again", "colour", "color", "deploy"):
         assert is_word(word), word
-    for typo in ("abrot", "skp", "postgress", "teh", "stya", "qiut"):
+    for typo in ("abrot", "skp", "postgress", "teh", "stya", "qiut", "", "a", "Quite", "é"):
         assert not is_word(typo), typo
+
+
+def test_every_word_of_the_list_and_nothing_else_is_found_by_bisection() -> None:
+    import loopkit.requests.dictionary as dictionary
+
+    raw = Path(dictionary.__file__).with_name("english.txt").read_bytes()
+    words = raw.decode("ascii").split("\n")
+    assert words[-1] == "" and words[:-1] == sorted(set(words[:-1]))  # bytewise, one a line
+    assert all(is_word(word) for word in words[:-1])
+    near = {w[:-1] for w in words[:-1]} | {w + "q" for w in words[:-1]} | {"zzzzzz", "aa" * 3}
+    assert not [w for w in near - set(words) if w and is_word(w)]
 
 
 ALPHABET = string.ascii_lowercase
