@@ -324,6 +324,10 @@ def _read(
         return read
     if _DELEGATION.fullmatch(text):
         return _Read(tuple(_by_recommendation(recommendation, choices)), "recommendation")
+    bare = text.rstrip(_ENDINGS)  # "STOP!", "skip 👍": the name, an ending set aside
+    named = _named_by(bare, choices) if bare and bare != text else None
+    if named is not None:
+        return _Read(tuple(named[0]), named[1])
     return _Read(tuple(_by_typo(text, choices)), "fuzzy")
 
 
@@ -564,16 +568,12 @@ def _by_recommendation(recommendation: str | None, choices: list[_Option]) -> li
 
 
 def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
-    """Step 6: the option ``text`` names once an ending ``!``, ``.``, 👍 or ✅ is set aside
-    (``STOP!``, ``skip 👍``); else the one option whose label is within a few slips of it — a
-    reply of 5 letters or more that holds the label's distinguishing word
-    (:func:`_spelt_like`) — or nothing."""
+    """Step 6: the one option whose label is within a few slips of ``text`` (an ending
+    ``!``, ``.``, 👍 or ✅ aside) — a reply of 5 letters or more that holds the label's
+    distinguishing word (:func:`_spelt_like`) — or nothing."""
     text = text.rstrip(_ENDINGS)
     if not text or not choices:
         return []
-    named = _named_by(text, choices)
-    if named is not None:
-        return named[0]
     if sum(char.isalnum() for char in text) < _MIN_TYPO_LETTERS:
         return []
     longest = max((len(t) for c in choices for t in c.texts), default=0)

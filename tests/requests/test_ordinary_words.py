@@ -136,7 +136,7 @@ def near_words(word: str) -> tuple[str, ...]:
 def inflected(one: str, other: str) -> bool:
     """``replica`` and ``replicas``: the same word (loopkit reads them as one)."""
     short, long = sorted((one, other), key=len)
-    return long[len(short) :] in ("s", "es", "d", "ed", "ing") and long.startswith(short)
+    return long[len(short) :] in ("s", "es") and long.startswith(short)
 
 
 VOCABULARY = sorted({*WORDS, *(a for c in CHOICES for a in c.aliases if " " not in a)})

@@ -72,7 +72,7 @@ CHOSEN = [
     ("Cafe\u0301", ACCENTS, "cafe_open", "prefix"),  # decomposed é
     ("crème", ACCENTS, "dessert", "prefix"),
     ("creme brûlée", ACCENTS, "dessert", "fuzzy"),  # one accent missing: a typo
-    ("abort!", LOOP, "abort", "fuzzy"),  # the text itself, its "!" aside
+    ("abort!", LOOP, "abort", "prefix"),  # the start of its label, the "!" aside
 ]
 
 FREE = [
