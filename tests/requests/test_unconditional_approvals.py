@@ -158,6 +158,9 @@ QUALIFIERS = [
 FILLERS = ["the rollback", "in dry-run mode", "the staging table", "prod", "it", "for now",
            "tomorrow", "please", "run it", "go", "mode", "table", "data"]  # fmt: skip
 SEPARATORS = [" ", ", ", ": ", " - ", " — ", "; ", "\n", ". ", "... ", " (", "! "]
+# What approves on its own: a yes word, the approve label or value, its letter or number —
+# never "words beside a yes" (``👍 1`` is option 1 with a thumbs-up).
+APPROVING = YES_WORDS | {"a", "1", "c", "3", "allow", "always", "approved", "approve"}
 
 
 @st.composite
@@ -167,7 +170,7 @@ def words_after(draw: st.DrawFn, qualifier: bool) -> str:
         parts.insert(draw(st.integers(0, len(parts))), draw(st.sampled_from(QUALIFIERS)))
     elif not parts or draw(st.booleans()):
         extra = st.text(string.ascii_letters + string.digits, min_size=1, max_size=8)
-        parts.append(draw(extra.filter(lambda t: t.casefold() not in YES_WORDS)))
+        parts.append(draw(extra.filter(lambda t: t.casefold() not in APPROVING)))
     case = draw(st.sampled_from([str, str.upper, str.capitalize]))
     return case(" ".join(parts))
 
