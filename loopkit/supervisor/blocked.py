@@ -146,7 +146,7 @@ class BlockedPhase:
             self.parts.save()
         if self.parts.options.exit_on_block:
             with contextlib.suppress(OSError):
-                self.print_head(blockfile.read_head(path))
+                self.print_head(blockfile.shown_head(path))
             return self.parts.finish(LoopStatus.BLOCKED, EXIT_BLOCKED, "blocked (--exit-on-block)")
         question = f": {fold(record.prompt, 100)}" if record else ""
         log.info(
