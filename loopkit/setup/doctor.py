@@ -73,7 +73,7 @@ def _channel_findings(config: Config) -> list[Finding]:
     found = [Finding("problem", p.topic, p.text) for p in channels.problems(config)]
     if found:
         return found
-    for name in config.escalation.ladder:
+    for name in config.escalation.channels:
         if name == "none":
             text = "none: no message is sent, BLOCKED.md is the whole escalation"
             found.append(Finding("note", "channel", text))

@@ -152,8 +152,9 @@ class Parts:
     def phone(self) -> UpdatePoller | None:
         """The Telegram answer poller, when the channel is telegram (started on first use)."""
         channels = self.config.channels
-        if "telegram" not in self.config.escalation.ladder or not (
-            channels.telegram_token and channels.telegram_chat
+        people = [p for p in self.config.escalation.people if p.channel == "telegram"]
+        if "telegram" not in self.config.escalation.channels or not (
+            channels.telegram_token and (channels.telegram_chat or people)
         ):
             return None
         if self._poller is None:
@@ -174,7 +175,7 @@ class Parts:
         """The Slack app's Socket Mode relay, when the channel is slack with ``slack_mode =
         "socket"`` and its settings are there (started on first use)."""
         channels = self.config.channels
-        if "slack" not in self.config.escalation.ladder or not channels.slack_socket:
+        if "slack" not in self.config.escalation.channels or not channels.slack_socket:
             return None
         if not (channels.slack_bot_token and channels.slack_app_token):
             return None
