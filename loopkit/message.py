@@ -128,7 +128,8 @@ class Message:
         """The five lines, with the mobile rubric applied (BLOCKED.md keeps the full text)."""
         attempted = "; ".join(fold(a) for a in self.attempted if a.strip()) or "nothing yet"
         choices = " | ".join(f"{LETTERS[i]}) {c}" for i, c in enumerate(self.labels))
-        also = (f"(also asked: {fold(', '.join(self.also_asked), 200)})",) if self.also_asked else ()
+        asked = fold(", ".join(self.also_asked), 200)
+        also = (f"(also asked: {asked})",) if self.also_asked else ()
         return "\n".join(
             (
                 f"[loopkit] blocked in {fold(self.repo, 100)} on {self.at}",

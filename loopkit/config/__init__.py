@@ -19,7 +19,6 @@ from loopkit import readfile
 from loopkit.config import people as config_people
 from loopkit.config import plaintoml
 from loopkit.config import values as config_values
-from loopkit.config.people import Person
 from loopkit.config.values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
 from loopkit.config.values import Command as Command  # noqa: TC001 (a re-export)
 from loopkit.config.values import parse_duration as parse_duration
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from loopkit.config.people import Person
     from loopkit.config.values import TimeoutAction as TimeoutAction
 
 CONFIG_NAME = "loopkit.toml"

@@ -20,15 +20,16 @@ such addresses are redacted wherever loopkit writes.
 
 from __future__ import annotations
 
+import itertools
 import re
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from loopkit.config.values import parse_duration
 from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from datetime import tzinfo
+    from datetime import datetime, tzinfo
 
 # Where each channel reaches one person; ``None``: the channel takes no address.
 ADDRESS = {
@@ -87,7 +88,8 @@ class Quiet:
 
     @property
     def text(self) -> str:
-        return f"{self.start // 60:02d}:{self.start % 60:02d}-{self.end // 60:02d}:{self.end % 60:02d}"
+        start, end = divmod(self.start, 60), divmod(self.end, 60)
+        return f"{start[0]:02d}:{start[1]:02d}-{end[0]:02d}:{end[1]:02d}"
 
 
 @record(frozen=True, slots=True)
@@ -133,8 +135,10 @@ def people(value: object) -> tuple[Person, ...]:
     names = [p.name.lower() for p in found]
     for person in found:
         if names.count(person.name.lower()) > 1:
-            raise ValueError(f"two people are called {person.name!r}; give each a name of their own")
-    for before, person in zip(found, found[1:], strict=False):
+            raise ValueError(
+                f"two people are called {person.name!r}; give each a name of their own"
+            )
+    for before, person in itertools.pairwise(found):
         if person.after < before.after:
             raise ValueError(
                 f"{person.name} (after {_shown(person.after)}) is listed after {before.name} "
@@ -152,7 +156,7 @@ def _person(entry: dict[str, object]) -> Person:
     if not isinstance(name, str) or not re.fullmatch(_NAME, name.strip()):
         raise ValueError(
             "name: give a short name (letters first; digits, spaces and . _ ' - after), "
-            "e.g. name = \"Ana\""
+            'e.g. name = "Ana"'
         )
     channel = entry.get("channel")
     if channel not in ADDRESS:
@@ -191,7 +195,7 @@ def _quiet(value: object, tz: object) -> Quiet | None:
         _zone(tz.strip())
     if value is None:
         if tz is not None:
-            raise ValueError("tz: set only with quiet hours (quiet = \"22:00-07:00\")")
+            raise ValueError('tz: set only with quiet hours (quiet = "22:00-07:00")')
         return None
     if not isinstance(value, str):
         raise ValueError('quiet: expected hours such as "22:00-07:00"')

@@ -50,9 +50,9 @@ if TYPE_CHECKING:
 
 RUNG_TRIES = 3  # failed tries on one rung before the next is tried as well
 IN_FLIGHT_GRACE = 60.0  # seconds an attempt may be in flight before it counts as cut short
-QUIET = "quiet"  # a person's skip: in their quiet hours when their turn came
 if TYPE_CHECKING:
     Kind = Literal["message", "repeat", "reminder", "quiet"]
+QUIET: Kind = "quiet"  # a person's skip: in their quiet hours when their turn came
 
 
 @record(frozen=True, slots=True)
@@ -127,21 +127,23 @@ def rung_of(ladder: list[Rung], channel: str, person: str | None = None) -> Rung
 
 def delivered_at(record: Request, channel: str, person: str | None = None) -> datetime | None:
     """When the block's message first reached ``channel`` (``person``'s), if it did."""
-    for entry in record.delivery:
-        if entry.is_send and entry.channel == channel and entry.person == person:
-            if entry.ok is True and not entry.reminder:
-                return _at(entry)
+    for entry in _delivered(record, channel, person):
+        return _at(entry)
     return None
 
 
 def message_id(record: Request, channel: str, person: str | None = None) -> int | str | None:
     """The id of the message delivered on ``channel`` (to ``person``): a reminder replies to
     it, an outcome edits it."""
-    for entry in record.delivery:
-        if entry.is_send and entry.channel == channel and entry.person == person:
-            if entry.ok is True and not entry.reminder:
-                return entry.message_id
+    for entry in _delivered(record, channel, person):
+        return entry.message_id
     return None
+
+
+def _delivered(record: Request, channel: str, person: str | None) -> list[DeliveryAttempt]:
+    """The block's message (never a reminder) as it reached ``channel`` (``person``'s)."""
+    return [e for e in record.delivery if e.is_send and e.channel == channel
+            and e.person == person and e.ok is True and not e.reminder]  # fmt: skip
 
 
 def asked(record: Request, ladder: list[Rung], before: int) -> list[str]:
@@ -176,8 +178,8 @@ def next_due(record: Request, settings: EscalationConfig, now: datetime) -> Due 
     for entry in record.delivery:
         if entry.in_flight and entry.is_send and any(r.holds(entry) for r in ladder):
             started = _at(entry) or now
-            rung = rung_of(ladder, str(entry.channel), entry.person)
-            return _due(rung, started + timedelta(seconds=IN_FLIGHT_GRACE), "repeat")
+            flying = rung_of(ladder, str(entry.channel), entry.person)
+            return _due(flying, started + timedelta(seconds=IN_FLIGHT_GRACE), "repeat")
     rung = current_rung(record, ladder)
     current = ladder[rung]
     reached = delivered_at(record, current.channel, current.who)

@@ -32,7 +32,7 @@ from loopkit.escalation.sender import Sender
 from loopkit.fleet import Hubs
 from loopkit.fleet.publishing import Publishing
 from loopkit.home import home
-from loopkit.inbox.relay.poller import UpdatePoller
+from loopkit.inbox.relay.poller import UpdatePoller, people_chats
 from loopkit.log import get_logger
 from loopkit.requests.locate import Stores
 from loopkit.workspace.state import SupervisorLock
@@ -283,7 +283,9 @@ def _poller(settings: ChannelSettings, answering: Answering) -> UpdatePoller | N
     """The bot's poller for the whole machine, when a bot is configured (serve has no
     workspace of its own: the bot's lease and offset are kept by the environment's fleet,
     else on this machine)."""
-    if not (settings.telegram_token and settings.telegram_chat):
+    if not settings.telegram_token:
+        return None
+    if not (settings.telegram_chat or people_chats(answering.stores)()):
         return None
     poller = UpdatePoller.relay(
         settings, hubs=answering.hubs, stores=answering.stores, answering=answering
