@@ -22,6 +22,7 @@ import threading
 
 from loopkit import clock, fleet, loops
 from loopkit.answering.service import Answering
+from loopkit.answering.telling import FollowUps
 from loopkit.datarecord import field, record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
 from loopkit.escalation import blockfile, delivery
@@ -247,7 +248,9 @@ def serve(
     # One door for every answer this process takes — the inbox's, a tap's, a click's — and
     # it tells the others (SPEC §27).
     answering = Answering(stores=stores, hubs=hubs)
-    inbox = Inbox(token, user, Throttle(), stores, hubs, _answering=answering)
+    followups = FollowUps(answering)  # ntfy's people told, PagerDuty's incident resolved
+    inbox = Inbox(token, user, Throttle(), stores, hubs, _answering=answering,
+                  _followups=followups)  # fmt: skip
     server = _Server(sock, app(inbox))
     poller = _poller(settings, answering)
     slack = _slack(settings, answering)

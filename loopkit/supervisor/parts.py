@@ -14,6 +14,7 @@ import threading
 from typing import Protocol
 
 from loopkit.answering.service import Answering
+from loopkit.answering.telling import FollowUps
 from loopkit.datarecord import record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.log import get_logger
@@ -137,6 +138,7 @@ class Parts:
         # The one door for answers in this process: the relays answer through it, and it
         # tells each of them how a block ended (SPEC §27).
         self.answering = Answering(stores=self.stores, hubs=self.hubs, here=self.store)
+        FollowUps(self.answering)  # the people asked on ntfy, an incident: told once (§29)
         self.escalator = self._escalator_for(config, store=self.store)
         self.runner.kill_grace = config.loop.kill_grace
         self.runner.max_output = config.loop.max_log
