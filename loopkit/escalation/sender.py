@@ -21,7 +21,7 @@ from loopkit.errors import ConfigError, LoopkitError
 from loopkit.escalation import delivery
 from loopkit.home import home, taps, workspace_id
 from loopkit.log import get_logger
-from loopkit.message import LETTERS, Button, Reminder
+from loopkit.message import LETTERS, MAX_LABEL, Button, Reminder, for_phone
 from loopkit.redact import Redactor
 from loopkit.requests.irreversible import needs_second_tap
 from loopkit.requests.models import DeliveryAttempt
@@ -249,7 +249,8 @@ class Sender:
             tap = taps.Tap(workspace_id(self.workspace.root), record.request_id, index,
                            rung.who or "", expires)  # fmt: skip
             confirm = needs_second_tap(record, LETTERS[index])
-            found.append(Button(option.label, taps.url(base, key, tap), confirm))
+            label = for_phone(option.label, MAX_LABEL)
+            found.append(Button(label, taps.url(base, key, tap), confirm))
         return tuple(found)
 
     def _link(self, record: Request) -> str | None:
