@@ -180,7 +180,7 @@ def _person(entry: dict[str, object]) -> Person:
 def _check_address(channel: str, text: str) -> None:
     if any(c.isspace() for c in text) or "\x00" in text:
         raise ValueError("address: cannot hold spaces")
-    if channel == "telegram" and not (text.lstrip("-").isdigit() or text.startswith("@")):
+    if channel == "telegram" and not re.fullmatch(r"-?[0-9]{1,20}|@[A-Za-z0-9_]{5,32}", text):
         raise ValueError(f"address: {ADDRESS['telegram']}, not {text!r}")
     if channel == "ntfy" and not re.fullmatch(r"https?://[^/?#]+/[-_A-Za-z0-9]{1,64}", text):
         raise ValueError(f"address: {ADDRESS['ntfy']} (the topic 1-64 letters, digits, - or _)")
