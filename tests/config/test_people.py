@@ -84,9 +84,9 @@ def test_names_are_unique_and_after_never_goes_down_the_list(ws: Path) -> None:
     twice = '[[escalation.people]]\nname = "Ana"\nchannel = "dial"\n' * 2
     with pytest.raises(ConfigError, match="two people are called 'Ana'"):
         load(ws, twice)
-    backwards = ('[[escalation.people]]\nname = "Ana"\nchannel = "dial"\nafter = "20m"\n'
-                 '[[escalation.people]]\nname = "Ben"\nchannel = "dial"\nafter = "5m"\n')  # fmt: skip
-    with pytest.raises(ConfigError, match="Ben .after 5m. is listed after Ana .after 20m."):
+    person = '[[escalation.people]]\nname = "{}"\nchannel = "dial"\nafter = "{}"\n'
+    backwards = person.format("Ana", "20m") + person.format("Ben", "5m")
+    with pytest.raises(ConfigError, match=r"Ben \(after 5m\) is listed after Ana \(after 20m\)"):
         load(ws, backwards)
 
 

@@ -67,8 +67,10 @@ class Team:
         parts.state.task, parts.state.failures = TASK, 3
         failed = [{"iteration": n, "reason": "verify exit 1", "signature": "FAILED"}
                   for n in (1, 2, 3)]  # fmt: skip
-        asked = triggers.verify_failures(task=TASK, failures=3, command="pytest",
-                                         last_output="FAILED", failed=failed, iteration=3)  # fmt: skip
+        asked = triggers.verify_failures(
+            task=TASK, failures=3, command="pytest", last_output="FAILED", failed=failed,
+            iteration=3,
+        )  # fmt: skip
         self.request_id = parts.escalator.escalate(asked).request.request_id
         parts.state.status, parts.state.open_request = "blocked", self.request_id
         parts.save()
