@@ -314,8 +314,10 @@ MEANINGS: dict[tuple[str, str], str] = {
         "fill the disk)."
     ),
     ("escalation", "channel"): "Where the question goes: `telegram`, `slack`, `dial`, "
+    "`apprise`, `ntfy`, `pagerduty`, "
     '`none`, or a ladder such as `["telegram", "dial"]` (the next rung when one fails '
-    "hard, or with `escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it.",
+    "hard, or with `escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it. Not needed "
+    "when `people` are listed: they are the ladder then.",
     ("escalation", "blocked_file"): "The block file. A path inside the workspace: an "
     "absolute path or one climbing out with `..` is a config error.",
     ("escalation", "timeout_minutes"): "A request's `timeout_default` for blocks without one "
@@ -334,6 +336,15 @@ MEANINGS: dict[tuple[str, str], str] = {
     ("escalation", "slack_mode"): '`"webhook"` (one-way, an incoming webhook) or `"socket"` '
     "(a Slack app: buttons and thread replies over Socket Mode; needs `loopkit[slack]`). "
     "`LOOPKIT_HITL_SLACK_MODE` wins.",
+    ("escalation", "people"): "Who is asked, in order, as `[[escalation.people]]` tables: "
+    "`name`, `channel` (`telegram`, `slack`, `apprise`, `ntfy`, `dial`, `pagerduty`), "
+    "`address` on it (a chat id, a Slack user id, an Apprise URL, an ntfy topic URL; none "
+    'for `dial` and `pagerduty`), `after` (from the block: `"0m"`, `"20m"`) and optional '
+    '`quiet` hours (`"22:00-07:00"`) in `tz` (default the machine\'s). An unanswered '
+    "block reaches the next person when their `after` passes; a person in their quiet "
+    "hours is skipped. Listed, only they may answer (`loopkit reply --by NAME`), and "
+    "everyone asked is told who answered. Listed, they replace `channel` and "
+    "`escalate_after`. [Answering](answering.md#a-team).",
     ("stuck", "no_progress"): "Iterations in a row that bring the workspace (git's HEAD, index "
     "and working tree; outside git, the files' content) to no state it was not already in "
     "during the last few iterations, before loopkit asks. A commit is progress; touching a "
@@ -400,9 +411,18 @@ ENVIRONMENT: dict[str, str] = {
     "they carry keys); channel `apprise`, needs `loopkit[apprise]`.",
     "LOOPKIT_HITL_DIAL_CMD": "Your command; it gets the message on stdin (a secret: the "
     "whole line is masked).",
+    "LOOPKIT_HITL_NTFY_URL": "Channel `ntfy`: the full topic URL on ntfy.sh or your own "
+    "server (`https://ntfy.sh/<topic>`; a secret: whoever knows the topic reads it).",
+    "LOOPKIT_HITL_NTFY_TOKEN": "An ntfy access token (`tk_…`) for a protected topic "
+    "(a secret).",
+    "LOOPKIT_HITL_PAGERDUTY_ROUTING_KEY": "Channel `pagerduty`: the integration key of an "
+    "Events API v2 integration on a PagerDuty service (a secret).",
+    "LOOPKIT_HITL_PAGERDUTY_API": "The Events API's base URL (default "
+    "`https://events.pagerduty.com`; events go to `{base}/v2/enqueue`): tests.",
     "LOOPKIT_INBOX_URL": "The web inbox as the phone reaches it, without a token: Telegram "
     "and Slack-app messages then carry an **Open** button, and every one-way message "
-    "(Slack webhook, Apprise, dial) ends with the link to the request's page.",
+    "(Slack webhook, Apprise, dial) ends with the link to the request's page. Channel "
+    "`ntfy` needs it: its buttons answer there.",
     "LOOPKIT_FLEET_DSN": "The fleet's PostgreSQL (`postgresql://…`); overrides `[fleet] dsn`. "
     "A secret.",
 }

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from urllib.parse import quote, urlencode
 
 from loopkit import atomicfile, clock, readfile
@@ -63,6 +62,8 @@ def secret(root: Path) -> str:
     may go out before ``loopkit serve`` first ran)."""
     path = root / TOKEN_FILE
     if not path.exists():
+        import secrets  # only to make a token (secrets imports hmac, hashlib: OpenSSL)
+
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         # serve may make it meanwhile: then theirs stands (create_text never overwrites)
         atomicfile.create_text(path, secrets.token_urlsafe(32) + "\n", mode=0o600)

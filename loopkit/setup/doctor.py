@@ -286,10 +286,12 @@ def send_test(
     if name == "none":
         raise ChannelError(
             "the channel is none, so there is nothing to send; set LOOPKIT_HITL_CHANNEL "
-            "to telegram, slack, apprise or dial"
+            "to telegram, slack, apprise, ntfy, pagerduty or dial"
         )
+    people = config.escalation.people  # with [[escalation.people]]: the first of them
+    settings = config.channels.for_person(people[0]) if people else config.channels
     create = factory or (
-        lambda n: channels.create(n, config.channels, budget=config.escalation.send_timeout)
+        lambda n: channels.create(n, settings, budget=config.escalation.send_timeout)
     )
     try:
         channel = create(name)
