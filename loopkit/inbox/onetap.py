@@ -120,12 +120,16 @@ def routes(
         return text(f"recorded: {done.reading}", 200)
 
     def late(record: Any, tap: taps.Tap) -> Response:
-        """The tap came too late: 409, and the tapper is told who was first (a push)."""
+        """The tap came too late: 409, and the tapper is told who was first (a push) —
+        unless it was their own answer, tapped again."""
         if not record.is_open:
-            threading.Thread(
-                target=inbox.followups.late, args=(record, tap.person or None), daemon=True
-            ).start()
             res = record.resolution
+            theirs = res is not None and res.via == "ntfy" and res.by == (tap.person or None)
+            if not theirs:
+                person = tap.person or None
+                threading.Thread(
+                    target=inbox.followups.late, args=(record, person), daemon=True
+                ).start()
             who = f" by {res.by} via {res.via}" if res is not None and res.by else ""
             return text(f"409 Conflict: already {record.status}{who}", 409)
         return text("409 Conflict: this button was used already", 409)
