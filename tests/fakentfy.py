@@ -58,6 +58,7 @@ class Published:
     message: dict[str, Any]
     headers: dict[str, str]
     at: float = field(default_factory=time.monotonic)
+    wall: float = field(default_factory=time.time)  # when it arrived, as file mtimes are
 
     @property
     def actions(self) -> list[dict[str, Any]]:

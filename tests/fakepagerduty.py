@@ -79,6 +79,7 @@ class FakePagerDuty:
         self.keys = set(keys)  # the integration keys of the services
         self.alerts: list[Alert] = []
         self.events: list[dict[str, Any]] = []  # every event taken, in order
+        self.arrived: list[float] = []  # when each arrived (wall clock, as file mtimes)
         self.dropped: list[dict[str, Any]] = []  # acknowledge/resolve with no open alert
         self.failures: deque[tuple[int, dict[str, str]]] = deque()  # a test's next answers
         self.seen = threading.Condition()
@@ -156,6 +157,7 @@ class FakePagerDuty:
             sent.append(now)
             key = self._apply(event)
             self.events.append(event)
+            self.arrived.append(time.time())
             self.seen.notify_all()
         return 202, {"status": "success", "message": "Event processed", "dedup_key": key}, {}
 
