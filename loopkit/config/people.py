@@ -9,7 +9,8 @@ ntfy server's token) come from the usual environment.
 The address names where *this* person is reached; what it is depends on the channel:
 
 - ``telegram``: a chat id (a person's private chat with the bot, or a group);
-- ``slack`` (the Slack app, ``slack_mode = "socket"``): a Slack user id (``U…``) or channel;
+- ``slack`` (the Slack app, ``slack_mode = "socket"``): a Slack user id (``U…``): the app
+  writes to them directly, and only their clicks and replies answer as them;
 - ``apprise``: one Apprise URL; ``ntfy``: a topic URL;
 - ``dial`` and ``pagerduty``: none (the dial command gets ``LOOPKIT_PERSON``; PagerDuty's own
   schedules choose who is paged).
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 # Where each channel reaches one person; ``None``: the channel takes no address.
 ADDRESS = {
     "telegram": "a chat id, e.g. 123456789 (a person's chat with the bot) or -100… (a group)",
-    "slack": "a Slack user id (U…) or channel id (C…)",
+    "slack": "a Slack user id, e.g. U024BE7LH (the app writes to them directly)",
     "apprise": "an Apprise URL, e.g. ntfys://ntfy.sh/ben-topic",
     "ntfy": "an ntfy topic URL, e.g. https://ntfy.sh/ben-topic",
     "dial": None,
@@ -184,6 +185,8 @@ def _check_address(channel: str, text: str) -> None:
         raise ValueError(f"address: {ADDRESS['telegram']}, not {text!r}")
     if channel == "ntfy" and not re.fullmatch(r"https?://[^/?#]+/[-_A-Za-z0-9]{1,64}", text):
         raise ValueError(f"address: {ADDRESS['ntfy']} (the topic 1-64 letters, digits, - or _)")
+    if channel == "slack" and not re.fullmatch(r"[UW][A-Z0-9]{2,}", text):
+        raise ValueError(f"address: {ADDRESS['slack']}, not {text!r}")
     if channel == "apprise" and "://" not in text:
         raise ValueError(f"address: {ADDRESS['apprise']}")
 

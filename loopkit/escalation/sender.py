@@ -121,8 +121,9 @@ class Sender:
             if sent is None:
                 break  # another loopkit process took this send
             outcome = sent
-            if outcome.ok or due.kind == "reminder":
-                break
+            if due.kind == "reminder":
+                break  # (the plan says what else is due now: the next person at once, a
+                # hard failure's next rung — nothing, when the block's message arrived)
         return outcome
 
     def send_left(self, record: Request) -> Outcome | None:

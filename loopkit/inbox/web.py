@@ -89,14 +89,16 @@ class Inbox:
         """The answering service every change of the inbox goes through."""
         if self._answering is None:
             self._answering = Answering(stores=self.stores, hubs=self.hubs)
+        if self._followups is None:  # one of its tellers, from the first answer on
+            self._followups = FollowUps(self._answering)
         return self._answering
 
     @property
     def followups(self) -> FollowUps:
         """Who else was asked, told how a question ended; a PagerDuty incident acknowledged
         when its request is opened here (SPEC §29)."""
-        if self._followups is None:
-            self._followups = FollowUps(self.answering)
+        self.answering  # noqa: B018  (made with the service)
+        assert self._followups is not None
         return self._followups
 
 

@@ -129,12 +129,15 @@ def _telegram_findings(config: Config) -> list[Finding]:
         me = bot.call("getMe", {}, timeout=5)
         name = me.get("username") if isinstance(me, dict) else None
         found.append(Finding("ok", topic, f"the token works: bot @{name}"))
-        chat = bot.call("getChat", {"chat_id": config.channels.telegram_chat}, timeout=5)
-        title = "?"
-        if isinstance(chat, dict):
-            title = str(chat.get("title") or chat.get("username") or chat.get("type") or "?")
-        found.append(Finding("ok", topic, f"the bot can see chat {config.channels.telegram_chat} "
-                             f"({title})"))  # fmt: skip
+        # With [[escalation.people]]: each person's chat on Telegram (SPEC §29).
+        people = [p.address for p in config.escalation.people if p.channel == "telegram"]
+        chats: list[str | None] = [a for a in people if a] or [config.channels.telegram_chat]
+        for chat_id in chats:
+            chat = bot.call("getChat", {"chat_id": chat_id}, timeout=5)
+            title = "?"
+            if isinstance(chat, dict):
+                title = str(chat.get("title") or chat.get("username") or chat.get("type") or "?")
+            found.append(Finding("ok", topic, f"the bot can see chat {chat_id} ({title})"))
         hook = bot.call("getWebhookInfo", {}, timeout=5)
         if isinstance(hook, dict) and hook.get("url"):
             found.append(
