@@ -88,15 +88,15 @@ class TelegramAllowed:
     def chat_ok(self, chat: Any) -> bool:
         if not isinstance(chat, dict):
             return False
-        if self.chat and _same_chat(chat, self.chat):
+        if self.chat and same_chat(chat, self.chat):
             return True
-        return any(_same_chat(chat, known) for known in self.people_chats())
+        return any(same_chat(chat, known) for known in self.people_chats())
 
     def user_ok(self, user_id: int | None) -> bool:
         return not self.users or (user_id is not None and user_id in self.users)
 
 
-def _same_chat(chat: dict[str, Any], known: str) -> bool:
+def same_chat(chat: dict[str, Any], known: str) -> bool:
     """Whether Telegram's ``chat`` object is the chat ``known`` (an id, or ``@username``)."""
     if str(chat.get("id")) == known:
         return True
@@ -122,7 +122,7 @@ class TelegramUser:
         sender's Telegram name names."""
         chat = self.chat if isinstance(self.chat, dict) else {}
         there = [p for p in people if p.channel == "telegram" and p.address
-                 and _same_chat(chat, p.address)]  # fmt: skip
+                 and same_chat(chat, p.address)]  # fmt: skip
         if len(there) == 1:
             return there[0]
         first = (by_name or "").split(" ")[0]

@@ -120,7 +120,7 @@ class UpdatePoller(LeasedThread):
         ``settings`` name)."""
         bot = BotApi(settings, client=client)
         answering = answering or Answering(stores=stores, hubs=hubs, here=here)
-        allowed = TelegramAllowed.of(settings, people_chats(stores))
+        allowed = TelegramAllowed.of(settings, people_chats(stores, here))
         router = Router(bot, allowed, answering=answering)
         return cls(
             settings,
@@ -296,14 +296,18 @@ def update_key(update: dict[str, Any]) -> str:
     return f"{update['update_id']}"
 
 
-def people_chats(stores: Stores) -> Callable[[], frozenset[str]]:
-    """The chats of the people on Telegram (``[[escalation.people]]``) of every registered
-    workspace, read when an update comes (SPEC §29: a person is asked in their own chat)."""
+def people_chats(stores: Stores, here: RequestStore | None = None) -> Callable[[], frozenset[str]]:
+    """The chats of the people on Telegram (``[[escalation.people]]``) of ``here``'s and
+    every registered workspace, read when an update comes (SPEC §29: a person is asked in
+    their own chat)."""
 
     def chats() -> frozenset[str]:
         found: set[str] = set()
-        for _, place in stores.registered():
-            people = place.config.escalation.people
+        for store in stores.all(here):
+            try:
+                people = stores.place(store.workspace.root).config.escalation.people
+            except LoopkitError:
+                continue
             found |= {p.address for p in people if p.channel == "telegram" and p.address}
         return frozenset(found)
 

@@ -11,7 +11,7 @@ goes. Who may answer is :class:`~loopkit.answering.who.TelegramUser`'s to say.
 
 from __future__ import annotations
 
-from loopkit.answering.who import Answerer, TelegramUser
+from loopkit.answering.who import Answerer, TelegramUser, same_chat
 from loopkit.channels.telegram import (
     CALLBACK_DATA_MAX,
     CONFIRM,
@@ -133,8 +133,10 @@ class Router(AnswerRouter):
         if target is None:
             self._ack(query_id, "unknown request")
             return
-        sent = [m for _, m in self._messages(target)]
-        sent_as = message.get("message_id") if message.get("message_id") in sent else None
+        sent = self._messages(target)  # (chat, message id): message ids count per chat
+        chat_of = message.get("chat") if isinstance(message.get("chat"), dict) else {}
+        tapped = message.get("message_id")
+        sent_as = next((m for c, m in sent if m == tapped and same_chat(chat_of, c)), None)
         if index >= min(len(target.options), len(LETTERS)) or (sent and sent_as is None):
             # A forged button: an index the request does not offer, or another request's
             # id riding on this block's message.
@@ -185,7 +187,8 @@ class Router(AnswerRouter):
                 msg=f"telegram: ignored a reply from {sender.by}: not allowed",
             )
             return
-        record = self._request_for_message(replied.get("message_id"))
+        chat_of = message.get("chat") if isinstance(message.get("chat"), dict) else {}
+        record = self._request_for_message(replied.get("message_id"), chat_of)
         if record is None and self.loop_commands.replied(
             replied.get("message_id"), text, sender, message.get("message_id")
         ):
@@ -253,13 +256,14 @@ class Router(AnswerRouter):
         """This workspace's store first, then every other registered workspace's."""
         return self.answering.stores.all(self.answering.here)
 
-    def _request_for_message(self, message_id: Any) -> Request | None:
+    def _request_for_message(self, message_id: Any, chat: dict[str, Any]) -> Request | None:
+        """The request whose message (in ``chat``: message ids count per chat) is this."""
         if not isinstance(message_id, int):
             return None
         for store in self._stores():
             for _, record in store.all():
                 if isinstance(record, Request) and any(
-                    m == message_id for _, m in self._messages(record)
+                    m == message_id and same_chat(chat, c) for c, m in self._messages(record)
                 ):
                     return record
         return None
