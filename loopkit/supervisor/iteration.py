@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
     from loopkit.agentresult import Result as AgentResult
     from loopkit.config import Command
-    from loopkit.escalation.escalator import Escalation, Result
+    from loopkit.escalation.blockfile import Escalation
+    from loopkit.escalation.escalator import Result
     from loopkit.supervisor.parts import Parts, Step
     from loopkit.supervisor.runner import Finished
 
