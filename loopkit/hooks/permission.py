@@ -16,7 +16,6 @@ left for the human to see, not acted on. Nothing here ever fails the call.
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 
@@ -62,7 +61,7 @@ def _request(config: config_mod.Config, event: dict[str, Any], digest: str) -> R
 
     tool_name, tool_input = event["tool_name"], event.get("tool_input", {})
     shown = shown_call(tool_name, tool_input)
-    text = shlex.join(shown) if tool_name == "Bash" else " ".join(shown)
+    text = " ".join(shown)
     rule = always_rule(event)
     record = gate.approval_request(
         config,
@@ -75,6 +74,7 @@ def _request(config: config_mod.Config, event: dict[str, Any], digest: str) -> R
         attempted="nothing: Claude Code waits on its permission dialog",
         binding={
             "argv": shown,
+            "command": text,
             "cwd": event["cwd"],
             "sha256": digest,
             "tool": tool_name,

@@ -73,7 +73,8 @@ def _line(record: Request) -> str | None:
     words = res.reason or res.note or ""
     by = f" by {res.by}" if res.by else ""
     if record.trigger == "claude-hook":
-        call = " ".join(str(w) for w in (record.gate or {}).get("argv") or [])
+        gate = record.gate or {}
+        call = gate.get("command") or " ".join(str(w) for w in gate.get("argv") or [])
         if outcome_of(record) == "approved":
             return f"loopkit: approved{by}: run `{fold(call, 200)}` again, exactly as before."
         said = f": {words}" if words else ""
