@@ -278,6 +278,9 @@ MEANINGS: dict[tuple[str, str], str] = {
     "`{session_id}` (e.g. `claude -p --resume {session_id} --output-format json`); the "
     "human's decision comes on stdin. Absent, or a session that does not resume: a fresh "
     "`agent` run with `LOOPKIT_DECISION`. `loopkit init --agent claude` writes it.",
+    ("loop", "prompt"): "What the agent is asked when its command reads its prompt on stdin as "
+    "stream-json (`claude -p --input-format stream-json …`: loopkit speaks Claude Code's SDK "
+    "protocol with it); needed for such an agent, unused otherwise.",
     ("loop", "verify"): "Exit 0 = the iteration passed. Absent: every iteration passes.",
     ("loop", "done"): "Exit 0 = the loop is finished (`loopkit run` exits 0).",
     ("loop", "pause"): "The wait between iterations.",

@@ -56,6 +56,8 @@ class LoopConfig:
     agent: Command | None = None
     # The agent's own session continued after an answer (SPEC section 18): {session_id}.
     resume: Command | None = None
+    # What an agent that reads its prompt on stdin is asked (stream-json, SPEC section 23).
+    prompt: str | None = None
     verify: Command | None = None
     done: Command | None = None
     pause: float = 5.0
@@ -189,6 +191,7 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
     "loop": {
         "agent": config_values.optional_command,
         "resume": config_values.resume_command,
+        "prompt": config_values.nonempty_string,
         "verify": config_values.optional_command,
         "done": config_values.optional_command,
         "pause": config_values.parse_duration,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 MAX_INPUT = 8 * 1024 * 1024
 SUPERVISED = "LOOPKIT_AGENT_SESSION"  # agentsession.SESSION_ENV: set under `loopkit run`
+DRIVEN = ("LOOPKIT_AGENT_DRIVER", "stream-json")  # agentsession.DRIVER_ENV, DRIVER
 
 
 class Dialect:
@@ -294,7 +295,8 @@ def _main(explicit: str | None, dialect: Dialect) -> int:
         workspace = discover.find_workspace(explicit, cwd=cwd)
     except discover.NotAFolder as exc:
         return _deny_on_error(str(exc))
-    if tool_name == "AskUserQuestion" and os.environ.get(SUPERVISED):
+    driven = os.environ.get(DRIVEN[0]) == DRIVEN[1]  # the supervisor asks Claude's questions
+    if tool_name == "AskUserQuestion" and os.environ.get(SUPERVISED) and not driven:
         try:
             from loopkit.hooks.question import decide as asked
 

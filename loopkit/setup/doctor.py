@@ -97,6 +97,9 @@ def _loop_findings(config: Config) -> list[Finding]:
     if loop.task_file and not (config.workspace / loop.task_file).is_file():
         text = f"[loop] task_file {loop.task_file!r} does not exist in {config.workspace}"
         found.append(Finding("problem", "loop", f"{text}; create it or fix the name"))
+    from loopkit.setup.kit import claude_problems
+
+    found += [Finding("problem", "agent", text) for text in claude_problems(loop)]
     missing = [name for name in loop.required_env if not os.environ.get(name)]
     if missing:
         found.append(Finding("problem", "loop", f"required_env not set now: {', '.join(missing)}; "
