@@ -164,8 +164,10 @@ def install(app: App, agent: str, user: bool) -> int:
 
     \b
     claude: .claude/settings.json (PreToolUse, Notification, PermissionRequest, StopFailure)
-    codex:  .codex/hooks.json (PreToolUse) and notify in .codex/config.toml
-    gemini: .gemini/settings.json (BeforeTool, timeout in milliseconds)
+    codex:  .codex/hooks.json (PreToolUse), notify in ~/.codex/config.toml (where Codex
+            reads it), and Codex asked to trust the project and loopkit's hook
+    gemini: .gemini/settings.json (BeforeTool, timeout in milliseconds); the folder must
+            be trusted in Gemini CLI (`loopkit doctor` says whether it is)
 
     The commands name this loopkit by its absolute path (a hook the agent cannot find
     exits 127, and the agent lets the call through); loopkit's entries written before
@@ -179,6 +181,11 @@ def install(app: App, agent: str, user: bool) -> int:
             click.echo(line)
         if not lines:
             click.echo(f"{agent}: loopkit's hooks are there already; nothing changed")
+        if agent == "codex":
+            from loopkit.hooks.agentconfig import trust_codex
+
+            for line in trust_codex(app.root):
+                click.echo(line)
         return EXIT_OK
     from loopkit.hooks.install import install as do_install
     from loopkit.hooks.install import settings_path

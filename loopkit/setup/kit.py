@@ -54,7 +54,8 @@ _CLAUDE = (
 KITS = {
     "claude": Kit("Claude Code", "CLAUDE.md", f"claude -p {_CLAUDE}",
                   f"claude -p --resume {{session_id}} {_CLAUDE}", prompt_key=True),
-    "codex": Kit("Codex", "AGENTS.md", "codex exec --full-auto {prompt}"),
+    # Codex 0.147 dropped `exec --full-auto`; `--sandbox workspace-write` is what it meant.
+    "codex": Kit("Codex", "AGENTS.md", "codex exec --sandbox workspace-write {prompt}"),
     "gemini": Kit("Gemini CLI", "GEMINI.md", "gemini --approval-mode yolo -p {prompt}"),
 }  # fmt: skip
 HEADING = "## When and how to escalate (loopkit)"
@@ -267,8 +268,19 @@ def hooks(root: Path, agent: str) -> list[Step]:
         changed = [f"{path.relative_to(root)}: {line}" for line in install(path)]
     else:
         from loopkit.hooks.agentconfig import install as install_agent
+        from loopkit.hooks.agentconfig import trust_codex
 
         changed = [line.replace(f"{root}/", "") for line in install_agent(agent, root)]
+        if agent == "codex":
+            trusted = trust_codex(root)
+            notes = [t for t in trusted if t.startswith("not trusted")]
+            changed += [t for t in trusted if t not in notes]
+            steps = _steps(changed, agent) + [Step(False, n, note=True) for n in notes]
+            return steps
+    return _steps(changed, agent)
+
+
+def _steps(changed: list[str], agent: str) -> list[Step]:
     if not changed:
         return [Step(False, f"{KITS[agent].name}'s hooks")]
     return [Step(not line.split(": ", 1)[-1].startswith("kept"), line) for line in changed]
