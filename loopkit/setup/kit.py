@@ -147,13 +147,22 @@ ROOT_NOTE = (
 )
 
 
-def claude_problems(loop: LoopConfig, env: Mapping[str, str] | None = None) -> list[str]:
-    """What keeps the ``[loop]`` lines from running Claude Code unattended (``doctor``): an
-    agent that reads its prompt on stdin with no ``[loop] prompt``; ``bypassPermissions`` as
-    a root Claude Code refuses."""
+def agent_problems(loop: LoopConfig, env: Mapping[str, str] | None = None) -> list[str]:
+    """What keeps the ``[loop]`` lines from running the agent unattended with its hooks on
+    (``doctor``): an agent that reads its prompt on stdin with no ``[loop] prompt``;
+    ``bypassPermissions`` as a root Claude Code refuses; Gemini CLI's ``--skip-trust``,
+    which turns its hooks off."""
     from loopkit.supervisor.claudestream import speaks_stream_json
 
     found = []
+    for name, command in (("agent", loop.agent), ("resume", loop.resume)):
+        words = _words(command)
+        if words and os.path.basename(words[0]) == "gemini" and "--skip-trust" in words:
+            found.append(
+                f"[loop] {name}: gemini --skip-trust runs with the folder's hooks off (no "
+                "gated call is asked); drop it and trust the folder (`loopkit init --agent "
+                "gemini` does)"
+            )
     for name, command in (("agent", loop.agent), ("resume", loop.resume)):
         if speaks_stream_json(command) and not loop.prompt and name == "agent":
             found.append(
@@ -277,6 +286,13 @@ def hooks(root: Path, agent: str) -> list[Step]:
             changed += [t for t in trusted if t not in notes]
             steps = _steps(changed, agent) + [Step(False, n, note=True) for n in notes]
             return steps
+        if agent == "gemini":
+            from loopkit.hooks import geminitrust
+
+            try:
+                changed += geminitrust.arrange(root)
+            except (OSError, ValueError) as exc:
+                raise WorkspaceError(f"cannot trust this folder in Gemini CLI: {exc}") from None
     return _steps(changed, agent)
 
 

@@ -112,6 +112,8 @@ def test_init_adds_missing_lines_to_an_existing_config_and_keeps_the_rest(ws: Pa
     done = loopkit("-C", str(ws), "init", "--agent", "codex")
     assert done.returncode == 0, done.stderr
     text = (ws / "loopkit.toml").read_text()
-    assert text.startswith('# my loop\n[loop] # the loop\nagent = "codex exec --sandbox workspace-write ')
+    assert text.startswith(
+        '# my loop\n[loop] # the loop\nagent = "codex exec --sandbox workspace-write '
+    )
     assert text.endswith('verify = "pytest -q"  # fast\n\n[escalation]\nchannel = "none"\n')
     assert config.load(ws).loop.done is None  # no task_file: no done
