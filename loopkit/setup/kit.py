@@ -55,7 +55,9 @@ KITS = {
     "claude": Kit("Claude Code", "CLAUDE.md", f"claude -p {_CLAUDE}",
                   f"claude -p --resume {{session_id}} {_CLAUDE}", prompt_key=True),
     # Codex 0.147 dropped `exec --full-auto`; `--sandbox workspace-write` is what it meant.
-    "codex": Kit("Codex", "AGENTS.md", "codex exec --sandbox workspace-write {prompt}"),
+    # That sandbox keeps .git read-only (no commit); `--add-dir .git` lets the agent commit.
+    "codex": Kit("Codex", "AGENTS.md",
+                 "codex exec --sandbox workspace-write --add-dir .git {prompt}"),
     "gemini": Kit("Gemini CLI", "GEMINI.md", "gemini --approval-mode yolo -p {prompt}"),
 }  # fmt: skip
 HEADING = "## When and how to escalate (loopkit)"

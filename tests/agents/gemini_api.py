@@ -25,12 +25,20 @@ Every request that offers tools takes the script's next step (:mod:`wire`).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from wire import Api, Call, Fail, Reply, Say, Seen
 
-STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-          404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}  # fmt: skip
+STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 MESSAGES = {
     400: "API key not valid. Please pass a valid API key.",
     429: "Resource has been exhausted (e.g. check quota).",
@@ -73,7 +81,9 @@ class GeminiApi(Api):
         problem = _problem(body["contents"])
         if problem:
             return self.reject(seen, 400, problem, error_body(400, problem))
-        step = self.next_step(seen) if _declared(body) else Say('{"reasoning": "ok"}')
+        # Side requests (Gemini CLI's model router asks a small model for a JSON verdict)
+        # get an answer of the shape their schema asks for, and take no step.
+        step = self.next_step(seen) if _declared(body) else Say(json.dumps(_instance(body)))
         if step is None:
             step = Say("(the test's script has no more steps)")
         if isinstance(step, Fail):
@@ -157,3 +167,26 @@ def _response(body: dict[str, Any], step: Say | Call, path: str) -> dict[str, An
         "modelVersion": model,
         "responseId": "fake-response",
     }  # fmt: skip
+
+
+def _instance(body: dict[str, Any]) -> Any:
+    config = body.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    return _of(schema) if isinstance(schema, dict) else "ok"
+
+
+def _of(schema: dict[str, Any]) -> Any:
+    """The smallest value ``schema`` accepts (its required properties, first enum values)."""
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: _of(props.get(k) or {}) for k in schema.get("required") or props}
+    if kind == "array":
+        return []
+    if kind in ("number", "integer"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    return "ok"
