@@ -196,3 +196,18 @@ def test_a_rate_limit_is_waited_out_and_a_refused_key_is_asked_at_once(claude_lo
         # The StopFailure hook's error type: it ran to its end after Claude had exited.
         assert "authentication_failed" in told and "401" in told
         assert len(api.turns()) == 1  # asked at once: no second try
+
+
+def test_a_stream_json_agent_without_a_prompt_stops_before_iteration_one(
+    tmp_path: Path, claude_cli: Path, refusing_port: int
+) -> None:
+    loop = Loop(tmp_path / "ws", agent_env(tmp_path / "home", claude_cli, refusing_port))
+    (loop.ws / "loopkit.toml").write_text(
+        '[loop]\nagent = "claude -p --input-format stream-json --output-format stream-json '
+        '--verbose"\n'
+    )
+    done = loop.lk("run", "--exit-on-block")
+    assert done.returncode == 78 and "[loop] prompt" in done.stderr, done.stderr
+    assert not (loop.ws / ".loopkit" / "logs").exists()
+    doctor = loop.lk("doctor")
+    assert doctor.returncode == 1 and "[loop] prompt is not set" in doctor.stdout

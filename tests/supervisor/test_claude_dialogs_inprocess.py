@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from fakes import FakeClock, FakeRunner, loop_config, supervisor
 
-from loopkit.requests.answer import answer
+from loopkit.requests.answer import apply_reply
+from loopkit.requests.store import RequestStore
 from loopkit.supervisor.dialogs import WAITING, Dialogs
 
 pytestmark = pytest.mark.usefixtures("no_subprocesses")
@@ -18,6 +19,11 @@ RULE = {"type": "addRules", "behavior": "allow", "destination": "localSettings",
 CALL = {"subtype": "can_use_tool", "tool_name": "Bash", "tool_use_id": "t1",
         "input": {"command": "npm publish", "description": "ship it"},
         "permission_suggestions": [RULE]}  # fmt: skip
+
+
+def answer(store: RequestStore, request_id: str, reply: str, *, by: str, via: str) -> None:
+    """A human's answer, recorded as every surface records it."""
+    store.update(request_id, lambda r: apply_reply(r, reply, by=by, via=via))
 
 
 def dialogs(ws: Path) -> tuple[Dialogs, object]:
