@@ -16,7 +16,7 @@ from loopkit.escalation import rubric
 from loopkit.escalation.escalator import Escalator, slug
 from loopkit.message import clean, fold
 from loopkit.requests.answer import options_for
-from loopkit.requests.models import Option
+from loopkit.requests.models import Block, Kind, Option
 from loopkit.requests.record import KINDS, Request, new_id, validate_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
     from loopkit.channels import Outcome
     from loopkit.config import Config
-    from loopkit.requests.record import Kind
 
 
 @record(frozen=True, slots=True)
@@ -45,7 +44,7 @@ class Question:
     attach: tuple[str, ...] = ()
     request_id: str | None = None
     key: str | None = None
-    kind: Kind = "question"
+    kind: Kind = Kind.QUESTION
     block: bool = False
     # A review's check target, completion criteria and artifact (an https URL).
     check_target: str | None = None
@@ -202,7 +201,7 @@ def ask(
                 "irreversible": question.irreversible,
             }
             if not question.block:
-                record.block = "none"  # a later `ask --key … --block` raises it
+                record.block = Block.NONE  # a later `ask --key … --block` raises it
                 store.create(record)
                 return Asked(True, reason, verdict.note, record)
             placed = escalator.place(record, own=True)
