@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agentloop import Loop, agent_env
 from anthropic_api import AnthropicApi
-from conftest import Loop, agent_env
 from wire import Call, Fail, Say
 
 TASKS = "- [ ] clean the build\n"

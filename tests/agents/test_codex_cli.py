@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Loop, agent_env
+from agentloop import Loop, agent_env
 from openai_api import OpenAIApi
 from wire import Call, Say
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Loop, agent_env
+from agentloop import Loop, agent_env
 from gemini_api import GeminiApi
 from wire import Call, Say
 
