@@ -169,3 +169,19 @@ def check(hook: Installed, root: Path) -> Health:
         )
     how = "a call no rule holds goes ahead" if event is not None else "--version answers"
     return Health(True, f"{where}: `{hook.command}` runs ({how})")
+
+
+def trust(agents: set[str], root: Path) -> list[Health]:
+    """Whether each agent will load loopkit's hooks here at all, as the agent decides it:
+    Codex (a trusted project, loopkit's hook trusted: its own hook list) and Gemini CLI (a
+    trusted folder)."""
+    found = []
+    if "codex" in agents:
+        from loopkit.hooks import codextrust
+
+        found.append(Health(*codextrust.check(root)))
+    if "gemini" in agents:
+        from loopkit.hooks import geminitrust
+
+        found.append(Health(*geminitrust.check(root)))
+    return found

@@ -10,13 +10,15 @@ suggestion echoed back is the user's "always allow") or ``deny`` (with ``message
 Claude reads). No output is no decision: Claude Code's own dialog stands.
 
 The human is offered Allow / Deny, and "Always allow" when a suggestion adds an allow rule.
+Under a supervisor that speaks with Claude in stream-json (``LOOPKIT_AGENT_DRIVER``) the hook
+gives no decision at once: the same dialog then reaches the supervisor as a ``can_use_tool``
+request, which asks without holding the turn open (:mod:`loopkit.supervisor.dialogs`).
 The hook waits up to ``[hooks] wait``; no answer by then is no decision, and the request is
 left for the human to see, not acted on. Nothing here ever fails the call.
 """
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 
@@ -54,7 +56,7 @@ def _rule_text(entry: dict[str, Any]) -> str:
     return ", ".join(rules) or "a rule"
 
 
-def _request(config: config_mod.Config, event: dict[str, Any], digest: str) -> Request:
+def request_for(config: config_mod.Config, event: dict[str, Any], digest: str) -> Request:
     from loopkit.escalation import gate
     from loopkit.hooks.approve import shown_call
     from loopkit.message import fold
@@ -62,7 +64,7 @@ def _request(config: config_mod.Config, event: dict[str, Any], digest: str) -> R
 
     tool_name, tool_input = event["tool_name"], event.get("tool_input", {})
     shown = shown_call(tool_name, tool_input)
-    text = shlex.join(shown) if tool_name == "Bash" else " ".join(shown)
+    text = " ".join(shown)
     rule = always_rule(event)
     record = gate.approval_request(
         config,
@@ -75,6 +77,7 @@ def _request(config: config_mod.Config, event: dict[str, Any], digest: str) -> R
         attempted="nothing: Claude Code waits on its permission dialog",
         binding={
             "argv": shown,
+            "command": text,
             "cwd": event["cwd"],
             "sha256": digest,
             "tool": tool_name,
@@ -98,6 +101,15 @@ def _decision(behavior: str, **fields: Any) -> dict[str, Any]:
 def verdict(record: Request, event: dict[str, Any]) -> dict[str, Any] | None:
     """Claude Code's answer for a decided request; None while it is open or when nobody
     answered (expired, dismissed, lifted): Claude's own dialog stands."""
+    found = decision(record, event)
+    return None if found is None else _decision(found.pop("behavior"), **found)
+
+
+def decision(record: Request, event: dict[str, Any]) -> dict[str, Any] | None:
+    """The dialog's answer for a decided request — ``behavior`` (``allow``, with
+    ``updatedPermissions`` for "always"; ``deny`` with ``message``), as the hook's
+    ``decision`` and the SDK's ``can_use_tool`` response both take it — or None while it is
+    open or when nobody answered."""
     from loopkit.requests.models import Resolution
 
     if record.is_open or record.status != "resolved":
@@ -107,18 +119,21 @@ def verdict(record: Request, event: dict[str, Any]) -> dict[str, Any] | None:
         return None
     chosen = res.outcome or res.chosen_option
     if chosen == ALLOWED:
-        return _decision("allow")
+        return {"behavior": "allow"}
     rule = always_rule(event)
     if chosen == ALWAYS_ALLOWED and rule is not None:
-        return _decision("allow", updatedPermissions=[rule])
+        return {"behavior": "allow", "updatedPermissions": [rule]}
     words = res.reason or res.note
     said = f"denied by {res.by or 'a human'}" + (f": {words}" if words else "")
-    return _decision("deny", message=said)
+    return {"behavior": "deny", "message": said}
 
 
 def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
     """Ask, wait up to ``[hooks] wait``, and answer; None: no decision."""
     from loopkit import agentsession, log
+
+    if agentsession.driven():
+        return None  # the supervisor speaks with this Claude: it asks (supervisor/dialogs.py)
     from loopkit import config as config_mod
     from loopkit.escalation import blockfile, gate
     from loopkit.escalation.escalator import Escalator
@@ -142,22 +157,22 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
         # Under `loopkit run` the agent has no channel secrets: the supervisor sends it.
         escalator = Escalator(config, store=store, agent_session=agentsession.inside())
         record = gate.approval(
-            f"claude-permission:{digest}", lambda: _request(config, event, digest),
+            f"claude-permission:{digest}", lambda: request_for(config, event, digest),
             escalator=escalator,
         )  # fmt: skip
         record = wait_for(store, record.request_id, timeout=config.hooks.wait)
         answer = verdict(record, event)
         if not record.is_open:  # answered, or ended unanswered: the next dialog asks anew
-            used = store.update(record.request_id, _used)
+            taken = store.update(record.request_id, used)
             # Acted on here: its block goes (no supervisor waits on an answer it must not
             # hand on to the next agent run).
-            blockfile.remove_block(Workspace.of(config).blocked, used)
+            blockfile.remove_block(Workspace.of(config).blocked, taken)
         return answer
     finally:
         hubs.close()
 
 
-def _used(fresh: Request) -> bool:
+def used(fresh: Request) -> bool:
     """An ending is given to one dialog (the next dialog for the same call asks again), and
     is acted on here: the supervisor does not hand it to the next agent run too."""
     if fresh.consumed_at:
