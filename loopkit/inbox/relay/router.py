@@ -46,6 +46,11 @@ if TYPE_CHECKING:
 log = get_logger("loopkit.phone")
 
 
+def _chat(message: dict[str, Any]) -> dict[str, Any]:
+    chat = message.get("chat")
+    return chat if isinstance(chat, dict) else {}
+
+
 def _chat_id(message: dict[str, Any]) -> Any:
     chat = message.get("chat")
     return chat.get("id") if isinstance(chat, dict) else None
@@ -134,7 +139,7 @@ class Router(AnswerRouter):
             self._ack(query_id, "unknown request")
             return
         sent = self._messages(target)  # (chat, message id): message ids count per chat
-        chat_of = message.get("chat") if isinstance(message.get("chat"), dict) else {}
+        chat_of = _chat(message)
         tapped = message.get("message_id")
         sent_as = next((m for c, m in sent if m == tapped and same_chat(chat_of, c)), None)
         if index >= min(len(target.options), len(LETTERS)) or (sent and sent_as is None):
@@ -187,8 +192,7 @@ class Router(AnswerRouter):
                 msg=f"telegram: ignored a reply from {sender.by}: not allowed",
             )
             return
-        chat_of = message.get("chat") if isinstance(message.get("chat"), dict) else {}
-        record = self._request_for_message(replied.get("message_id"), chat_of)
+        record = self._request_for_message(replied.get("message_id"), _chat(message))
         if record is None and self.loop_commands.replied(
             replied.get("message_id"), text, sender, message.get("message_id")
         ):
