@@ -13,7 +13,8 @@ import pytest
 
 from loopkit import config
 from loopkit.escalation import gate
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
 from loopkit.home import Registry, home, taps, workspace_id
 from loopkit.inbox.auth import InboxToken, Throttle

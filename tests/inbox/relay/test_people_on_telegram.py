@@ -10,7 +10,8 @@ from typing import Any
 
 from loopkit import config as config_mod
 from loopkit.config import Config
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 
 from fakeserver import FakeServer
 from helpers import relay_for
