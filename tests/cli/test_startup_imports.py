@@ -10,7 +10,7 @@ library's heavy modules they do without: ``dataclasses`` (it imports ``inspect``
 ``dis``, ``tokenize`` and ``exec``\\ s each class's methods; loopkit's records are
 ``loopkit.datarecord``'s), ``typing`` (names for the type checker are imported for it alone),
 ``tomllib`` (a plain ``loopkit.toml`` is read by ``loopkit.config.plaintoml``), ``logging``
-(bridged only when a library imports it), ``subprocess`` (no ``git`` outside a checkout),
+(bridged explicitly where loopkit brings in a library that logs), ``subprocess`` (no ``git`` outside a checkout),
 ``hashlib`` (it loads OpenSSL; a workspace's id is CPython's own SHA-256).
 """
 
@@ -173,3 +173,12 @@ def test_the_gates_no_match_path_imports_no_re_typing_or_json(
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert out.read_text().split() == ["0"], where  # the exit, and nothing loaded
+
+
+def test_the_long_running_processes_log_through_structlog_and_the_short_ones_do_not(
+    workspace: Path,
+) -> None:
+    """SPEC §27: structlog is the logger of ``run`` (and ``serve``, ``mcp``); ``status``,
+    ``reply`` and the hooks stay within their start-up budget without it."""
+    assert "structlog" in _imports(workspace, "run", "--max-iterations", "1", click=True)
+    assert "structlog" not in _imports(workspace, "status")

@@ -103,9 +103,12 @@ def calls(draw: st.DrawFn) -> list[bytes]:
 
 def _hardened(raw: bytes, dialect: Dialect) -> bool:
     """Where the fast path now parses though the expressions waved the call through: a key
-    twice (json.loads keeps the last one), or a file tool's protected word outside its input
-    (the session's folder: a relative path is joined onto it)."""
+    twice (json.loads keeps the last one), a file tool's protected word outside its input
+    (the session's folder: a relative path is joined onto it), or a word that writes files
+    through the shell in the dialect (Codex's ``apply_patch`` run as a command, SPEC §23)."""
     if raw.count(b'"tool_name"') > 1 or raw.count(b'"cwd"') > 1:
+        return True
+    if any(word in raw for word in getattr(dialect, "shell_writes", ())):
         return True
     folded = raw.lower()
     return any(w in folded for w in (b".env", b".pem", b".key", b"migrations")) and any(
