@@ -10,7 +10,8 @@ library's heavy modules they do without: ``dataclasses`` (it imports ``inspect``
 ``dis``, ``tokenize`` and ``exec``\\ s each class's methods; loopkit's records are
 ``loopkit.datarecord``'s), ``typing`` (names for the type checker are imported for it alone),
 ``tomllib`` (a plain ``loopkit.toml`` is read by ``loopkit.config.plaintoml``), ``logging``
-(bridged explicitly where loopkit brings in a library that logs), ``subprocess`` (no ``git`` outside a checkout),
+(bridged explicitly where loopkit brings in a library that logs), ``subprocess`` (no ``git``
+outside a checkout),
 ``hashlib`` (it loads OpenSSL; a workspace's id is CPython's own SHA-256).
 """
 
