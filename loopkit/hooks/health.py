@@ -26,8 +26,8 @@ import subprocess
 
 from loopkit import readfile
 from loopkit.datarecord import record
+from loopkit.hooks.gateconfig import load_rules
 from loopkit.hooks.install import ours
-from loopkit.hooks.pretooluse import load_rules
 from loopkit.hooks.rules import match
 
 TYPE_CHECKING = False
