@@ -213,53 +213,49 @@ def program(words: list[Word], i: int = 0) -> int | None:
     return None
 
 
-def _scripts_of(words: list[Word], i: int) -> list[str]:
-    """The command lines the program at ``i`` runs from its arguments: a shell's ``-c``,
-    ``eval``'s and ``watch``'s words, ``ssh``'s remote command, ``su -c``, ``env -S``."""
+def _script_of(words: list[Word], i: int) -> tuple[int, int, str] | None:
+    """The command line the program at ``i`` runs from its arguments — a shell's ``-c``,
+    ``eval``'s and ``watch``'s words, ``ssh``'s remote command, ``su -c``, ``env -S`` — as
+    ``(first, end, text)``: the words it is made of, and its text."""
     name = base(words[i].text)
     if name not in SHELLS and name not in _SCRIPTED:
-        return []
-    rest = [w.text for w in words[i + 1 :]]
+        return None
+    n = len(words)
+    at = i + 1
+
+    def joined(start: int) -> tuple[int, int, str] | None:
+        return (start, n, " ".join(w.text for w in words[start:])) if start < n else None
+
     if name in SHELLS:
-        at = 0
-        while at < len(rest) and rest[at].startswith(("-", "+")) and rest[at] != "--":
-            flags = rest[at]
+        while at < n and words[at].text.startswith(("-", "+")) and words[at].text != "--":
+            flags = words[at].text
             if "c" in flags[1:] and not flags.startswith("--"):
-                return rest[at + 1 : at + 2]
+                return (at + 1, at + 2, words[at + 1].text) if at + 1 < n else None
             at += 2 if flags in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
-        return []
-    if name == "eval" or name == "watch":
-        if name == "watch":
-            words_after = _watch_command(rest)
-            return [" ".join(words_after)] if words_after else []
-        return [" ".join(rest)]
+        return None
+    if name == "eval":
+        return joined(at)
+    if name == "watch":
+        while at < n and words[at].text.startswith("-"):
+            at += 2 if words[at].text in ("-n", "--interval") else 1
+        return joined(at)
     if name == "ssh":
-        at = 0
-        while at < len(rest) and rest[at].startswith("-"):
-            flag = rest[at]
+        while at < n and words[at].text.startswith("-"):
+            flag = words[at].text
             at += 2 if len(flag) == 2 and flag[1] in _SSH_VALUES else 1
-        return [" ".join(rest[at + 1 :])] if len(rest) > at + 1 else []
-    if name in ("su", "runuser"):
-        for at, word in enumerate(rest):
-            if word in ("-c", "--command") and at + 1 < len(rest):
-                return [rest[at + 1]]
-            if word.startswith("--command="):
-                return [word.split("=", 1)[1]]
-        return []
-    if name == "env":
-        for at, word in enumerate(rest):
-            if word in ("-S", "--split-string") and at + 1 < len(rest):
-                return [" ".join(rest[at + 1 :])]
-            if word.startswith(("-S", "--split-string=")) and len(word) > 2:
-                return [word.split("=", 1)[1] if "=" in word else word[2:]]
-    return []
-
-
-def _watch_command(rest: list[str]) -> list[str]:
-    at = 0
-    while at < len(rest) and rest[at].startswith("-"):
-        at += 2 if rest[at] in ("-n", "--interval") else 1
-    return rest[at:]
+        return joined(at + 1)  # past the host
+    for at in range(i + 1, n):
+        text = words[at].text
+        if name in ("su", "runuser"):
+            if text in ("-c", "--command") and at + 1 < n:
+                return at + 1, at + 2, words[at + 1].text
+            if text.startswith("--command="):
+                return at, at + 1, text.split("=", 1)[1]
+        elif text in ("-S", "--split-string"):  # env
+            return joined(at + 1)
+        elif text.startswith(("-S", "--split-string=")) and len(text) > 2:
+            return at, at + 1, text.split("=", 1)[1] if "=" in text else text[2:]
+    return None
 
 
 def _git_spelled_out(words: list[str]) -> list[str]:
@@ -315,7 +311,7 @@ class _Understanding:
             start = program(words)
             if start is None or base(words[start].text) not in SHELLS:
                 continue
-            if _scripts_of(words, start) or any(
+            if _script_of(words, start) is not None or any(
                 not w.text.startswith(("-", "+")) for w in words[start + 1 :]
             ):
                 continue  # it runs a script of its own
@@ -357,15 +353,29 @@ class _Understanding:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise Unreadable("the command could not be read in the time allowed")
         words = command.words
-        self.reading.texts.append(" ".join(w.text for w in words))
-        self.reading.texts.extend(r.body for r in command.redirects if r.body)
+        scripts: set[int] = set()  # the words read as command lines of their own
         self.redirects(command)
         first = program(words)
-        if first is None:
-            return " ".join(shown(w.text) for w in words)
-        self.writes(words, first)
-        stage = self.view(words, first)
-        self.reading.views.append(stage)
+        stage = " ".join(shown(w.text) for w in words)
+        if first is not None:
+            self.writes(words, first)
+            stage = self.view(words, first)
+            self.reading.views.append(stage)
+            self.programs(words, first, scripts, depth)
+        # SQL is looked for in the command's words, unquoted — all of them, and each that
+        # could hold a statement of its own (a `WHERE` in another is not this one's) — and in
+        # its here-documents; a command line read as one is looked at in its own commands.
+        kept = [w.text for at, w in enumerate(words) if at not in scripts]
+        texts = self.reading.texts
+        texts.append(" ".join(kept))
+        texts.extend(text for text in kept if any(c in text for c in " \t\n/-#"))
+        texts.extend(r.body for r in command.redirects if r.body)
+        return stage
+
+    def programs(self, words: list[Word], first: int, scripts: set[int], depth: int) -> None:
+        """The views of the programs that may start in the command after its own, and the
+        command lines its programs run (read; the words a shell's script is made of into
+        ``scripts``)."""
         # A later start of a program already seen in this command adds nothing: its view is
         # the end of the first one's (so the views stay as long as the command, not its
         # square).
@@ -379,15 +389,17 @@ class _Understanding:
             if name not in seen and self._starts(name):
                 seen.add(name)
                 self.reading.views.append(self.view(words, start))
-            for script in _scripts_of(words, start):
-                self.more(script, depth)
+            script = _script_of(words, start)
+            if script is not None:
+                scripts.update(range(script[0], script[1]))
+                self.more(script[2], depth)
             if name in DATA:
                 break
             word = words[start]
-            if start != first and any(c in word.text for c in " \t\n;|&") and word.text.strip():
-                self.more(word.text, depth)  # a whole command line as one argument
+            whole_line = any(c in word.text for c in " \t\n;|&") and word.text.strip()
+            if start != first and start not in scripts and whole_line:
+                self.more(word.text, depth)  # a whole command line as one argument (or not)
             at = start + 1
-        return stage
 
     def view(self, words: list[Word], start: int) -> str:
         texts = [w.text for w in words[start:]]

@@ -169,8 +169,9 @@ class Guard:
                 continue
             cwd = write.cwd or self.workspace
             if write.how == "name":
-                # A program loopkit does not know, handed loopkit's own path: it may write it.
-                found = self.path(word.text, cwd) if not word.glob else None
+                # A program loopkit does not know, handed loopkit's own path (or a glob that
+                # may name it): it may write it.
+                found = self.pattern(word.text, cwd) if word.glob else self.path(word.text, cwd)
             elif word.glob:
                 found = self.pattern(word.text, cwd, folders=folders)
             else:

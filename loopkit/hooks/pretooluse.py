@@ -180,6 +180,27 @@ def _may_write_own(command: bytes, blocked: str) -> bool:
     return _names_a_command_word(command, _WRITERS)
 
 
+def _splices(command: bytes) -> bool:
+    """Whether a variable's value could join two parts of a word: ``r${x}m`` and ``r$@m``
+    are ``rm`` when ``x`` is unset (the shell reads it as nothing). Past :data:`_MANY`
+    expansions, True: parse it."""
+    at, seen = command.find(b"$"), 0
+    while at >= 0:
+        seen += 1
+        if seen > _MANY or (at > 0 and command[at - 1] in _WORD):
+            return True
+        after = command[at + 1 : at + 2]
+        if after == b"{":
+            close = command.find(b"}", at)
+            end = close + 1 if close >= 0 else len(command)
+        else:
+            end = at + 2 if after and after in b"@*#?$!-0123456789" else -1
+        if end >= 0 and command[end : end + 1] and command[end] in _WORD:
+            return True
+        at = command.find(b"$", at + 1)
+    return False
+
+
 def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = None) -> bool:
     """True when no default rule can match ``raw`` and the workspace's ``loopkit.toml``
     loads with no ``[gate]`` of its own — decided without parsing the JSON (the common
@@ -231,7 +252,7 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
     if not given.isascii():
         return False
     folded = given.lower().replace(b"'", b"")
-    if b"{" in folded and b"," in folded:
+    if (b"{" in folded and b"," in folded) or _splices(folded):
         return False
     if any(word in folded for word in _PATH_WORDS):
         return False  # a protected path: its writes by the shell are gated too

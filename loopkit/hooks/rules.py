@@ -74,10 +74,11 @@ DEFAULTS: tuple[tuple[str, str, str], ...] = (
     ("mkfs", "mkfs", r"^mkfs(?:\.\w+)?" + _END),
     ("shred", "shred", r"^shred\s"),
     ("SQL DROP", "drop", r"\bdrop\s+(?:table|database|schema|view|index|keyspace|collection)\b"),
-    ("SQL TRUNCATE", "truncate", r"\btruncate\s+(?!-)"),  # not coreutils' truncate -s
-    # up to the statement's end, or the next DELETE (which is looked at on its own)
+    ("SQL TRUNCATE", "truncate", r"\btruncate(?>\s+)(?!-)"),  # not coreutils' truncate -s
+    # up to the statement's end, or the next DELETE (which is looked at on its own); the
+    # texts are unquoted, each argument on its own too
     ("SQL DELETE without WHERE", "delete",
-     r"""\bdelete\s+from\s(?:(?!\b(?:where|delete)\b)[^;'"])*(?:[;'"]|$)"""),
+     r"\bdelete\s+from\s(?:(?!\b(?:where|delete)\b)[^;])*(?:;|$)"),
     ("aws s3 rm --recursive", "aws",
      r"^aws\s" + _then(r"s3\s+rm") + _has("--recursive" + _END)
      + r"|^aws\s" + _then(r"s3\s+rb") + _has("--force" + _END)),
@@ -266,8 +267,8 @@ def _texts(reading: Reading, where: str | None) -> list[str]:
         return reading.views
     if where == "pipe":
         return reading.pipes
-    if where == "text":
-        return [variant for text in reading.texts for variant in _sql(text)]
+    if where == "text":  # each command unquoted, each here-document (not the raw line)
+        return [variant for text in reading.texts[1:] for variant in _sql(text)]
     return [*reading.texts, *reading.views, *reading.pipes]
 
 

@@ -470,8 +470,11 @@ def test_the_no_match_path_imports_almost_nothing(ws: Path) -> None:
         (plain, "pytest -q", set()),
         (plain, "rm -r build", {"json"}),
         (plain + "# delegated to ana\n", "pytest -q", set()),
-        (plain + "[gate]\nextend_defaults = true\n", "pytest -q",
-         {"json", "loopkit.config", "pathlib"}),
+        (
+            plain + "[gate]\nextend_defaults = true\n",
+            "pytest -q",
+            {"json", "loopkit.config", "pathlib"},
+        ),
     ):
         (ws / "loopkit.toml").write_text(config)
         for _ in range(2):  # the first loads the file; the second is every later call
