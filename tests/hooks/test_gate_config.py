@@ -148,9 +148,9 @@ def test_a_config_that_does_not_load_keeps_no_rule_and_says_why(ws: Path, how: s
         config.load(ws)
     rules = load_rules(str(ws))
     assert rules.broken is not None and str(error.value) in rules.broken
-    for tool, given in (("Bash", {"command": "npm publish"}), ("Bash", {"command": "ls"}),
-                        ("Read", {"file_path": "x"})):  # fmt: skip
-        assert not _surely_ungated(_raw(ws, tool, given), str(ws))
+    for tool, tool_input in (("Bash", {"command": "npm publish"}), ("Bash", {"command": "ls"}),
+                             ("Read", {"file_path": "x"})):  # fmt: skip
+        assert not _surely_ungated(_raw(ws, tool, tool_input), str(ws))
 
 
 @pytest.mark.parametrize("how", sorted(_BREAKS)[::3])

@@ -155,8 +155,10 @@ def test_every_shell_write_to_loopkits_files_is_gated(
     monkeypatch.setenv("LOOPKIT_AGENT_SESSION", "s")
     monkeypatch.chdir(ws)
     if data is None:  # the attack's own: switch the gate off, then lift the block
-        commands = ["printf '[gate]\\nrules = []\\n' > loopkit.toml", "rm -f BLOCKED.md",
-                    "sed -i /pretooluse/d .claude/settings.json", "mv loopkit.toml x.toml"]  # fmt: skip
+        commands = [
+            "printf '[gate]\\nrules = []\\n' > loopkit.toml", "rm -f BLOCKED.md",
+            "sed -i /pretooluse/d .claude/settings.json", "mv loopkit.toml x.toml",
+        ]  # fmt: skip
     else:
         tgt = data.draw(target(ws, home))
         writer = data.draw(st.sampled_from(WRITERS))

@@ -101,8 +101,9 @@ def spelled_word(draw: st.DrawFn, word: str) -> str:
     if how == "single":
         return "'" + word.replace("'", "'\\''") + "'"
     if how == "ansi":
-        return "$'" + "".join(f"\\x{ord(c):02x}" if c.isalnum() and draw(st.booleans())
-                              else c if c not in "'\\" else "\\" + c for c in word) + "'"  # fmt: skip
+        hexed = [f"\\x{ord(c):02x}" if c.isalnum() and draw(st.booleans())
+                 else c if c not in "'\\" else "\\" + c for c in word]  # fmt: skip
+        return "$'" + "".join(hexed) + "'"
     if how == "escaped":
         return "".join("\\" + c if c not in "\n" else "'\n'" for c in word)
     at = draw(st.integers(0, len(word)))
