@@ -351,12 +351,13 @@ MEANINGS: dict[tuple[str, str], str] = {
     "signal in the situation).",
     ("policy", "proceed_words"): "Words that let `loopkit ask` proceed when no confidence is "
     "stated (never past a P0 gate).",
-    ("gate", "rules"): "Which Bash commands wait for a human's approval under Claude Code: "
-    "regular expressions searched in the command (case-insensitive), or `tool:<glob>` for a "
-    "tool by name. Set, they replace the defaults below.",
-    ("gate", "protect"): "Globs for the files Write / Edit / MultiEdit / NotebookEdit touch: "
-    "a name (`.env*`), or a path relative to the session's folder (`**/migrations/**`). "
-    "Set, they replace the defaults below.",
+    ("gate", "rules"): "Which Bash commands wait for a human's approval: regular expressions "
+    "searched in the command as written and as the shell reads it (case-insensitive), or "
+    "`tool:<glob>` for a tool by name. Set, they replace the defaults below.",
+    ("gate", "protect"): "Globs for the files the file tools (Write / Edit / MultiEdit / "
+    "NotebookEdit, apply_patch, write_file) and the shell's writes touch, case aside: a name "
+    "(`.env*`), or a path relative to the session's folder (`**/migrations/**`). Set, they "
+    "replace the defaults below. Under `loopkit run` loopkit's own files are guarded besides.",
     ("gate", "extend_defaults"): "Keep the default rules and add yours.",
     ("hooks", "wait"): "Outside a supervisor: how long the PreToolUse hook waits for an "
     "approval before it denies the call (under Claude Code's 600 s hook timeout).",
@@ -544,7 +545,11 @@ def configuration_page() -> str:
         if table_name == "gate":
             out.append(
                 "The default `rules` (from `loopkit/hooks/rules.py`), each under the label "
-                "a human sees when it holds a call:\n\n```text\n"
+                "a human sees when it holds a call. They read the command as the shell does "
+                "([the rules](claude-code.md#the-rules)): each looks at one program from "
+                "where it starts (its words unquoted, joined by one space; a blank inside a "
+                "word shown as `␣`), `curl | sh` at a pipeline (each stage from its program), "
+                "the SQL ones at every text of the command:\n\n```text\n"
             )
             out.append("\n".join(f"# {label}\n{rule}" for label, _, rule in rules.DEFAULTS))
             out.append("\n```\n\n")
