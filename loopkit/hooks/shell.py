@@ -10,9 +10,10 @@ does what bash does before it runs anything, and hands the gate the result:
   and ``case``'s ``;;``, each into simple commands at ``|`` and ``|&``;
 - each word loses its quotes and escapes (``'…'``, ``"…"``, ``$'…'`` with its escapes
   decoded, ``\\x``); ``~`` becomes ``$HOME``; a one-level brace list (``{rm,-rf,x}``) is
-  expanded; a variable assigned earlier in the line, or set in this process's environment,
-  is replaced by its value, and any other by nothing (as bash reads an unset one) — the
-  word is then marked not :attr:`Word.known`; ``${X:-word}`` of an unknown one is ``word``;
+  expanded; a variable assigned earlier in the line, or one of :data:`FROM_ENV` set in this
+  process's environment, is replaced by its value, and any other by nothing (as bash reads
+  an unset one) — the word is then marked not :attr:`Word.known`; ``${X:-word}`` of an
+  unknown one is ``word``;
 - what runs inside a word — ``$(…)``, backquotes, ``<(…)``, ``>(…)``, and here-documents'
   substitutions — is read as commands of its own (:attr:`Word.subs`, and each pipeline of
   theirs in :attr:`Script.pipelines`);
@@ -25,12 +26,12 @@ as bash would read it, an unclosed quote or substitution closed at the end.
 
 The reading is bounded: :class:`Unreadable` when nesting is deeper than :data:`MAX_DEPTH`
 or the ``deadline`` (a ``time.monotonic()`` value) passes — the hook then denies the call.
+It imports nothing but ``os`` and ``time``: the hook's fast path reads a command with it.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 
 TYPE_CHECKING = False
@@ -41,11 +42,15 @@ MAX_DEPTH = 48  # substitutions and scripts within scripts
 _CHECK_EVERY = 512  # tokens between looks at the clock
 
 _META = frozenset(" \t\n|&;()<>")
-_PLAIN = re.compile(r"[^ \t\n|&;()<>'\"\\$`]+")  # a run of characters that mean themselves
-_BLANKS = re.compile(r"[ \t]+")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
-_BRACE = re.compile(r"^([^{}]*)\{([^{}]*,[^{}]*)\}([^{}]*)$")
+_SPECIAL = frozenset(" \t\n|&;()<>'\"\\$`")  # what ends a run of characters meaning themselves
+_NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_REST = _NAME_FIRST | frozenset("0123456789")
+# Variables read from this process's environment (the agent's, as its hook runs): where
+# things are. Any other that the line does not set is unknown, read as nothing.
+FROM_ENV = frozenset(
+    {"HOME", "PWD", "OLDPWD", "TMPDIR", "USER", "LOOPKIT_WORKSPACE", "CLAUDE_PROJECT_DIR",
+     "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_CONFIG_HOME"}
+)  # fmt: skip
 _RESERVED = frozenset(
     {
         "!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "case",
@@ -178,7 +183,8 @@ class _Reader:
             self.tick()
             c = text[pos]
             if c in " \t":
-                pos = _BLANKS.match(text, pos).end()  # type: ignore[union-attr]
+                while pos < end and text[pos] in " \t":
+                    pos += 1
                 continue
             if c == "\\" and text.startswith("\n", pos + 1):
                 pos += 2
@@ -225,13 +231,14 @@ class _Reader:
                     pending = []
                 continue
             if not command.words:
-                assign = _ASSIGN.match(text, pos)
-                if assign is not None:  # NAME=value, the value quoted or not
-                    pos = assign.end()
+                name_end = _name_end(text, pos)
+                equals = name_end + (1 if text.startswith("+=", name_end) else 0)
+                if name_end > pos and text.startswith("=", equals):  # NAME=value, quoted or not
+                    name, pos = text[pos:name_end], equals + 1
                     value = Word()
                     if pos < end and text[pos] not in _META:
                         value, pos = self.word(pos, depth, nested)
-                    command.assigns.append((assign.group(1), value))
+                    command.assigns.append((name, value))
                     continue
             word, pos = self.word(pos, depth, nested)
             if not command.words and not word.quoted and word.known and word.text in _RESERVED:
@@ -306,17 +313,19 @@ class _Reader:
         start = pos
         while pos < end:
             self.tick()
-            plain = _PLAIN.match(text, pos)
-            if plain is not None:
-                chunk = plain.group()
+            c = text[pos]
+            if c not in _SPECIAL:
+                run = pos + 1
+                while run < end and text[run] not in _SPECIAL:
+                    run += 1
+                chunk = text[pos:run]
                 if pos == start and chunk.startswith("~"):
                     chunk = self._tilde(chunk)
                 if "*" in chunk or "?" in chunk or "[" in chunk:
                     word.glob = True
                 out.append(chunk)
-                pos = plain.end()
+                pos = run
                 continue
-            c = text[pos]
             if c in _META:
                 if c in "<>" and text.startswith("(", pos + 1):  # <( … ) >( … )
                     inner, pos = self.script(pos + 2, depth + 1, ")")
@@ -475,10 +484,10 @@ class _Reader:
             return min(close + 1, end)
         if nxt == '"':  # $"…": a translated string, read as "…"
             return pos + 1
-        name = _NAME.match(text, pos + 1)
-        if name is not None:
-            out.append(self.value(name.group(), word))
-            return name.end()
+        name_end = _name_end(text, pos + 1)
+        if name_end > pos + 1:
+            out.append(self.value(text[pos + 1 : name_end], word))
+            return name_end
         if nxt and nxt in "@*#?$!-0123456789":
             if nxt not in "@*":
                 word.known = False  # $@ $* outside a function: nothing
@@ -493,25 +502,24 @@ class _Reader:
                 word.known = False
                 return ""
             return found
-        if name in self.env:
+        if name in FROM_ENV and name in self.env:
             return self.env[name]
         word.known = False
         return ""
 
     def parameter(self, body: str, word: Word, depth: int, nested: list[list[Command]]) -> str:
         """``${NAME}``, ``${NAME:-word}`` (and ``-``, ``:=``, ``=``); anything else unknown."""
-        name = _NAME.match(body)
-        if name is None or body.startswith(("#", "!")):
+        name_end = _name_end(body, 0)
+        if name_end == 0:
             word.known = False
             return ""
-        rest = body[name.end() :]
+        name, rest = body[:name_end], body[name_end:]
         if not rest:
-            return self.value(name.group(), word)
+            return self.value(name, word)
         for op in (":-", "-", ":=", "="):
             if rest.startswith(op):
-                known = name.group() in self.vars or name.group() in self.env
-                if known:
-                    return self.value(name.group(), word)
+                if name in self.vars or (name in FROM_ENV and name in self.env):
+                    return self.value(name, word)
                 default = Word()
                 self.double(rest[len(op) :], 0, default, depth, nested, stop=None)
                 word.subs += default.subs
@@ -568,6 +576,16 @@ def _char(code: int) -> str:
         return "\ufffd"
 
 
+def _name_end(text: str, pos: int) -> int:
+    """Past the shell name (``[A-Za-z_][A-Za-z0-9_]*``) at ``pos``; ``pos`` when none."""
+    if pos >= len(text) or text[pos] not in _NAME_FIRST:
+        return pos
+    pos += 1
+    while pos < len(text) and text[pos] in _NAME_REST:
+        pos += 1
+    return pos
+
+
 def _skip_blanks(text: str, pos: int) -> int:
     while pos < len(text):
         if text[pos] in " \t":
@@ -620,13 +638,15 @@ def _braces(word: Word) -> list[Word]:
     """A literal word with one unquoted ``{a,b}`` list, as bash expands it."""
     if word.quoted or not word.known or "{" not in word.text or "," not in word.text:
         return [word]
-    match = _BRACE.match(word.text)
-    if match is None:
+    text = word.text
+    opening, closing = text.find("{"), text.find("}")
+    one_list = text.count("{") == 1 and text.count("}") == 1 and opening < closing
+    if not one_list or "," not in text[opening:closing]:
         return [word]
     words = []
-    for item in match.group(2).split(","):
+    for item in text[opening + 1 : closing].split(","):
         one = Word()
-        one.text = match.group(1) + item + match.group(3)
+        one.text = text[:opening] + item + text[closing + 1 :]
         one.glob = word.glob
         words.append(one)
     return words

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from loopkit.hooks.gateconfig import load_rules
 from loopkit.hooks.guard import Guard
 from loopkit.hooks.pretooluse import _surely_ungated
 from loopkit.hooks.rules import Rules, match
@@ -40,6 +41,7 @@ def guarded(ws: Path, home: Path) -> Rules:
     for name in OWN:
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text("{}\n" if name.endswith(".json") else "# x\n")
+    assert load_rules(str(ws)).broken is None  # loaded once: the fast path answers after
     # no rule of the defaults: what holds a call here is the guard alone
     return Rules.build([], guard=Guard(str(ws), "BLOCKED.md", env={"HOME": str(home)}))
 
@@ -171,6 +173,28 @@ def test_every_shell_write_to_loopkits_files_is_gated(
         assert not _surely_ungated(raw.encode(), str(ws)), command
 
 
+@_SLOW
+@given(data=st.data())
+def test_the_fast_path_never_waves_through_what_the_guard_holds(
+    ws: Path, home: Path, guarded: Rules, monkeypatch: pytest.MonkeyPatch, data: st.DataObject
+) -> None:
+    """Under ``loopkit run`` the fast path reads a short command for loopkit's own files
+    itself (no json, no re): it passes only what the full path passes."""
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("LOOPKIT_AGENT_SESSION", "s")
+    monkeypatch.chdir(ws)
+    if data.draw(st.booleans()):
+        command = data.draw(st.sampled_from(READERS))
+    else:
+        tgt = data.draw(target(ws, home) | st.sampled_from(["notes.txt", "src/a.py", "*.txt"]))
+        command = _spell(data.draw(st.sampled_from(WRITERS)),
+                         data.draw(st.sampled_from(WRAPPED)), tgt)  # fmt: skip
+    full = load_rules(str(ws), supervised=True)
+    raw = json.dumps({"cwd": str(ws), "tool_name": "Bash", "tool_input": {"command": command}})
+    if match(full, "Bash", {"command": command}, str(ws)) is not None:
+        assert not _surely_ungated(raw.encode(), str(ws)), command
+
+
 READERS = [
     "cat loopkit.toml", "grep -n gate loopkit.toml", "head -5 BLOCKED.md", "ls -la .claude",
     "cp loopkit.toml /tmp/backup.toml", "git add loopkit.toml", "git diff -- loopkit.toml",
@@ -241,3 +265,19 @@ def test_each_agents_hook_asks_before_its_gate_is_changed(
     assert _hook(ws, agent, tool, given, home) == "deny"
     outside = {"claude": "Read", "codex": "Read", "gemini": "read_file"}[agent]
     assert _hook(ws, agent, outside, {"file_path": "loopkit.toml"}, home) == "allow"
+
+
+def test_under_run_a_command_that_writes_none_of_them_stays_on_the_fast_path(
+    ws: Path, home: Path, guarded: Rules, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No json, no re for the everyday writes under ``loopkit run`` (SPEC section 20)."""
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("LOOPKIT_AGENT_SESSION", "s")
+    monkeypatch.chdir(ws)
+    for command in ("cat loopkit.toml", "pytest -q > out.txt 2>&1", "cp a.txt b.txt",
+                    "sed -n 1,5p .codex/hooks.json", "ls *.py"):  # fmt: skip
+        raw = json.dumps({"cwd": str(ws), "tool_name": "Bash", "tool_input": {"command": command}})
+        assert _surely_ungated(raw.encode(), str(ws)), command
+    for command in ("cat > loopkit.toml", "sed -i s/a/b/ .codex/hooks.json", "rm BLOCK*"):
+        raw = json.dumps({"cwd": str(ws), "tool_name": "Bash", "tool_input": {"command": command}})
+        assert not _surely_ungated(raw.encode(), str(ws)), command
