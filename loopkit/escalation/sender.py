@@ -20,7 +20,7 @@ from loopkit.errors import ConfigError, LoopkitError
 from loopkit.escalation import delivery
 from loopkit.home import workspace_id
 from loopkit.log import get_logger
-from loopkit.message import Message, Reminder
+from loopkit.message import Reminder
 from loopkit.redact import Redactor
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.workspace import Workspace
@@ -49,23 +49,6 @@ def default_factory(config: Config) -> ChannelFactory:
     return create
 
 
-def message_for(record: Request, repo: str, link: str | None = None) -> Message:
-    """The five lines for ``record``; a short ``summary`` (when given) feeds lines 3 and 4.
-    ``link``: the request's page in the web inbox."""
-    summary = record.summary or {}
-    attempted = summary.get("attempted")
-    return Message(
-        request_id=record.request_id,
-        repo=repo,
-        at=record.asked_at,
-        question=record.prompt,
-        context=str(summary.get("context") or record.situation),
-        attempted=(str(attempted),) if attempted else tuple(record.attempted),
-        choices=tuple(o.label for o in record.options),
-        link=link,
-    )
-
-
 class Sender:
     """Sends a workspace's blocks. ``channel_factory`` is the seam for tests.
 
@@ -87,6 +70,13 @@ class Sender:
         self.channel_factory = channel_factory or default_factory(config)
         self.redactor = Redactor(config.channels.secrets())
         self.leave_to_supervisor = leave_to_supervisor
+        # What this process sent of each request, as recorded: a record the agent deletes
+        # after its send is raised again knowing it (SPEC §28: sent once, its buttons live).
+        self._sent: dict[str, tuple[DeliveryAttempt, ...]] = {}
+
+    def sent(self, request_id: str) -> tuple[DeliveryAttempt, ...]:
+        """The attempts this process recorded for ``request_id`` (none: it sent nothing)."""
+        return self._sent.get(request_id, ())
 
     def deliver(self, record: Request, *, reminders: bool = False) -> Outcome | None:
         """Steps 3 and 4: send what is due now and record each attempt. Never raises for a
@@ -172,7 +162,7 @@ class Sender:
     def _note(self, record: Request, due: delivery.Due) -> Note:
         repo = self.workspace.repo_name()
         if due.kind != "reminder":
-            return message_for(record, repo, self._link(record))
+            return record.message(repo, self._link(record))
         try:
             waited = (clock.now() - clock.parse_iso(record.asked_at)).total_seconds()
         except ValueError:
@@ -254,7 +244,8 @@ class Sender:
                 entries.append(entry)
             record.delivery[index : index + 1] = entries
 
-        self.store.update(request_id, finish)
+        done = self.store.update(request_id, finish)
+        self._sent[request_id] = tuple(done.delivery)
 
     def recover(self, record: Request, *, restarted: bool = False) -> Outcome | None:
         """What a crash left undone: a block's message never tried is sent; an attempt left

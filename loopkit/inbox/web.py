@@ -28,17 +28,16 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from loopkit import agentsession
-from loopkit.datarecord import record
-from loopkit.errors import LoopkitError, RequestConflict
-from loopkit.escalation import blockfile
-from loopkit.fleet.route import answer_anywhere, dismiss_anywhere
+from loopkit.answering.service import Answering, Confirm
+from loopkit.answering.who import Answerer, Browser
+from loopkit.datarecord import field, record
+from loopkit.errors import AgentAnswer, LoopkitError, RequestConflict
 from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, Sessions
+from loopkit.inbox.guard import body_within
 from loopkit.inbox.loops import routes as loop_routes
 from loopkit.log import get_logger
 from loopkit.requests.answer import parse_for
-from loopkit.requests.irreversible import confirm_question, needs_second_tap
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,7 +58,9 @@ HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self'; style-src 'self'; "
     "script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 }
-MAX_FORM = 64 * 1024
+MAX_FORM = 64 * 1024  # a form's body: more is refused while it is read (413)
+TOO_LARGE = f"413 Content Too Large: a form is at most {MAX_FORM // 1024} KiB\n"
+CLOSE = {"Connection": "close"}  # the rest of a body too large is not read: the link closes
 
 Handler = Callable[[HttpRequest, str], Awaitable[Response]]
 
@@ -71,10 +72,18 @@ class Inbox:
     throttle: Throttle
     stores: Stores
     hubs: Hubs
+    _answering: Answering | None = field(default=None, repr=False)
 
     @property
     def sessions(self) -> Sessions:
         return Sessions(self.token)
+
+    @property
+    def answering(self) -> Answering:
+        """The answering service every change of the inbox goes through."""
+        if self._answering is None:
+            self._answering = Answering(stores=self.stores, hubs=self.hubs)
+        return self._answering
 
 
 def _templates() -> jinja2.Environment:
@@ -111,10 +120,12 @@ def app(inbox: Inbox) -> Starlette:
             client = _client(request)
             given = request.query_params.get("token")
             if given is not None:
-                if inbox.throttle.blocked(client):
-                    return PlainTextResponse("429 Too Many Requests\n", 429, headers=HEADERS)
                 if not inbox.sessions.token_matches(given):
-                    inbox.throttle.miss(client)
+                    # Wrong tokens lock out whoever presents them, never the token: the right
+                    # one is let in from anywhere (SPEC §28; behind a loopback proxy every
+                    # presenter has one address, the human's phone too).
+                    if inbox.throttle.miss(client):
+                        return PlainTextResponse("429 Too Many Requests\n", 429, headers=HEADERS)
                     log.warning(
                         "inbox_bad_token", client=client, msg=f"inbox: wrong token from {client}"
                     )
@@ -165,18 +176,27 @@ def app(inbox: Inbox) -> Starlette:
     ) -> tuple[dict[str, str], pages.Card] | Response:
         """A change's form and its request — or the refusal: a stale form token (403), no
         such request (404), a browser inside a supervised agent's session (403)."""
-        body = await request.body()
-        form = {k: v[0] for k, v in parse_qs(body[:MAX_FORM].decode("utf-8", "replace")).items()}
+        body = await body_within(request, MAX_FORM)
+        if body is None:
+            return PlainTextResponse(TOO_LARGE, 413, headers={**HEADERS, **CLOSE})
+        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
         if not inbox.sessions.csrf_matches(nonce, form.get("csrf", "")):
             stale = "403 Forbidden: stale or missing form token; reload the page\n"
             return PlainTextResponse(stale, 403, headers=HEADERS)
         card = pages.find(request.path_params["key"], request.path_params["rid"], *where)
         if card is None:
             return page("missing.html.j2", 404, title="Not found")
-        server = request.scope.get("server") or (None, None)
-        if agentsession.connection_from_agent(request.client, server[1]):
-            return page("refused.html.j2", 403, title="Refused", message=agentsession.REFUSAL)
         return form, card
+
+    def answerer(request: HttpRequest) -> Answerer:
+        """The human at this browser; the service refuses one an agent's process drives."""
+        server = request.scope.get("server") or (None, None)
+        return Answerer(by=inbox.user, via="inbox", origin=Browser(request.client, server[1]))
+
+    def refused(exc: LoopkitError) -> Response:
+        if isinstance(exc, AgentAnswer):
+            return page("refused.html.j2", 403, title="Refused", message=str(exc))
+        return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
 
     def ask_again(nonce: str, card: pages.Card, question: str, action: str,
                   **values: Any) -> Response:  # fmt: skip
@@ -205,29 +225,20 @@ def app(inbox: Inbox) -> Starlette:
             )
         if not text:
             return RedirectResponse(card.url, 303, headers=HEADERS)
-        if form.get("confirm") != "1" and needs_second_tap(card.record, text):
-            # An irreversible approval takes two taps (SPEC §16): this one records nothing.
-            return ask_again(nonce, card, confirm_question(card.record), "answer",
-                             fields={"reply": text}, button="Yes, approve")  # fmt: skip
-        here = None if card.machine else pages.store_of(card, inbox.stores)
         try:
-            result, store = answer_anywhere(
-                card.record.request_id, text, by=inbox.user, via="inbox", here=here,
-                stores=inbox.stores, hubs=inbox.hubs,
+            done = inbox.answering.answer(
+                card.record.request_id, text, answerer(request),
+                confirmed=form.get("confirm") == "1",
             )  # fmt: skip
         except RequestConflict:
             fresh = pages.find(card.key, card.record.request_id, *where) or card
             return page("answered.html.j2", card=fresh, title="Already answered")
         except LoopkitError as exc:
-            return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
-        if store is not None and not result.deferred:
-            # As the phone and `unblock --reply` do: the block goes, supervised or not.
-            blockfile.remove_block(store.workspace.blocked, result.record)
-        log.info(
-            "inbox_answer",
-            request_id=card.record.request_id,
-            msg=f"inbox: {inbox.user} answered {card.record.request_id}",
-        )
+            return refused(exc)
+        if isinstance(done, Confirm):
+            # An irreversible approval takes two taps (SPEC §16): this one recorded nothing.
+            return ask_again(nonce, card, done.question, "answer",
+                             fields={"reply": text}, button="Yes, approve")  # fmt: skip
         return RedirectResponse(f"{card.url}?done=1", 303, headers=HEADERS)
 
     async def dismiss(request: HttpRequest, nonce: str) -> Response:
@@ -245,23 +256,16 @@ def app(inbox: Inbox) -> Starlette:
                 "approved, and its BLOCKED.md goes."
             )
             return ask_again(nonce, card, question, "dismiss", button="Dismiss it", reason=True)
-        here = None if card.machine else pages.store_of(card, inbox.stores)
         try:
-            dismiss_anywhere(
-                card.record.request_id, by=inbox.user, via="inbox",
-                reason=(form.get("reason") or "").strip() or None, here=here,
-                stores=inbox.stores, hubs=inbox.hubs,
+            inbox.answering.dismiss(
+                card.record.request_id, answerer(request),
+                reason=(form.get("reason") or "").strip() or None,
             )  # fmt: skip
         except RequestConflict:
             fresh = pages.find(card.key, card.record.request_id, *where) or card
             return page("answered.html.j2", card=fresh, title="Already answered")
         except LoopkitError as exc:
-            return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
-        log.info(
-            "inbox_dismiss",
-            request_id=card.record.request_id,
-            msg=f"inbox: {inbox.user} dismissed {card.record.request_id}",
-        )
+            return refused(exc)
         return RedirectResponse(card.url, 303, headers=HEADERS)
 
     async def past(request: HttpRequest, nonce: str) -> Response:

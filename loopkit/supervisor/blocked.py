@@ -23,11 +23,13 @@ from loopkit.escalation.escalator import Escalation
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
+from loopkit.requests.models import Status
 from loopkit.requests.record import new_id
 from loopkit.supervisor import triggers
 from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING
 from loopkit.supervisor.stuck_watch import block_ended
 from loopkit.watch.waits import wait_unblock
+from loopkit.workspace.state import LoopStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,9 +99,13 @@ class BlockedPhase:
         marked = blockfile.request_id_of(path)
         if marked is None:
             return None
-        try:
-            if not self.parts.store.path(marked).exists():
+        if not self.parts.store.path(marked).exists():
+            try:
                 return self.parts.escalator.restore(adoption.read(path), marked).request
+            except LoopkitError as exc:
+                log.error("restore_failed", msg=f"cannot raise {path.name} again: {exc}")
+                return None
+        try:
             why = _not_standing(self.parts.store.load(marked))
         except LoopkitError as exc:
             why = f"its record cannot be read ({exc})"
@@ -168,7 +174,7 @@ class BlockedPhase:
                 record = self._adopted(path, "something other than a file is in its place")
                 request_id = record.request_id if record is not None else request_id
                 if record is not None:
-                    state.status, state.open_request = "blocked", request_id
+                    state.status, state.open_request = LoopStatus.BLOCKED, request_id
                     self.parts.save()
             if self.parts.options.exit_on_block:
                 raise blockfile.not_a_file(path)
@@ -192,13 +198,13 @@ class BlockedPhase:
             # The agent's question, which its process left to us to send (with
             # --exit-on-block too): now, if the agent's turn ended before we sent it.
             self.parts.escalator.send_left(record)
-        if state.status != "blocked" or state.open_request != request_id:
-            state.status, state.open_request = "blocked", request_id
+        if state.status != LoopStatus.BLOCKED or state.open_request != request_id:
+            state.status, state.open_request = LoopStatus.BLOCKED, request_id
             self.parts.save()
         if self.parts.options.exit_on_block:
             with contextlib.suppress(OSError):
-                self.print_head(blockfile.read_head(path))
-            return self.parts.finish("blocked", EXIT_BLOCKED, "blocked (--exit-on-block)")
+                self.print_head(blockfile.shown_head(path))
+            return self.parts.finish(LoopStatus.BLOCKED, EXIT_BLOCKED, "blocked (--exit-on-block)")
         question = f": {fold(record.prompt, 100)}" if record else ""
         log.info(
             "waiting",
@@ -329,12 +335,16 @@ class BlockedPhase:
             self.parts.store.update(record.request_id, queued)
             return KEEP_WAITING
         resolution = timed_out(record.request_id, action)
-        fresh, changed = self.parts.store.resolve(record.request_id, resolution, status="expired")
+        fresh, changed = self.parts.store.resolve(
+            record.request_id, resolution, status=Status.EXPIRED
+        )
         if not changed:  # a human answered at the last moment: that answer stands
             return self._unblocked(fresh, removed=False)
         self.parts.announce(fresh, now=action == "abort")
         if action == "abort":
-            return self.parts.finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
+            return self.parts.finish(
+                LoopStatus.ABORTED, EXIT_ABORTED, "aborted: timeout action abort"
+            )
         self._remove_block(record)
         if action == "skip":
             self._skip_task(record)
@@ -365,7 +375,7 @@ class BlockedPhase:
                 self.parts.state.failures, self.parts.state.failed_iterations = 0, []
                 block_ended(self.parts.state)
                 finished = self.parts.finish(
-                    "aborted", EXIT_ABORTED, "aborted by the human's answer"
+                    LoopStatus.ABORTED, EXIT_ABORTED, "aborted by the human's answer"
                 )
                 self._mark_applied(record)
                 return finished
@@ -396,7 +406,7 @@ class BlockedPhase:
             if not fresh.is_open or fresh.status == "deferred":
                 return False
             resolution = unblocked_by_hand(fresh.request_id, by="human", via="blocked-file-removed")
-            fresh.status, fresh.resolution, fresh.applied_at = "resolved", resolution, stamp
+            fresh.status, fresh.resolution, fresh.applied_at = Status.RESOLVED, resolution, stamp
             seen["closed"] = True
             return True
 
@@ -433,7 +443,10 @@ class BlockedPhase:
                 log.error("raise_failed", msg=f"cannot raise request {waiting.request_id}: {exc}")
                 return
             state = self.parts.state
-            state.status, state.open_request = "blocked", placed.joined or waiting.request_id
+            state.status, state.open_request = (
+                LoopStatus.BLOCKED,
+                placed.joined or waiting.request_id,
+            )
             self.parts.save()
             if placed.joined is None:
                 what = f"asking the question that waited on {gone}: {waiting.prompt}"
@@ -531,7 +544,7 @@ class BlockedPhase:
         state.failures, state.failed_iterations = 0, []
         block_ended(state)  # the stuck signals it carried start counting afresh
         state.open_request = None
-        state.status = "running"
+        state.status = LoopStatus.RUNNING
         self.parts.save(durable=durable)
         return CONTINUE
 

@@ -18,7 +18,6 @@ from loopkit.config import AGENT_HIDDEN_ENV
 from loopkit.datarecord import replace
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
 from loopkit.escalation import adoption, blockfile, evidence
-from loopkit.escalation.sender import message_for
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
@@ -29,6 +28,7 @@ from loopkit.supervisor.pause import guidance_for_agent
 from loopkit.supervisor.runner import describe
 from loopkit.supervisor.stuck_watch import StuckWatch
 from loopkit.supervisor.tasks import current_task
+from loopkit.workspace.state import LoopStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class Iteration:
             state.task_base = evidence.head(self.parts.workspace.root)  # no git: no subprocess
         if task != state.task:
             state.task, state.failures, state.failed_iterations = task, 0, []
-        state.status = "running"
+        state.status = LoopStatus.RUNNING
         # A human's decision is consumed before anything runs, durably: a crash at any later
         # point never hands it to a second agent run (at most once, across any crash).
         self._decisions, state.pending_decisions = state.pending_decisions, []
@@ -270,7 +270,7 @@ class Iteration:
             if request_id is None and blockfile.state(blocked_path) == "file":
                 request_id = self._adopt(task)
             request_id = request_id or standing  # something in the way of its file
-            self.parts.state.status = "blocked"
+            self.parts.state.status = LoopStatus.BLOCKED
             self.parts.state.open_request = request_id
             self.parts.save()
             return CONTINUE
@@ -281,7 +281,7 @@ class Iteration:
             # agent run.
             log.info("agent_blocked", msg="the agent's block was answered during its turn; "
                      "verify skipped")  # fmt: skip
-            self.parts.state.status = "blocked"
+            self.parts.state.status = LoopStatus.BLOCKED
             self.parts.state.open_request = self._asked
             self.parts.save()
             return CONTINUE
@@ -308,7 +308,9 @@ class Iteration:
             if self.parts.stop.is_set():
                 return self.parts.stopped()
             if done.ok:
-                return self.parts.finish("finished", EXIT_OK, "done: the done command exited 0")
+                return self.parts.finish(
+                    LoopStatus.FINISHED, EXIT_OK, "done: the done command exited 0"
+                )
         return CONTINUE
 
     def _agent_turn(self, agent: Command, log_file: IterationLog) -> Finished:
@@ -581,7 +583,7 @@ class Iteration:
             log.error("escalation_failed", error=str(exc), msg=f"cannot block: {exc}")
             raise
         self.parts.state.open_request = result.joined or result.request.request_id
-        self.parts.state.status = "blocked"
+        self.parts.state.status = LoopStatus.BLOCKED
         self.parts.save()
         if not result.joined:
             self._announce(result)
@@ -595,7 +597,7 @@ class Iteration:
             sent = f"sent via {outcome.channel}"
         else:
             sent = f"{outcome.channel}: not sent"
-        text = message_for(result.request, self.parts.workspace.repo_name()).text
+        text = result.request.message(self.parts.workspace.repo_name()).text
         lines = "\n".join(f"    {line}" for line in text.splitlines())
         log.info(
             "message",
