@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from fakes import Call, FakeClock, FakeRunner, RecordingChannel, Run, loop_config, supervisor
 
+from loopkit.answering import answer
 from loopkit.errors import EXIT_BLOCKED, EXIT_SIGTERM
 from loopkit.escalation import blockfile
 from loopkit.escalation.ask import Question, ask
 from loopkit.escalation.escalator import Escalation, Escalator
-from loopkit.requests.answer import answer
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -148,8 +148,8 @@ def _acted_on(ws: Path, store: RequestStore) -> str:
     config = loop_config(ws)
     escalator = Escalator(config, store=store, commit=lambda ws: None)
     record = escalator.escalate(QUESTION).request
-    answer(store, record.request_id, "A", by="ana", via="cli")
-    (ws / "BLOCKED.md").unlink()
+    answer(store, record.request_id, "A", by="ana", via="cli")  # (its block lifted with it)
+    (ws / "BLOCKED.md").unlink(missing_ok=True)
 
     def applied(fresh: Request) -> bool:
         fresh.applied_at = "2026-01-01T00:00:00Z"
