@@ -57,8 +57,12 @@ _RESERVED = frozenset(
         "esac", "for", "select", "function", "coproc"
     }
 )  # fmt: skip
-_OPERATORS = (";;&", ";;", ";&", "&&", "||", "|&", "&", "|", ";", "\n", "(", ")")
-_REDIRECTS = ("&>>", "<<<", "<<-", "<<", ">>", ">|", "<>", "<&", ">&", "&>", "<", ">")
+# by their first character, longest first
+_OPERATORS = {"|": ("||", "|&", "|"), "&": ("&&", "&"), ";": (";;&", ";;", ";&", ";"),
+              "\n": ("\n",), "(": ("(",), ")": (")",)}  # fmt: skip
+_REDIRECTS = {"<": ("<<<", "<<-", "<<", "<>", "<&", "<"), ">": (">>", ">|", ">&", ">"),
+              "&": ("&>>", "&>")}  # fmt: skip
+_DIGITS = frozenset("0123456789")
 _ANSI = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
          "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}  # fmt: skip
 
@@ -196,7 +200,7 @@ class _Reader:
             if close is not None and c == close and opened == 0:
                 finish_pipeline()
                 return script, pos + 1
-            redirect = self.redirect_at(pos)
+            redirect = self.redirect_at(pos) if c in "<>&" or c in _DIGITS else None
             if redirect is not None:
                 op, fd, pos = redirect
                 pos = _skip_blanks(text, pos)
@@ -208,7 +212,7 @@ class _Reader:
                 if op in ("<<", "<<-") and target is not None:
                     pending.append(found)
                 continue
-            operator = next((o for o in _OPERATORS if text.startswith(o, pos)), None)
+            operator = next((o for o in _OPERATORS.get(c, ()) if text.startswith(o, pos)), None)
             if operator is not None:
                 pos += len(operator)
                 if operator in ("|", "|&"):
@@ -271,7 +275,8 @@ class _Reader:
             return None  # a word of digits
         if start > 0 and pos > start and text[start - 1] not in _META:
             return None
-        op = next((o for o in _REDIRECTS if text.startswith(o, pos)), None)
+        at = text[pos : pos + 1]
+        op = next((o for o in _REDIRECTS.get(at, ()) if text.startswith(o, pos)), None)
         if op is None:
             return None
         if op in ("<", ">") and text.startswith("(", pos + 1):
