@@ -238,12 +238,12 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
     if tool == _PARSE_IT:
         return False
     if tool not in dialect.shell:
-        if supervised:
-            return False  # loopkit's own files: the path is resolved, links followed
         # The whole call, the session's folder too: a relative path is joined onto it
         # (``0002.sql`` written in ``…/migrations`` is a protected file).
         folded = raw.lower()
-        return not any(word in folded for word in _PATH_WORDS)
+        if any(word in folded for word in _PATH_WORDS):
+            return False
+        return not supervised or _own_file_untouched(raw, workspace, blocked)
     # The rules read the command as the shell does, where a non-ASCII letter can match an
     # ASCII one case-insensitively ("ſ" is an "s"): only ASCII is decided on its bytes. The
     # shell drops single quotes (r''m is rm; a double quote or a backslash is parsed, above),
@@ -267,6 +267,25 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
 
 
 _OWN_CHECKED = 4096  # bytes of a command the fast path reads for loopkit's own files
+_PATH_KEYS = (b'"file_path"', b'"notebook_path"')  # the file tools' (Codex's patch: parsed)
+
+
+def _own_file_untouched(raw: bytes, workspace: str, blocked: str) -> bool:
+    """A file tool's call under ``loopkit run``: True when the one path it names, read off
+    the call by hand, is none of loopkit's own files (:mod:`~loopkit.hooks.guard`, links
+    followed, as the full path judges it)."""
+    keys = [key for key in _PATH_KEYS if key in raw]
+    cwd_at = _string_of(raw, b'"cwd"')
+    if len(keys) != 1 or raw.count(keys[0]) != 1 or cwd_at is None or cwd_at == _PARSE:
+        return False
+    at = _string_of(raw, keys[0])
+    if at is None or at == _PARSE:
+        return False
+    path = raw[at : raw.find(b'"', at)].decode()
+    cwd = raw[cwd_at : raw.find(b'"', cwd_at)].decode()
+    from loopkit.hooks.guard import Guard
+
+    return bool(path) and Guard(workspace, blocked).path(path, cwd) is None
 
 
 def _own_files_untouched(raw: bytes, command: bytes, workspace: str, blocked: str) -> bool:

@@ -281,3 +281,33 @@ def test_under_run_a_command_that_writes_none_of_them_stays_on_the_fast_path(
     for command in ("cat > loopkit.toml", "sed -i s/a/b/ .codex/hooks.json", "rm BLOCK*"):
         raw = json.dumps({"cwd": str(ws), "tool_name": "Bash", "tool_input": {"command": command}})
         assert not _surely_ungated(raw.encode(), str(ws)), command
+
+
+_PATHS = st.sampled_from(
+    [*OWN, "LOOPKIT.TOML", "src/../loopkit.toml", "linked.toml", "src/app.py", "notes.txt",
+     "sub/.claude/x", ".loopkit", "requests", "README.md", "BLOCKED.md.bak", "{home}/.claude.json"]
+)  # fmt: skip
+
+
+@_SLOW
+@given(path=_PATHS, tool=st.sampled_from(["Write", "Edit", "MultiEdit", "NotebookEdit"]),
+       absolute=st.booleans(), blocked=st.booleans())  # fmt: skip
+def test_a_file_tools_call_is_on_the_fast_path_only_when_the_guard_passes_it(
+    ws: Path, home: Path, guarded: Rules, monkeypatch: pytest.MonkeyPatch,
+    path: str, tool: str, absolute: bool, blocked: bool,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("LOOPKIT_AGENT_SESSION", "s")
+    monkeypatch.chdir(ws)
+    if not (ws / "linked.toml").is_symlink():
+        (ws / "linked.toml").symlink_to(ws / "loopkit.toml")
+    if not blocked:
+        (ws / "BLOCKED.md").unlink(missing_ok=True)
+    path = path.format(home=home)
+    named = str(ws / path) if absolute and not path.startswith("/") else path
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    full = load_rules(str(ws), supervised=True)
+    held = match(full, tool, {key: named}, str(ws)) is not None
+    raw = json.dumps({"cwd": str(ws), "tool_name": tool, "tool_input": {key: named}}).encode()
+    assert _surely_ungated(raw, str(ws)) == (not held), (tool, named, held)
+    (ws / "BLOCKED.md").write_text("# x\n")
