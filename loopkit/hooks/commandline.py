@@ -123,14 +123,17 @@ class Write:
     ``cd`` to a place not known), and ``how``: ``write`` (a file's content), ``remove``
     (removed, moved away or its mode changed: a folder holding loopkit's files counts),
     ``name`` (an argument of a program loopkit does not know: counts when it *is* a
-    protected path)."""
+    protected path). ``links``: the write goes through a symbolic link at the path (a
+    redirection, ``tee``, ``cp``'s destination, ``chmod``) — not so ``rm``, ``mv``,
+    ``sed -i`` (which replace or remove the link itself) or ``git``."""
 
-    __slots__ = ("cwd", "how", "word")
+    __slots__ = ("cwd", "how", "links", "word")
 
-    def __init__(self, word: Word, cwd: str | None, how: str) -> None:
+    def __init__(self, word: Word, cwd: str | None, how: str, *, links: bool = True) -> None:
         self.word = word
         self.cwd = cwd
         self.how = how
+        self.links = links and how != "name"
 
     def __repr__(self) -> str:
         return f"Write({self.word.text!r}, {self.how})"
@@ -429,7 +432,8 @@ class _Understanding:
         if name in ("cd", "pushd"):
             self.cd(operands[0] if operands else None)
         elif name in _REMOVES or name in _CHANGES:
-            add += [Write(w, self.cwd, "remove") for w in operands]
+            follows = name not in ("rm", "unlink", "rmdir")
+            add += [Write(w, self.cwd, "remove", links=follows) for w in operands]
         elif name == "mv" or name in _COPIES:
             self.copies(name, words[first + 1 :], operands)
         elif name == "dd":
@@ -440,16 +444,16 @@ class _Understanding:
                     add.append(Write(target, self.cwd, "write"))
         elif name in _IN_PLACE:
             if _in_place(name, [w.text for w in words[first + 1 :]]):
-                add += [Write(w, self.cwd, "write") for w in operands]
+                add += [Write(w, self.cwd, "write", links=False) for w in operands]
         elif name in _EDITORS:
-            add += [Write(w, self.cwd, "write") for w in operands]
+            add += [Write(w, self.cwd, "write", links=False) for w in operands]
         elif name == "find":
             held = ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf")
             if any(w.text in held for w in words[first + 1 :]):
-                add += [Write(w, self.cwd, "remove") for w in operands]
+                add += [Write(w, self.cwd, "remove", links=False) for w in operands]
         elif name == "git":
             if any(w.text in _GIT_WRITES for w in operands[:3]):
-                add += [Write(w, self.cwd, "remove") for w in operands]
+                add += [Write(w, self.cwd, "remove", links=False) for w in operands]
         elif name not in _READS:
             add += [Write(w, self.cwd, "name") for w in words[first + 1 :]]
 
@@ -469,18 +473,19 @@ class _Understanding:
             dest = _word(".", sources[0])  # ln TARGET: a link of that name, here
         add = self.reading.writes
         if name == "mv":
-            add += [Write(w, self.cwd, "remove") for w in sources]
+            add += [Write(w, self.cwd, "remove", links=False) for w in sources]
         if dest is None:
             return
-        add.append(Write(dest, self.cwd, "write"))
+        follows = name not in ("mv", "ln")  # cp writes through a link; mv and ln replace it
+        add.append(Write(dest, self.cwd, "write", links=follows))
         for source in sources:
             name_there = os.path.basename(source.text.rstrip("/"))
             if name_there in ("", ".", ".."):  # cp -r src/. dest: what it holds, into dest
-                add.append(Write(dest, self.cwd, "remove"))
+                add.append(Write(dest, self.cwd, "remove", links=follows))
                 continue
             into = _word(os.path.join(dest.text, name_there), source)
             into.known = into.known and dest.known
-            add.append(Write(into, self.cwd, "write"))
+            add.append(Write(into, self.cwd, "write", links=follows))
 
     def cd(self, target: Word | None) -> None:
         if target is None:

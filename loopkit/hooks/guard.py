@@ -17,8 +17,11 @@ MultiEdit, NotebookEdit; Codex's apply_patch; Gemini's write_file, replace) or b
   folder and every folder above it, which hold all of these.
 
 Paths are compared without regard to case (on a case-sensitive file system ``LOOPKIT.TOML``
-asks too: over-matched on purpose), after ``..`` and symbolic links are resolved, and a hard
-link to ``loopkit.toml`` or to an agent's settings file is known by its inode. A glob
+asks too: over-matched on purpose), after ``..`` and — where the write goes through a link:
+a file tool, a redirection, ``tee``, ``cp``'s destination, ``chmod`` — symbolic links are
+resolved, and a hard link to ``loopkit.toml`` or an agent's settings file is known by its
+inode (``rm``, ``mv`` and ``sed -i`` replace or remove a link, not what it points to); a
+program loopkit does not know asks when handed one of them by name. A glob
 (``rm BLOCK*``, ``cp x .c*/settings.json``) asks when it could name one of them. A target
 loopkit cannot read — a variable it does not know, a ``cd`` to a place it cannot tell —
 asks when the command names any of these files at all.
@@ -77,15 +80,16 @@ class Guard:
 
     # --- one path -------------------------------------------------------------------------
 
-    def path(self, path: str, cwd: str, *, folders: bool = False) -> str | None:
+    def path(self, path: str, cwd: str, *, folders: bool = False, links: bool = True) -> str | None:
         """What of loopkit's ``path`` (relative to ``cwd``) is, or is inside — or, with
-        ``folders`` (a removal, a move, a mode change), holds: its label, else None."""
+        ``folders`` (a removal, a move, a mode change), holds: its label, else None. With
+        ``links``, through a symbolic or a hard link too."""
         full = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
-        for candidate in _spellings(full):
+        for candidate in _spellings(full) if links else [full]:
             found = self._label(_key(candidate), folders=folders)
             if found is not None:
                 return found
-        return self._linked(full)
+        return self._linked(full) if links else None
 
     def _label(self, key: str, *, folders: bool) -> str | None:
         parts = key.split("/")
@@ -168,14 +172,12 @@ class Guard:
                     return "a path loopkit cannot read in a command naming its files"
                 continue
             cwd = write.cwd or self.workspace
-            if write.how == "name":
-                # A program loopkit does not know, handed loopkit's own path (or a glob that
-                # may name it): it may write it.
-                found = self.pattern(word.text, cwd) if word.glob else self.path(word.text, cwd)
-            elif word.glob:
+            if word.glob:
                 found = self.pattern(word.text, cwd, folders=folders)
             else:
-                found = self.path(word.text, cwd, folders=folders)
+                # (a program loopkit does not know, handed loopkit's own path by its name —
+                # ``how`` "name", no links followed — may write it too)
+                found = self.path(word.text, cwd, folders=folders, links=write.links)
             if found is not None:
                 return found
         return None

@@ -186,7 +186,11 @@ def test_the_fast_path_never_waves_through_what_the_guard_holds(
     if data.draw(st.booleans()):
         command = data.draw(st.sampled_from(READERS))
     else:
-        tgt = data.draw(target(ws, home) | st.sampled_from(["notes.txt", "src/a.py", "*.txt"]))
+        if not (ws / "linked.toml").is_symlink():
+            (ws / "linked.toml").symlink_to(ws / "loopkit.toml")  # a link made before the run
+        tgt = data.draw(
+            target(ws, home) | st.sampled_from(["notes.txt", "src/a.py", "*.txt", "linked.toml"])
+        )
         command = _spell(data.draw(st.sampled_from(WRITERS)),
                          data.draw(st.sampled_from(WRAPPED)), tgt)  # fmt: skip
     full = load_rules(str(ws), supervised=True)
