@@ -378,7 +378,7 @@ def _main(explicit: str | None, dialect: Dialect) -> int:
     return 0
 
 
-READ_TIME = 0.8  # seconds to read and match a call: past them it is denied
+READ_TIME = 0.7  # seconds to read and match a call: past them it is denied (within 1 s in all)
 
 
 class _Late(BaseException):  # never caught by an `except Exception` on the way
