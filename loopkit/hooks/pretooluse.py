@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 MAX_INPUT = 8 * 1024 * 1024
 SUPERVISED = "LOOPKIT_AGENT_SESSION"  # agentsession.SESSION_ENV: set under `loopkit run`
+DRIVEN = ("LOOPKIT_AGENT_DRIVER", "stream-json")  # agentsession.DRIVER_ENV, DRIVER
 
 
 class Dialect:
@@ -47,6 +48,9 @@ class Dialect:
     event = "PreToolUse"
     shell: tuple[str, ...] = ("Bash",)
     files: tuple[str, ...] = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+    # Words that make a shell command write files by name (Codex applies a patch run through
+    # the shell, ``apply_patch <<'EOF' …``): such a command is read for protected paths too.
+    shell_writes: tuple[bytes, ...] = ()
 
     def gated_tool(self, raw: bytes) -> str | None:
         """What ``re.search(rb'"tool_name"\\s*:\\s*"(Bash|Write|…)"', raw)`` finds in a text
@@ -249,6 +253,8 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
     # shell drops single quotes (r''m is rm; a double quote or a backslash is parsed, above),
     # and expands a brace list ({r,}m is rm r).
     given = raw.split(b'"tool_input"', 1)[-1]
+    if any(word in given for word in dialect.shell_writes):
+        return False  # a patch through the shell: its files are read (the dialect's calls)
     if not given.isascii():
         return False
     folded = given.lower().replace(b"'", b"")
@@ -429,7 +435,8 @@ def _judge(
         return _deny_on_error(
             f"{rules.broken} (until loopkit.toml loads, the gate denies every call: fix it)"
         )
-    if tool_name == "AskUserQuestion" and supervised:
+    driven = os.environ.get(DRIVEN[0]) == DRIVEN[1]  # the supervisor asks Claude's questions
+    if tool_name == "AskUserQuestion" and supervised and not driven:
         _alarm(0)  # asking is not reading: it takes as long as it takes
         try:
             from loopkit.hooks.question import decide as asked

@@ -19,7 +19,7 @@ from loopkit.clock import iso_seconds, parse_iso
 from loopkit.datarecord import replace
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
 from loopkit.escalation import adoption, blockfile, delivery
-from loopkit.escalation.escalator import Escalation
+from loopkit.escalation.blockfile import Escalation
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand

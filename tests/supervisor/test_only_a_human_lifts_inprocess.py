@@ -21,7 +21,8 @@ from loopkit.answering import answer
 from loopkit.errors import EXIT_BLOCKED, EXIT_SIGTERM
 from loopkit.escalation import blockfile
 from loopkit.escalation.ask import Question, ask
-from loopkit.escalation.escalator import Escalation, Escalator
+from loopkit.escalation.blockfile import Escalation
+from loopkit.escalation.escalator import Escalator
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
