@@ -161,10 +161,15 @@ def test_the_gates_no_match_path_imports_no_re_typing_or_json(
     workspace: Path, agent: str, event: str, tool: str
 ) -> None:
     """A tool call no rule can hold, as the agent runs the hook (in the session's folder) and
-    as `loopkit run` names the workspace: exit 0 with none of them loaded."""
+    as `loopkit run` names the workspace: exit 0 with none of them loaded — once the first
+    call has loaded loopkit.toml (its stat is kept: hooks.gateconfig)."""
     out = workspace.parent / "imports.json"
     call = {"session_id": "s", "cwd": str(workspace), "hook_event_name": "PreToolUse",
             "tool_name": tool, "tool_input": {"command": "pytest -q"}}  # fmt: skip
+    first = subprocess.run([str(LOOPKIT), "hook", agent, event], input=json.dumps(call),
+                           capture_output=True, text=True, env=clean_env(), cwd=workspace,
+                           timeout=60)  # fmt: skip
+    assert first.returncode == 0, first.stderr
     for where in ([], ["-C", str(workspace)]):
         out.unlink(missing_ok=True)  # (a run that wrote nothing must not read the last one's)
         done = subprocess.run(
