@@ -17,7 +17,6 @@ from fakes import FakeClock, FakeRunner, RecordingChannel, Run, loop_config, sup
 from loopkit.answering import answer
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.escalation import blockfile
-from loopkit.watch.waits import CONFIRM_WINDOW
 
 pytestmark = pytest.mark.usefixtures("no_subprocesses")
 
@@ -134,8 +133,8 @@ def test_blocked_md_deleted_resumes_with_the_counter_at_zero(ws: Path) -> None:
     clock.at(3600, lift)
     assert sup.run() == EXIT_OK
     assert runner.names() == ["agent", "verify"] * 4
-    # The fourth iteration starts once the absence is confirmed (SPEC: within 50 ms).
-    assert runner.calls[-2].at == pytest.approx(3600 + CONFIRM_WINDOW)
+    # The fourth iteration starts at once: a deletion is an unblock (SPEC §27).
+    assert runner.calls[-2].at == 3600
     [record] = [r for _, r in sup.parts.store.all()]
     assert not isinstance(record, Exception)
     assert record.status == "resolved" and record.resolution is not None
