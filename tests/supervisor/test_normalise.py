@@ -155,8 +155,10 @@ RUN_TO_RUN = [
         "===== 1 failed, 12 passed, 2 skipped in 0.84s =====",
         "===== 1 failed, 13 passed, 3 skipped in 0.91s =====",
     ),
-    ("Found 12 errors in 3 files (checked 40 source files)",
-     "Found 13 errors in 4 files (checked 41 source files)"),  # fmt: skip
+    (
+        "Found 12 errors in 3 files (checked 40 source files)",
+        "Found 13 errors in 4 files (checked 41 source files)",
+    ),  # fmt: skip
     ("collected 57 items", "collected 61 items"),
     # a test-order seed
     ("Using --randomly-seed=3721810131", "Using --randomly-seed=1099123"),
