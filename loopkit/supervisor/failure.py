@@ -56,7 +56,7 @@ _SECTION = re.compile(
 _ENDS_SECTION = re.compile(r"^={3,}|^-{3,} Captured")
 # Lines that state an error, then lines that report one (as the stuck detector reads them).
 _STATES = re.compile(
-    r"^(E\s+\S|error(\[\w+\])?:|.*\berror TS\d+|(\w+\.)*\w*(Error|Exception)\b:?|.*panicked at"
+    r"^(E\s+\S|error(\[\w+\])?:|.*\berror TS\d+|(\w+\.)*\w*(Error|Exception)(:|$)|.*panicked at"
     r"|thread '.+' panicked)"
 )
 _REPORTS = re.compile(r"^(\S+:\d+(:\d+)?:? [A-Z]+\d+|FAILED\b|ERROR\b|fatal:|Error:|FAIL\b)")
@@ -77,6 +77,25 @@ class Failure:
     test: str | None  # the first failing test, as printed
     line: str  # its (or the output's) first error line, as printed: the question's
     key: str  # the identity: exit code, failing tests and first error lines, masked
+
+    @property
+    def said(self) -> str:
+        """The first error line without what repeats the test or marks the line: pytest's
+        ``FAILED <test> - `` and ``E ``."""
+        line = self.line
+        for prefix in (f"FAILED {self.test} - ", f"ERROR {self.test} - ", "E "):
+            if (self.test is not None or prefix == "E ") and line.startswith(prefix):
+                line = line[len(prefix) :].strip()
+        return "" if line in (f"FAILED {self.test}", f"ERROR {self.test}") else line
+
+    @property
+    def brief(self) -> str:
+        """The failing test (its file's name, not its folders) and its first error line:
+        ``test_api.py::test_create_order: assert 404 == 201`` — the question's fact."""
+        if not self.test:
+            return self.said
+        name = self.test.rsplit("/", 1)[-1] if "::" in self.test else self.test
+        return f"{name}: {self.said}" if self.said else name
 
 
 def read(output: str, exit_code: int = 1) -> Failure:

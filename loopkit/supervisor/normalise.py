@@ -4,8 +4,9 @@ Two runs failing the same way print the same thing but for the noise: when it ra
 (timestamps, epoch seconds), how long it took (durations), where things sat in memory (hex
 addresses), the temporary folder and the random numbers in its names, process ids, random
 ports, test-order seeds, the counts in a summary line (``12 passed``: a test added elsewhere
-moves them), and the line and column a message points at (an edit above it moves them). :func:`normalise` masks exactly those and keeps what says *which* error it
-is — file names, test names, messages. A masked value becomes a ``<tag>`` the text itself
+moves them), and the line and column a message points at (an edit above it moves them).
+:func:`normalise` masks exactly those and keeps what says *which* error it is — file names,
+test names, messages. A masked value becomes a ``<tag>`` the text itself
 cannot spell differently, so masking never merges two errors that differ in a name or a
 word (``tests/supervisor/test_normalise.py`` holds it with generated errors).
 """

@@ -172,6 +172,11 @@ class Reach:
             return name
         return (here / name).as_posix() if str(here) != "." else name
 
+    def _diff(self, *commits: str) -> bytes | None:
+        """``git diff -U0`` from the first commit to the second (or the working tree)."""
+        options = ("-U0", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv")
+        return self._run_git("diff", *options, *commits, *self._pathspec())
+
     def _head(self) -> str | None:
         out = self._run_git("rev-parse", "-q", "--verify", "HEAD^{commit}")
         return out.decode().strip() or None if out else None
@@ -203,8 +208,7 @@ class Reach:
         digest = hashlib.sha256(f"{head}\0".encode())
         changes: list[FileChange] = []
         if dirty or (head or EMPTY_TREE) != self._base:
-            diff = self._run_git("diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames",
-                                 "--no-textconv", self._base or EMPTY_TREE, *self._pathspec())  # fmt: skip
+            diff = self._diff(self._base or EMPTY_TREE)
             if diff is None:
                 return None
             digest.update(diff)
@@ -225,9 +229,7 @@ class Reach:
                 continue
             digest.update(tip.encode())
             if tip not in self._tip_keys:
-                out = self._run_git("diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames",
-                                    "--no-textconv", self._base or EMPTY_TREE, tip,
-                                    *self._pathspec())  # fmt: skip
+                out = self._diff(self._base or EMPTY_TREE, tip)
                 keys: set[str] = set()
                 for change in parse_diff(out.decode("utf-8", "replace")) if out else []:
                     keys |= file_keys(change)[0]

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from loopkit.watch.wake import Wake
 
 TAIL_BYTES = 8192
+HEAD_BYTES = 2048  # of the start of the output, kept too: what an agent says it did first
 Ending = Literal["exited", "timeout", "stopped", "interrupted", "not-started"]
 
 
@@ -50,6 +51,7 @@ class Finished:
     duration: float
     tail: str  # the last TAIL_BYTES of output, decoded
     error: str | None = None  # why it did not start, or how it ended when not by itself
+    head: str = ""  # the first HEAD_BYTES of output, decoded (the stuck detector's)
 
     @property
     def ok(self) -> bool:
@@ -72,13 +74,15 @@ def argv_of(command: Command) -> list[str]:
 
 
 class _Output:
-    """Copies a child's output to the sinks and keeps the last TAIL_BYTES."""
+    """Copies a child's output to the sinks and keeps the first HEAD_BYTES and the last
+    TAIL_BYTES."""
 
     def __init__(self, fd: int, sinks: list[Callable[[bytes], None]]) -> None:
         self.fd = fd
         self.sinks = sinks
         self.tail: deque[bytes] = deque()
         self.size = 0
+        self.head = b""
         self.eof = False
         os.set_blocking(fd, False)
 
@@ -98,6 +102,8 @@ class _Output:
             for sink in self.sinks:
                 with contextlib.suppress(Exception):
                     sink(chunk)
+            if len(self.head) < HEAD_BYTES:
+                self.head += chunk[: HEAD_BYTES - len(self.head)]
             self.tail.append(chunk)
             self.size += len(chunk)
             while self.size - len(self.tail[0]) >= TAIL_BYTES:
@@ -111,6 +117,9 @@ class _Output:
 
     def text(self) -> str:
         return b"".join(self.tail)[-TAIL_BYTES:].decode("utf-8", "replace")
+
+    def head_text(self) -> str:
+        return self.head.decode("utf-8", "replace")
 
 
 class _Spawned:
@@ -350,6 +359,7 @@ class Runner:
             self.clock() - started,
             output.text(),
             error,
+            output.head_text(),
         )
 
     def _release(self, ready: Prepared, argv: list[str], cwd: str, env: Mapping[str, str]) -> bool:

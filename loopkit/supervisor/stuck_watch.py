@@ -2,10 +2,13 @@
 
 :class:`~loopkit.supervisor.iteration.Iteration` owns one :class:`StuckWatch` and calls it
 at the head of an iteration, :meth:`StuckWatch.begin` (the task's budgets: iterations and
-wall time, before anything more is spent), and once the agent and verify ran,
-:meth:`StuckWatch.observe` (the workspace's digest, the error, the output, the crash, the
-cost) — before the verify failure is counted, so one state save holds both — and
-:meth:`StuckWatch.ask` after it. A signal
+wall time, before anything more is spent; where a new task's ground begins), and once the
+agent and verify ran, :meth:`StuckWatch.observe` (how far the task's change reaches, the
+task ticked or not, the error, the output, the crash, the agent's usage) — before the verify
+failure is counted, so one state save holds both, and so that a failure in an iteration that
+broke new ground is not counted against ``max_verify_failures`` (:attr:`StuckWatch.
+broke_new_ground`) — and :meth:`StuckWatch.ask` after it. The spend is recorded in the state
+(``spend_usd``) where ``loopkit ps``, the Loops page and Telegram's ``/loops`` read it. A signal
 that fires is asked as the supervisor's own block (:mod:`loopkit.supervisor.stuck_questions`);
 when a block was already raised in that iteration (verify failures, say), the signals join
 it instead — one question per iteration — and its ending resets them too. The counters live
@@ -17,8 +20,8 @@ from __future__ import annotations
 from loopkit.escalation import blockfile
 from loopkit.log import get_logger
 from loopkit.supervisor import stuck, stuck_questions
-from loopkit.supervisor.snapshot import Snapshots
-from loopkit.supervisor.spend import claude_run
+from loopkit.supervisor.reach import Reach
+from loopkit.supervisor.spend import agent_run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,54 +39,72 @@ class StuckWatch:
     def __init__(self, parts: Parts, *, escalate: Callable[[Escalation], None]) -> None:
         self.parts = parts
         self.escalate = escalate
-        self._snapshots: Snapshots | None = None
+        self._reach: Reach | None = None
+        self._reach_task: tuple[str | None] | None = None  # the task its ground began with
+        self.broke_new_ground = False  # whether the last observed iteration did
 
     def _detector(self) -> stuck.Detector:
         counters = stuck.Counters.from_dict(self.parts.state.stuck)
         return stuck.Detector(self.parts.config.stuck, counters)
 
-    def _snapshot(self) -> Snapshots:
+    def _reach_of(self) -> Reach:
         workspace = self.parts.workspace
         blocked = self.parts.config.escalation.blocked_file
         if (
-            self._snapshots is None
-            or self._snapshots.root != workspace.root
-            or (blocked not in self._snapshots.excluded)
+            self._reach is None
+            or self._reach.root != workspace.root
+            or (blocked not in self._reach.excluded)
         ):
-            self._snapshots = Snapshots(workspace.root, excluded=(blocked,))
-        return self._snapshots
+            self._reach, self._reach_task = Reach(workspace.root, excluded=(blocked,)), None
+        return self._reach
 
     def begin(self, task: str | None) -> bool:
-        """The task's budgets, before the agent runs; True when that raised a block."""
+        """The task's budgets, before the agent runs; True when that raised a block. A new
+        task (or a new supervisor) starts the task's ground where the workspace is now."""
+        reach = self._reach_of()
+        if self._reach_task != (task,):
+            reach.start(self.parts.state.task_base)
+            self._reach_task = (task,)
         detector = self._detector()
-        if detector.needs_snapshot and detector.counters.last_state is None:
-            detector.counters.last_state = self._snapshot().take().digest
         found = detector.begin(task, self.parts.clock.now())
         self._count(detector, found)
         return self.ask(found, task)
 
     def observe(
-        self, task: str | None, agent: Finished, verify: Finished | None
+        self, task: str | None, agent: Finished, verify: Finished | None, *, ticked: bool = False
     ) -> list[stuck.Signal]:
         """Count what the iteration did (in the state, saved with the next save); the signals
-        that fired are the pending ones of whatever block this iteration raises."""
+        that fired are the pending ones of whatever block this iteration raises. ``ticked``:
+        the task it ran on is no longer the current one (ticked off, or gone)."""
         detector = self._detector()
-        taken = self._snapshot().take() if detector.needs_snapshot else None
-        claude = claude_run(agent.tail)
+        reach = self._reach_of()
+        if self._reach_task != (task,):  # observed without a begin (a test's iteration)
+            reach.start(self.parts.state.task_base)
+            self._reach_task = (task,)
+        ground = reach.take()
+        usage = agent_run(agent.tail, exit_code=agent.exit_code if agent.ending == "exited"
+                          else None)  # fmt: skip
         seen = stuck.Observation(
             iteration=self.parts.state.iteration,
             task=task,
-            after=taken.digest if taken else None,
-            head=taken.head if taken else None,
+            reached=ground.new,
+            reached_note=ground.note,
+            head=ground.head,
+            ticked=ticked,
             agent_ending=agent.ending,
             agent_exit=agent.exit_code,
             agent_output=agent.tail,
+            agent_head=agent.head,
             verify_exit=None if verify is None else _exit(verify),
             verify_output="" if verify is None else verify.tail,
-            cost_usd=claude.cost_usd,
-            outage=claude.outage,
+            cost_usd=usage.cost_usd,
+            outage=usage.outage,
+            denied=usage.denied,
         )
         found = detector.observe(seen)
+        self.broke_new_ground = detector.broke_new_ground
+        if usage.cost_usd is not None or self.parts.state.spend_usd is not None:
+            self.parts.state.spend_usd = round(detector.counters.spent_usd, 6)
         self._count(detector, found)
         return found
 

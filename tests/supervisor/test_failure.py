@@ -34,7 +34,7 @@ E        +  where {status} = <Response [{status}]>.status_code
 
 tests/test_api.py:{line}: AssertionError
 ----------------------------- Captured log call -------------------------------
-INFO     httpx:_client.py:1025 HTTP Request: POST http://testserver:{port}/orders "HTTP/1.1 {status}"
+INFO     httpx:_client.py:1025 HTTP Request: POST http://testserver:{port}/orders "{status}"
 =========================== short test summary info ============================
 FAILED tests/test_api.py::test_create_order - assert {status} == 201
 ========================= 1 failed, {passed} passed in 0.{run}s =========================

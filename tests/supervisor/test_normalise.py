@@ -158,7 +158,7 @@ RUN_TO_RUN = [
     (
         "Found 12 errors in 3 files (checked 40 source files)",
         "Found 13 errors in 4 files (checked 41 source files)",
-    ),  # fmt: skip
+    ),
     ("collected 57 items", "collected 61 items"),
     # a test-order seed
     ("Using --randomly-seed=3721810131", "Using --randomly-seed=1099123"),

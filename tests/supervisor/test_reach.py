@@ -91,7 +91,7 @@ def test_nothing_done_and_flipping_back_are_no_new_ground(repo: Path) -> None:
         "trailing-comment",
         "blank-lines",
         "markdown-comment",
-    ],  # fmt: skip
+    ],
 )
 def test_timestamps_comments_counters_and_versions_are_no_new_ground(repo: Path, edit) -> None:  # type: ignore[no-untyped-def]
     r = reach(repo)
