@@ -9,11 +9,11 @@ a task was ticked, the agent's and verify's endings and output, the cost) and it
 the same logic. Each threshold ``0`` (or unset, for the budgets) turns its trigger off.
 
 An iteration *breaks new ground* (:attr:`Detector.broke_new_ground`) when the task's change
-reached a file or line it had not reached, or verify failed in a way not seen before in the
-task, moving on from an earlier failure of it (:mod:`loopkit.supervisor.failure`: another
-failing test or message, a later step, fewer failing tests; a pass after failures) — a
-failure that comes back (A, B, A, B) is not new, and the task's first failure is where it
-stands, not a step —, or a task was ticked while verify passed. Then:
+reached a file or line it had not reached, or verify's outcome is new to the task once it
+has failed in it (:mod:`loopkit.supervisor.failure`: another failing test or message, a
+later step, fewer failing tests; the first pass) — an outcome that comes back (A, B, A, B)
+is not new, and the task's first failure is where it stands, not a step —, or a task was
+ticked while verify passed. Then:
 
 - ``no_progress``: iterations in a row that break no new ground (nothing done, a file
   flipped back, the same lines rewritten, only comments, timestamps or counters touched).
@@ -59,7 +59,8 @@ OUTPUT_CHARS = 2000  # of an output's end compared (and the whole of a shorter o
 HEAD_CHARS = 600  # … and of its start: a long output is a copy when both are
 MIN_OUTPUT = 40  # shorter outputs (after masking) say too little to be called copies
 KEEP_LINES = 6  # evidence lines kept per trigger
-KEEP_FAILURES = 64  # the failures remembered per task (their keys)
+KEEP_FAILURES = 64  # the verify outcomes remembered per task (failures' keys, PASSED)
+PASSED = "passed"  # verify's outcome when it passed, among the failures' keys
 DEPENDENCY_DOWN = "dependency down"  # Signal.label: the agent's API was down
 DENIED = "denied"  # Signal.label: the agent's calls were refused
 
@@ -120,8 +121,8 @@ class Counters:
     """The detector's memory, kept in ``state.json`` (``stuck``) so a restart carries on."""
 
     ground_task: str = ""  # the task the failures below were seen in (see _task_key)
-    failures_seen: list[str] = field(default_factory=list)  # failure keys, in the task
-    fewest_failing: int = -1  # the fewest failing in the task (0: it passed; -1: none yet)
+    failures_seen: list[str] = field(default_factory=list)  # verify outcomes, in the task
+    fewest_failing: int = -1  # the fewest failing in a failure of the task (-1: none yet)
     head: str | None = None  # the HEAD commit when the no-progress row began
     no_progress: int = 0
     quiet: list[str] = field(default_factory=list)  # evidence of the no-progress iterations
@@ -353,7 +354,11 @@ class Detector:
         return [*found, *self._cost(seen)]
 
     def _verify(self, seen: Observation) -> bool:
-        """Read verify's failure (if it failed); whether it is new to the task."""
+        """Read verify's failure (if it failed); whether its outcome is new to the task: a
+        failure not seen before in it, or fewer failing than ever, once the task has failed
+        at all (its first failure is where it stands, not a step); a first pass after
+        failures. An outcome that comes back (A, B, A, B; a pass, a failure, a pass) is
+        not new."""
         c = self.counters
         key = _task_key(seen.task)
         if key != c.ground_task:
@@ -361,23 +366,20 @@ class Detector:
         self.failure = None
         if seen.verify_exit is None:
             return False
+        failed_before = any(k != PASSED for k in c.failures_seen)
         if seen.verify_exit == 0:
-            fixed = c.fewest_failing > 0  # it failed before in the task: a pass is progress
-            c.fewest_failing = 0
-            return fixed
+            new = failed_before and PASSED not in c.failures_seen
+            c.failures_seen = _remember(c.failures_seen, PASSED)
+            return new
         from loopkit.supervisor.failure import read  # its masks: when a verify failed
 
         failure = self.failure = read(seen.verify_output, seen.verify_exit)
-        # Moved on from an earlier failure of the task: the task's first failure is where
-        # it stands, not a step forward (nor is a failure after a pass).
-        moved = bool(c.failures_seen) and c.fewest_failing != 0
         unseen = failure.key not in c.failures_seen
         fewer = failure.count is not None and 0 < failure.count < c.fewest_failing
-        if unseen:
-            c.failures_seen = [*c.failures_seen, failure.key][-KEEP_FAILURES:]
+        c.failures_seen = _remember(c.failures_seen, failure.key)
         if failure.count is not None and (c.fewest_failing < 0 or failure.count < c.fewest_failing):
             c.fewest_failing = failure.count
-        return moved and (unseen or fewer)
+        return failed_before and (unseen or fewer)
 
     def _progress(self, seen: Observation) -> list[Signal]:
         limit, c = self.settings.no_progress, self.counters
@@ -561,6 +563,10 @@ class Detector:
                 [f"iteration {seen.iteration}: +${seen.cost_usd or 0:.2f}, ${spent:.2f}{since}"],
             )
         ]
+
+
+def _remember(keys: list[str], key: str) -> list[str]:
+    return keys if key in keys else [*keys, key][-KEEP_FAILURES:]
 
 
 def _task_key(task: str | None) -> str:
