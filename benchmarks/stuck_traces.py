@@ -120,7 +120,7 @@ def set_up(trace: Trace, ws: Path, *, use_git: bool) -> None:
             lines.append(f"- [{'x' if done else ' '}] {task.removeprefix('[x] ')}")
         (ws / "PLAN.md").write_text("\n".join(lines) + "\n")
     if use_git:
-        (ws / ".gitignore").write_text(".loopkit/\nrequests/\nBLOCKED.md\n__pycache__/\n")
+        (ws / ".gitignore").write_text(".loopkit/\nrequests/\nBLOCKED.md\n__pycache__/\nloopkit.toml\n")
         git(ws, "init", "-q", "-b", "main")
         git(ws, "add", "-A")
         git(ws, "commit", "-qm", "start", "--allow-empty")

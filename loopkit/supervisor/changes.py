@@ -15,9 +15,10 @@ earlier iteration of the task held (:mod:`loopkit.supervisor.reach`). So:
 - and these reach nothing: blank lines and comments (by the file's kind: ``#``, ``//``,
   ``--``, ``;``, ``%``, ``<!--``), lines with no letter left once numbers are masked (a
   bare ``}``, a number), a line rewritten so that only its numbers, timestamps, hashes or
-  trailing comment changed (a counter, a version, a date, a ``# TODO``) — paired with the
-  removed line it replaces — and an added line that repeats, numbers aside, one added
-  earlier in the same file (a heartbeat appended each turn).
+  trailing comment changed (a counter, a version, a date, a ``# TODO``), or moved within
+  its file — paired with the removed line it replaces, anywhere in the file —, and an
+  added line that repeats, numbers aside, one added earlier in the same file (a heartbeat
+  appended each turn).
 
 Pure: it is handed the hunks; :mod:`loopkit.supervisor.reach` reads them from git or from
 the files.
@@ -203,35 +204,45 @@ def file_keys(change: FileChange) -> tuple[set[str], int]:
         keys.add(f"gone\0{path}")
     if change.new and any(line.strip() for hunk in change.hunks for line in hunk.added):
         keys.add(f"file\0{path}")
-    added_before: set[str] = set()  # the skeletons of lines this file's change adds
-    for hunk in change.hunks:
-        removed = [(n, text) for n, text in hunk.removed if not trivial(text, kind)]
-        added = [text for text in hunk.added if not trivial(text, kind)]
+    # A line removed in one place and added, skeleton for skeleton, anywhere in the file —
+    # rewritten so that only a counter, a date, a version or a trailing comment changed, or
+    # moved (the same import block reordered) — reaches nothing, on either side.
+    hunks = [
+        (
+            hunk,
+            [(n, skeleton(text, kind)) for n, text in hunk.removed if not trivial(text, kind)],
+            [skeleton(text, kind) for text in hunk.added if not trivial(text, kind)],
+        )
+        for hunk in change.hunks
+    ]
+    for hunk, removed, added in hunks:
         noise += len(hunk.removed) - len(removed) + len(hunk.added) - len(added)
-        # A rewrite that leaves a line's skeleton as it was: a counter, a date, a version
-        # or a trailing comment changed. Both sides reach nothing.
-        pool = Counter(skeleton(text, kind) for _, text in removed)
-        kept_added: list[str] = []
-        for text in added:
-            shape = skeleton(text, kind)
+    pool = Counter(shape for _, removed, _ in hunks for _, shape in removed)
+    kept: list[list[str]] = []
+    for _, _, added in hunks:
+        fresh = []
+        for shape in added:
             if pool[shape] > 0:
                 pool[shape] -= 1
                 noise += 2
-                continue
-            kept_added.append(shape)
-        left: Counter[str] = Counter()
-        for n, text in removed:
-            shape = skeleton(text, kind)
-            if left[shape] < pool[shape]:
-                left[shape] += 1
+            else:
+                fresh.append(shape)
+        kept.append(fresh)
+    added_before: set[str] = set()  # the skeletons of lines this file's change adds
+    for (hunk, removed, _), fresh_added in zip(hunks, kept, strict=True):
+        left = 0
+        for n, shape in removed:
+            if pool[shape] > 0:
+                pool[shape] -= 1
+                left += 1
                 keys.add(f"-\0{path}\0{n}")
         fresh = 0
-        for shape in kept_added:
+        for shape in fresh_added:
             if shape in added_before:
                 noise += 1  # the same line again, numbers aside: a heartbeat, a log line
                 continue
             added_before.add(shape)
             fresh += 1
-        for nth in range(1, fresh - sum(left.values()) + 1):
+        for nth in range(1, fresh - left + 1):
             keys.add(f"+\0{path}\0{hunk.at}\0{nth}")
     return keys, noise
