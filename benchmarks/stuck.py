@@ -79,7 +79,8 @@ def run_trace(trace: Trace, code: Path, work: Path, max_cost: float) -> Result:
     ws, home = work / trace.name / "ws", work / trace.name / "home"
     stuck_traces.set_up(trace, ws, use_git=True)
     player = [*PLAYER, str(trace.path)]
-    (ws / "loopkit.toml").write_text(stuck_traces.config(replace_cost(trace, max_cost), player))
+    (ws / "loopkit.toml").write_text(stuck_traces.config(stuck_traces.with_budget(trace, max_cost),
+                                                         player))  # fmt: skip
     result = Result(trace)
     total = len(trace.steps)
     for _ in range(total + 1):
@@ -105,13 +106,6 @@ def run_trace(trace: Trace, code: Path, work: Path, max_cost: float) -> Result:
             raise SystemExit(f"stuck.py: {trace.name}: reply failed: {answered.stderr[-500:]}")
     result.iterations = int(state_of(ws).get("iteration") or 0)  # type: ignore[call-overload]
     return result
-
-
-def replace_cost(trace: Trace, max_cost: float) -> Trace:
-    """The trace with ``[config.stuck] max_cost_usd`` set (the trace's own wins)."""
-    data = json.loads(json.dumps(trace.data))
-    data.setdefault("config", {}).setdefault("stuck", {}).setdefault("max_cost_usd", max_cost)
-    return Trace(trace.path, data)
 
 
 def run_corpus(traces: list[Trace], code: Path, max_cost: float, jobs: int) -> list[Result]:

@@ -126,10 +126,18 @@ def set_up(trace: Trace, ws: Path, *, use_git: bool) -> None:
         git(ws, "commit", "-qm", "start", "--allow-empty")
 
 
+def with_budget(trace: Trace, max_cost: float) -> Trace:
+    """The trace with ``[config.stuck] max_cost_usd`` set (the trace's own wins): a budget
+    is off by default, and the corpora judge it too."""
+    data = json.loads(json.dumps(trace.data))
+    data.setdefault("config", {}).setdefault("stuck", {}).setdefault("max_cost_usd", max_cost)
+    return Trace(trace.path, data)
+
+
 def config(trace: Trace, player: list[str]) -> str:
-    """loopkit.toml for the trace: its agent, verify and done are :func:`play`; the rest is
-    loopkit's defaults, but for ``pause`` (0), the trace's ``[config]``, and
-    ``max_cost_usd`` given by the caller through ``[config.stuck]``."""
+    """loopkit.toml for the trace: its agent, verify and done are ``player`` with the role
+    after it; the rest is loopkit's defaults, but for ``pause`` (0) and the trace's
+    ``[config]`` (:func:`with_budget`)."""
     tables: dict[str, dict[str, Any]] = {
         "loop": {
             "agent": [*player, "agent"],

@@ -140,6 +140,7 @@ _TRAILING = {
     "markup": re.compile(r"\s*<!--.*?(-->|$)"),
 }
 _DIGITS = re.compile(r"\d+")
+_SHORT_ID = re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{6,}\b")  # a1b2c3d4
 _LETTER = re.compile(r"[^\W\d_]")
 
 
@@ -159,11 +160,11 @@ def is_comment(line: str, kind: str | None) -> bool:
 
 def skeleton(line: str, kind: str | None) -> str:
     """``line`` as far as new ground goes: its trailing comment dropped, run-to-run noise
-    (times, hashes, addresses) masked, every number a ``#``, spaces squeezed."""
+    (times, hashes, addresses, short hex ids) masked, every number a ``#``, spaces squeezed."""
     text = line.strip()
     if kind:
         text = _TRAILING[kind].sub("", text)
-    text = _DIGITS.sub("#", normalise(text))
+    text = _DIGITS.sub("#", _SHORT_ID.sub("#", normalise(text)))
     return " ".join(text.split())
 
 

@@ -14,7 +14,9 @@ read from what the agent printed (SPEC §19, §25). The one reader of the three 
   per model ``tokens`` (``prompt``, of which ``cached``; ``candidates``, ``thoughts``) — and
   an optional ``error`` (``type``, ``message``); ``--output-format stream-json`` ends with a
   ``"type": "result"`` event (``status``, ``error``, ``stats``: ``input_tokens``, ``cached``,
-  ``output_tokens``) and names the model in its ``init`` event.
+  ``output_tokens``), names the model in its ``init`` event, and reports each call as a
+  ``tool_use`` (``tool_name``, ``tool_id``, ``parameters``) and its ``tool_result``
+  (``status``, ``error``): one in error whose error says it was denied was refused.
 
 Codex and Gemini report tokens, not dollars: they are priced by :data:`PRICES` (list prices
 per million tokens, input, cached input, output; a model not listed is priced as the family's
@@ -59,15 +61,17 @@ GEMINI_MODEL = "gemini-2.5-pro"
 _COST = re.compile(r'"total_cost_usd"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _OUTAGE = re.compile(
     r"rate.?limit|overloaded|too many requests|usage limit|quota|resource.?exhausted"
-    r"|service unavailable|\b(?:429|503|529)\b",
+    r"|service unavailable|\b(?:429|502|503|529)\b|API Error: (?:Connection error|Request timed out)",
     re.IGNORECASE,
 )
 _STATUS = re.compile(r"\b(429|503|529)\b")
 _KIND = re.compile(
     r"overloaded(?:_error)?|rate[ _-]?limit(?:_error| reached| exceeded)?|resource_exhausted"
-    r"|too many requests|usage limit(?: reached)?|quota(?: exceeded)?|service unavailable",
+    r"|too many requests|usage limit(?: reached)?|quota(?: exceeded)?|service unavailable"
+    r"|connection error|request timed out",
     re.IGNORECASE,
 )
+_REFUSED = re.compile(r"denied|not allowed|permission|declined|rejected", re.IGNORECASE)
 _STATS = re.compile(r'"stats"\s*:\s*\{')
 _LAST_LINES = 15
 
@@ -107,6 +111,7 @@ def agent_run(output: str, *, exit_code: int | None = 0) -> AgentRun:
         cost, denied, failed = _codex(events, errors, failed)
     else:
         cost, failed = _gemini(output, ending, events, errors, failed)
+        denied = _gemini_denied(events)
     if cost is None:
         found = _COST.findall(output[-4096:])
         cost = float(found[-1]) if found else None
@@ -220,6 +225,21 @@ def _gemini(
             cost += price(str(name), input_tokens=_int(tokens.get("prompt")),
                           cached=_int(tokens.get("cached")), output=said)  # fmt: skip
     return cost, failed
+
+
+def _gemini_denied(events: list[dict[str, Any]]) -> str:
+    """The first tool call Gemini's stream reports refused (a ``tool_result`` in error whose
+    error says so), as its ``tool_use`` named it."""
+    calls = {e.get("tool_id"): e for e in events if e.get("type") == "tool_use"}
+    for event in events:
+        error = event.get("error")
+        if event.get("type") != "tool_result" or event.get("status") != "error":
+            continue
+        said = f"{error.get('type', '')} {error.get('message', '')}" if isinstance(error, dict) else ""
+        if _REFUSED.search(said):
+            call = calls.get(event.get("tool_id"), {})
+            return _call(str(call.get("tool_name") or "tool"), call.get("parameters"))
+    return ""
 
 
 def _stats(output: str) -> dict[str, Any] | None:

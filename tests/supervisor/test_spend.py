@@ -138,3 +138,23 @@ def test_a_429_in_the_work_of_a_run_that_succeeded_is_no_outage() -> None:
     out = "Added the 429 handler: the client retries on Too Many Requests.\nAll 12 tests pass."
     assert agent_run(out, exit_code=0).outage == ""
     assert agent_run("Traceback …\nKeyError: 'model'\n", exit_code=1).outage == ""
+
+
+def test_gemini_refused_call_is_named() -> None:
+    events = [
+        {"type": "init", "timestamp": "t", "session_id": "s", "model": "gemini-2.5-pro"},
+        {"type": "tool_use", "timestamp": "t", "tool_name": "run_shell_command",
+         "tool_id": "call-1", "parameters": {"command": "rm -rf dist"}},
+        {"type": "tool_result", "timestamp": "t", "tool_id": "call-1", "status": "error",
+         "error": {"type": "permission_denied", "message": "Tool execution denied by policy."}},
+        {"type": "result", "timestamp": "t", "status": "success", "stats": {
+            "total_tokens": 10, "input_tokens": 8, "output_tokens": 2, "cached": 0, "input": 8,
+            "duration_ms": 5, "tool_calls": 1}},
+    ]  # fmt: skip
+    assert agent_run("\n".join(json.dumps(e) for e in events)).denied == (
+        "run_shell_command(rm -rf dist)"
+    )
+
+
+def test_an_unreachable_api_is_an_outage() -> None:
+    assert agent_run("API Error: Connection error.\n", exit_code=1).outage
