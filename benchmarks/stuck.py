@@ -62,8 +62,9 @@ PLAYER = [sys.executable, str(HERE / "stuck_traces.py")]
 def loopkit(code: Path, ws: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPKIT_")}
     env.update(PYTHONPATH=str(code), LOOPKIT_HOME=str(home), PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, "-m", "loopkit", "-C", str(ws), *args], cwd=ws,
-                          env=env, capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    command = [sys.executable, "-m", "loopkit", "-C", str(ws), *args]
+    return subprocess.run(command, cwd=ws, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
 
 
 def state_of(ws: Path) -> dict[str, object]:
@@ -109,9 +110,11 @@ def run_trace(trace: Trace, code: Path, work: Path, max_cost: float) -> Result:
 
 
 def run_corpus(traces: list[Trace], code: Path, max_cost: float, jobs: int) -> list[Result]:
-    with tempfile.TemporaryDirectory(prefix="loopkit-stuck-") as work:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(lambda t: run_trace(t, code, Path(work), max_cost), traces))
+    with (
+        tempfile.TemporaryDirectory(prefix="loopkit-stuck-") as work,
+        ThreadPoolExecutor(max_workers=jobs) as pool,
+    ):
+        return list(pool.map(lambda t: run_trace(t, code, Path(work), max_cost), traces))
 
 
 def summary(results: list[Result], limits: dict[str, float | None]) -> dict[str, str]:

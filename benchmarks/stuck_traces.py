@@ -120,7 +120,8 @@ def set_up(trace: Trace, ws: Path, *, use_git: bool) -> None:
             lines.append(f"- [{'x' if done else ' '}] {task.removeprefix('[x] ')}")
         (ws / "PLAN.md").write_text("\n".join(lines) + "\n")
     if use_git:
-        (ws / ".gitignore").write_text(".loopkit/\nrequests/\nBLOCKED.md\n__pycache__/\nloopkit.toml\n")
+        ignored = [".loopkit/", "requests/", "BLOCKED.md", "__pycache__/", "loopkit.toml"]
+        (ws / ".gitignore").write_text("\n".join(ignored) + "\n")
         git(ws, "init", "-q", "-b", "main")
         git(ws, "add", "-A")
         git(ws, "commit", "-qm", "start", "--allow-empty")
@@ -322,7 +323,8 @@ def table(results: list[Result], limits: dict[str, float | None]) -> str:
         shown = ", ".join(str(n) for n in detect) or "—"
         limit = threshold(signal, limits)
         rows.append(f"| `{signal}` | {'off' if limit is None else f'{limit:g}'} | "
-                    f"{len(expecting)} | {len(firing)} | {precision} | {recall} | {shown} |")  # fmt: skip
+                    f"{len(expecting)} | {len(firing)} | {precision} | {recall} "
+                    f"| {shown} |")  # fmt: skip
     return "\n".join(rows)
 
 

@@ -221,14 +221,14 @@ def file_keys(change: FileChange) -> tuple[set[str], int]:
     pool = Counter(shape for _, removed, _ in hunks for _, shape in removed)
     kept: list[list[str]] = []
     for _, _, added in hunks:
-        fresh = []
+        unpaired: list[str] = []
         for shape in added:
             if pool[shape] > 0:
                 pool[shape] -= 1
                 noise += 2
             else:
-                fresh.append(shape)
-        kept.append(fresh)
+                unpaired.append(shape)
+        kept.append(unpaired)
     added_before: set[str] = set()  # the skeletons of lines this file's change adds
     for (hunk, removed, _), fresh_added in zip(hunks, kept, strict=True):
         left = 0

@@ -176,7 +176,8 @@ def _first_error(lines: list[str], headed: bool) -> str | None:
     if headed:
         return next((line for line in cleaned if not line.startswith("Traceback")), None)
     errorish = [line for line in cleaned if re.search(r"(?i)error|fail|exception|panic", line)]
-    return (errorish or cleaned[-1:] or [None])[0]
+    chosen = errorish or cleaned[-1:]
+    return chosen[0] if chosen else None
 
 
 def _count(lines: list[str], tests: list[str]) -> int | None:

@@ -61,7 +61,8 @@ GEMINI_MODEL = "gemini-2.5-pro"
 _COST = re.compile(r'"total_cost_usd"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _OUTAGE = re.compile(
     r"rate.?limit|overloaded|too many requests|usage limit|quota|resource.?exhausted"
-    r"|service unavailable|\b(?:429|502|503|529)\b|API Error: (?:Connection error|Request timed out)",
+    r"|service unavailable|\b(?:429|502|503|529)\b"
+    r"|API Error: (?:Connection error|Request timed out)",
     re.IGNORECASE,
 )
 _STATUS = re.compile(r"\b(429|503|529)\b")
@@ -235,7 +236,9 @@ def _gemini_denied(events: list[dict[str, Any]]) -> str:
         error = event.get("error")
         if event.get("type") != "tool_result" or event.get("status") != "error":
             continue
-        said = f"{error.get('type', '')} {error.get('message', '')}" if isinstance(error, dict) else ""
+        said = ""
+        if isinstance(error, dict):
+            said = f"{error.get('type', '')} {error.get('message', '')}"
         if _REFUSED.search(said):
             call = calls.get(event.get("tool_id"), {})
             return _call(str(call.get("tool_name") or "tool"), call.get("parameters"))

@@ -8,7 +8,7 @@ a task was ticked, the agent's and verify's endings and output, the cost) and it
 (:mod:`loopkit.supervisor.stuck_watch`) and the benchmark (``benchmarks/stuck.py``) replay
 the same logic. Each threshold ``0`` (or unset, for the budgets) turns its trigger off.
 
-An iteration *breaks new ground* (:attr:`Detector.broke_new_ground`) when the task's change
+An iteration *breaks new ground* (``Detector.broke_new_ground``) when the task's change
 reached a file or line it had not reached, or verify's outcome is new to the task once it
 has failed in it (:mod:`loopkit.supervisor.failure`: another failing test or message, a
 later step, fewer failing tests; the first pass) — an outcome that comes back (A, B, A, B)

@@ -5,10 +5,10 @@ anything is also making no progress): they are asked as one block, the most spec
 as the question and the others named in ``Context``, and an answer resets them all. The
 choices are the supervisor's own (:func:`loopkit.supervisor.triggers.choices`).
 
-The question says what the iterations were lost to (:attr:`~loopkit.supervisor.stuck.Signal.
-label`): the agent's API down (*dependency down*, "keep waiting?"), a call of the agent's
-refused (*denied*, with the call), and otherwise the signal with its one telling fact — the
-failing test and its first error line, a crash's exit and last line. It fits the phone's
+The question says what the iterations were lost to (``Signal.label``): the agent's API
+down (*dependency down*, "keep waiting?"), a call of the agent's refused (*denied*, with the
+call), and otherwise the signal with its one telling fact — the failing test and its first
+error line, a crash's exit and last line. It fits the phone's
 120 characters by cutting that fact, then the task's name — never the ask.
 """
 

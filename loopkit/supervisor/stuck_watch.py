@@ -6,12 +6,12 @@ wall time, before anything more is spent; where a new task's ground begins), and
 agent and verify ran, :meth:`StuckWatch.observe` (how far the task's change reaches, the
 task ticked or not, the error, the output, the crash, the agent's usage) — before the verify
 failure is counted, so one state save holds both, and so that a failure in an iteration that
-broke new ground is not counted against ``max_verify_failures`` (:attr:`StuckWatch.
-broke_new_ground`) — and :meth:`StuckWatch.ask` after it. The spend is recorded in the state
-(``spend_usd``) where ``loopkit ps``, the Loops page and Telegram's ``/loops`` read it. A signal
-that fires is asked as the supervisor's own block (:mod:`loopkit.supervisor.stuck_questions`);
-when a block was already raised in that iteration (verify failures, say), the signals join
-it instead — one question per iteration — and its ending resets them too. The counters live
+broke new ground is not counted against ``max_verify_failures`` (``broke_new_ground``) — and
+:meth:`StuckWatch.ask` after it. The spend is recorded in the state (``spend_usd``), where
+``loopkit ps``, the Loops page and Telegram's ``/loops`` read it. A signal that fires is
+asked as the supervisor's own block (:mod:`loopkit.supervisor.stuck_questions`); when a
+block was already raised in that iteration (verify failures, say), the signals join it
+instead — one question per iteration — and its ending resets them too. The counters live
 in ``state.json`` (``stuck``) and are saved with the state.
 """
 

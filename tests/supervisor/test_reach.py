@@ -175,9 +175,9 @@ def test_moving_lines_within_a_file_is_no_new_ground(repo: Path) -> None:
     """The same import block reordered by hand, again and again (git shows a rotation as
     lines removed in one place and added in another)."""
     block = ["import os", "import sys", "from shop import cart"]
-    (repo / "cli.py").write_text("\n".join(block) + "\n\n\ndef main():\n    return cart.run()\n")
+    main = "\n\n\ndef main():\n    return cart.run()\n"
+    (repo / "cli.py").write_text("\n".join(block) + main)
     r = reach(repo)
     for order in ([1, 0, 2], [2, 0, 1], [0, 2, 1], [0, 1, 2]):
-        lines = [block[k] for k in order]
-        (repo / "cli.py").write_text("\n".join(lines) + "\n\n\ndef main():\n    return cart.run()\n")
+        (repo / "cli.py").write_text("\n".join(block[k] for k in order) + main)
         assert r.take().new == 0, order

@@ -66,9 +66,12 @@ def play(trace: object, ws: Path) -> object:
     def agent(call: Call) -> Run:
         step = TRACES.step_for(trace, int(call.env["LOOPKIT_ITERATION"]))
         hangs = step.get("agent_ending") == "timeout"
+
+        def does(call: Call) -> None:
+            TRACES.apply(trace, step, Path(call.cwd), use_git=False)
+
         return Run(int(step.get("agent_exit") or 0), output=TRACES.agent_output(step),
-                   takes=TRACES.HANG if hangs else 1.0,
-                   does=lambda call: TRACES.apply(trace, step, Path(call.cwd), use_git=False))  # fmt: skip
+                   takes=TRACES.HANG if hangs else 1.0, does=does)  # fmt: skip
 
     def verify(call: Call) -> Run:
         step = TRACES.step_for(trace, int(call.env["LOOPKIT_ITERATION"]))
