@@ -327,26 +327,28 @@ MEANINGS: dict[tuple[str, str], str] = {
     ("escalation", "slack_mode"): '`"webhook"` (one-way, an incoming webhook) or `"socket"` '
     "(a Slack app: buttons and thread replies over Socket Mode; needs `loopkit[slack]`). "
     "`LOOPKIT_HITL_SLACK_MODE` wins.",
-    ("stuck", "no_progress"): "Iterations in a row that bring the workspace (git's HEAD, index "
-    "and working tree; outside git, the files' content) to no state it was not already in "
-    "during the last few iterations, before loopkit asks. A commit is progress; touching a "
-    "file or flipping it back and forth is not. `0` turns it off. "
+    ("stuck", "no_progress"): "Iterations in a row that break no new ground before loopkit "
+    "asks: the task's change (committed or not, on any branch) reaches no file or line it had "
+    "not reached, verify fails no way it had not, no task is ticked while verify passes. "
+    "Rewriting the same lines, flipping them back, re-committing, touching only timestamps, "
+    "comments, counters or versions is no new ground. `0` turns it off. "
     "[Stuck detection](stuck.md).",
-    ("stuck", "same_error"): "Verify failures in a row with the same output once timestamps, "
-    "durations, addresses, temporary paths, pids and line numbers are masked — across tasks "
-    "too. `0` turns it off.",
-    ("stuck", "repeated_output"): "Agent outputs in a row that are near-copies (similarity ≥ "
-    "0.9) of one of the last four. `0` turns it off.",
+    ("stuck", "same_error"): "Verify failures in a row with the same failure (its failing tests "
+    "and their first error lines, run-to-run noise masked), each breaking no new ground or "
+    "ticking a task over it — across tasks too. `0` turns it off.",
+    ("stuck", "repeated_output"): "Agent outputs in a row, breaking no new ground, that are "
+    "near-copies (similarity ≥ 0.9, head and tail) of one of the last four. `0` turns it off.",
     ("stuck", "crash_loop"): "Agent runs in a row that exit non-zero, time out or cannot "
-    "start, and change nothing (a Claude result naming a rate limit or an overload is not a "
-    "crash). `0` turns it off.",
+    "start, and reach nothing new (a run naming a rate limit or an overload is the agent's "
+    "API down, not a crash). `0` turns it off.",
     ("stuck", "max_task_iterations"): "Iterations on one task before loopkit asks whether to "
     "go on (`0`: no limit).",
     ("stuck", "task_timeout"): 'Wall time on one task before loopkit asks (e.g. `"2h"`; '
     '`0` or `"off"`: no limit). Looked at before each iteration starts.',
-    ("stuck", "max_cost_usd"): "US dollars, summed from the `total_cost_usd` of the "
-    "`claude -p --output-format json` results the agent prints; past it loopkit asks before "
-    'spending more (`0` or `"off"`: no limit). An answer approves another as much.',
+    ("stuck", "max_cost_usd"): "US dollars the agent reports spending, summed: Claude's "
+    "`total_cost_usd`, Codex's and Gemini's token usage priced at list prices (JSON output); "
+    'past it loopkit asks before spending more (`0` or `"off"`: no limit). An answer '
+    "approves another as much.",
     ("policy", "escalate_words"): "Extra words that make `loopkit ask` always escalate (a P0 "
     "signal in the situation).",
     ("policy", "proceed_words"): "Words that let `loopkit ask` proceed when no confidence is "

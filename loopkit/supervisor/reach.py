@@ -29,12 +29,15 @@ import subprocess
 
 from loopkit.datarecord import record
 from loopkit.supervisor.changes import FileChange, Hunk, file_keys
-from loopkit.supervisor.snapshot import GIT_TIMEOUT, TOOL_CACHES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+# Outside git there is no .gitignore to read: the caches tools write as they run (a verify
+# running pytest, mypy, ruff) are left out by name, as a .gitignore would.
+TOOL_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git"})
+GIT_TIMEOUT = 60.0
 MAX_FILE = 1 << 20  # bytes of a file read line by line; a larger one is reached as a whole
 MAX_DIFF_LINES = 20_000  # lines of a file diffed outside git; beyond, reached as a whole
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree

@@ -492,7 +492,6 @@ class Detector:
                     f"Threshold: [stuck] repeated_output = {limit}",
                 ],
                 list(c.repeats),
-                detail=line,
             )
         ]
 

@@ -9,7 +9,7 @@ The question says what the iterations were lost to (``Signal.label``): the agent
 down (*dependency down*, "keep waiting?"), a call of the agent's refused (*denied*, with the
 call), and otherwise the signal with its one telling fact — the failing test and its first
 error line, a crash's exit and last line. It fits the phone's
-120 characters by cutting that fact, then the task's name — never the ask.
+120 characters by cutting the task's name, then that fact — never the ask.
 """
 
 from __future__ import annotations
@@ -38,8 +38,7 @@ _ASK = {
     stuck.TASK_TIMEOUT: "go on with it?",
 }
 _BUDGETS = (stuck.TASK_ITERATIONS, stuck.TASK_TIMEOUT, stuck.COST)
-MIN_TASK = 20  # characters of the task's name the question keeps, at least
-MIN_DETAIL = 40  # … and of its telling fact, before the task's name is cut further
+MIN_TASK = 20  # characters of the task's name the question keeps before its fact is cut
 
 
 def ordered(signals: Sequence[stuck.Signal]) -> list[stuck.Signal]:
@@ -87,22 +86,22 @@ def _question(first: stuck.Signal, task: str | None) -> tuple[str, str]:
     head = f"Stuck ({first.trigger})"
     said = first.question
     if first.trigger == stuck.SAME_ERROR:
-        said = f"the same failure, {runs} in a row"
+        said = f"{first.count:g}× in a row"
     elif first.trigger == stuck.CRASH_LOOP:
-        said = f"The agent crashed {first.count:g} times in a row, changing nothing"
+        said = f"the agent crashed {first.count:g}× in a row"
     question = _fit(head, said, first.detail, on, _ASK.get(first.trigger, "how do I go on?"))
     return question, stuck.request_trigger(first.trigger)
 
 
 def _fit(head: str, said: str, detail: str, task: str | None, question: str) -> str:
-    """``head: said on task 'x' — detail: question`` in the phone's characters: the detail
-    cut first (to :data:`MIN_DETAIL`), then the task's name (to :data:`MIN_TASK`), then the
-    detail further; the ask always whole (:func:`loopkit.message.ask`)."""
+    """``head: said on task 'x' — detail: question`` in the phone's characters: the task's
+    name cut first (to :data:`MIN_TASK`), then the detail; the ask always whole
+    (:func:`loopkit.message.ask`)."""
     room = MAX_QUESTION - len(f"{head}: {said}") - len(question) - 2
     task_len = len(task) if task else 0
     detail_len = len(detail)
     excess = task_len + (11 if task else 0) + detail_len + (3 if detail else 0) - room
-    for floor, which in ((MIN_DETAIL, "detail"), (MIN_TASK, "task"), (0, "detail")):
+    for floor, which in ((MIN_TASK, "task"), (0, "detail")):
         if excess <= 0:
             break
         if which == "detail":

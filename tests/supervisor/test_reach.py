@@ -5,6 +5,7 @@ comments, counters or versions is not; commits on another branch count."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -181,3 +182,31 @@ def test_moving_lines_within_a_file_is_no_new_ground(repo: Path) -> None:
     for order in ([1, 0, 2], [2, 0, 1], [0, 2, 1], [0, 1, 2]):
         (repo / "cli.py").write_text("\n".join(block[k] for k in order) + main)
         assert r.take().new == 0, order
+
+
+def test_a_file_is_read_again_only_when_its_stat_moved(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "notes.txt").write_text("first notes\n")
+    r = Reach(ws, git=None)
+    r.start()
+    opened: list[str] = []
+    real_open = open
+
+    def spy(path: object, *args: object, **kwargs: object) -> object:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr("builtins.open", spy)
+    r.take()
+    assert opened == []
+    (ws / "notes.txt").write_text("second notes, longer\n")
+    assert r.take().new > 0
+    assert opened == [str(ws / "notes.txt")]
+
+
+def test_a_fifo_in_the_tree_is_never_opened(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")  # opening it to read would wait for a writer forever
+    r = Reach(ws, git=None)
+    r.start()
+    assert r.take().new == 0

@@ -146,7 +146,7 @@ def test_a_crash_loop_asks_with_the_exit_codes_and_names_no_progress_too(ws: Pat
     agent = Run(1, output="Error: Invalid API key · Please run /login\n")
     sup, _runner, record = run_until_blocked(ws, agent)
     assert record.trigger == "stuck-crash-loop" and record.iteration == 3
-    assert record.prompt.startswith("Stuck (crash_loop): The agent crashed 3 times in a row")
+    assert record.prompt.startswith("Stuck (crash_loop): the agent crashed 3× in a row")
     assert "> Error: Invalid API key · Please run /login" in record.situation
     assert "Also: no_progress — No progress in 3 iterations (3 of 3)" in record.situation
     assert record.attempted[:3] == [
