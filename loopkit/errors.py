@@ -10,6 +10,7 @@
     │   ├── RequestNotFound      66   no such request
     │   └── RequestConflict       4   already answered, or changed since read
     ├── AgentAnswer              77   an answer from inside a supervised agent's session
+    ├── NotAllowed               77   an answer from someone not among those who may answer
     ├── TaskNotFound             66   no such skipped task (unskip)
     ├── LoopNotFound             66   no loop of that name, here or in the fleet (pause, stop …)
     └── ChannelError              1   a channel could not be set up (send-test, doctor)
@@ -74,6 +75,10 @@ class RequestConflict(RequestError):
 
 
 class AgentAnswer(LoopkitError):
+    exit_code = EXIT_NOPERM
+
+
+class NotAllowed(LoopkitError):
     exit_code = EXIT_NOPERM
 
 

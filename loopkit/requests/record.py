@@ -13,6 +13,7 @@ import re
 from loopkit import clock
 from loopkit.datarecord import field, fields, record
 from loopkit.errors import BadInput
+from loopkit.message import Message
 from loopkit.requests import shape
 from loopkit.requests.migrate import migrate_v1
 from loopkit.requests.models import OWN_BLOCKS, DeliveryAttempt, Option, Resolution
@@ -152,6 +153,22 @@ class Request:
     def asked_at(self) -> str:
         """When the human was asked: a request that first joined another block is asked later."""
         return self.raised_at or self.created_at
+
+    def message(self, repo: str, link: str | None = None) -> Message:
+        """The five lines for this request, asked in ``repo``; a short ``summary`` (when
+        given) feeds lines 3 and 4. ``link``: the request's page in the web inbox."""
+        summary = self.summary or {}
+        attempted = summary.get("attempted")
+        return Message(
+            request_id=self.request_id,
+            repo=repo,
+            at=self.asked_at,
+            question=self.prompt,
+            context=str(summary.get("context") or self.situation),
+            attempted=(str(attempted),) if attempted else tuple(self.attempted),
+            choices=tuple(o.label for o in self.options),
+            link=link,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Known fields in SPEC order (loopkit's own only when set), then unknown ones unchanged."""
