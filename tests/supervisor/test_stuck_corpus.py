@@ -25,7 +25,7 @@ from loopkit import config as config_mod
 from loopkit.config import StuckConfig
 from loopkit.datarecord import replace
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK
-from loopkit.requests.answer import answer
+from loopkit.answering import answer
 from loopkit.supervisor import stuck
 from loopkit.supervisor.loop import Options, Supervisor
 from loopkit.workspace import Workspace
