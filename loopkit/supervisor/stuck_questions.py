@@ -75,7 +75,6 @@ def escalation(signals: Sequence[stuck.Signal], *, task: str | None, iteration: 
 
 def _question(first: stuck.Signal, task: str | None) -> tuple[str, str]:
     """The question's stem and the request's trigger."""
-    runs = f"{first.count:g} iteration{'s' if first.count != 1 else ''}"
     if first.label == stuck.DEPENDENCY_DOWN:
         head, said = "Stuck (dependency down)", f"the agent's API failed {first.count:g}× in a row"
         return _fit(head, said, first.detail, task, "keep waiting?"), "dependency-down"

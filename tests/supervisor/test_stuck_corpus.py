@@ -22,10 +22,10 @@ import pytest
 from fakes import Call, FakeClock, FakeRunner, Run, escalator
 
 from loopkit import config as config_mod
+from loopkit.answering import answer
 from loopkit.config import StuckConfig
 from loopkit.datarecord import replace
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK
-from loopkit.answering import answer
 from loopkit.supervisor import stuck
 from loopkit.supervisor.loop import Options, Supervisor
 from loopkit.workspace import Workspace
