@@ -10,8 +10,9 @@ earlier iteration of the task held (:mod:`loopkit.supervisor.reach`). So:
   same lines however differently reaches nothing new, nor does flipping them back;
 - lines added at one place are keyed by their count there (``+``, the file, the place, the
   n-th): adding more reaches new ground, rewriting the ones added before does not;
-- a new file is reached once (``file``), a deleted one once (``gone``), a binary or an
-  over-large one once (``binary``);
+- a new file is reached once (``file``) — unless it holds no letter (a counter, a pid, a
+  stamp) —, a deleted one once (``gone``), a binary or an over-large one once
+  (``binary``);
 - and these reach nothing: blank lines and comments (by the file's kind: ``#``, ``//``,
   ``--``, ``;``, ``%``, ``<!--``), lines with no letter left once numbers are masked (a
   bare ``}``, a number), a line rewritten so that only its numbers, timestamps, hashes or
@@ -142,6 +143,7 @@ _TRAILING = {
 _DIGITS = re.compile(r"\d+")
 _SHORT_ID = re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{6,}\b")  # a1b2c3d4
 _LETTER = re.compile(r"[^\W\d_]")
+_TAG = re.compile(r"<\w+>")  # a mask's tag (<time>, <hex>): no letter of the line's own
 
 
 def family(path: str) -> str | None:
@@ -172,7 +174,7 @@ def trivial(line: str, kind: str | None) -> bool:
     """A line that reaches nothing by itself: blank, a comment, or no letter once masked."""
     if not line.strip() or is_comment(line, kind):
         return True
-    return _LETTER.search(skeleton(line, kind)) is None
+    return _LETTER.search(_TAG.sub("", skeleton(line, kind))) is None
 
 
 @record(slots=True)
@@ -203,8 +205,8 @@ def file_keys(change: FileChange) -> tuple[set[str], int]:
         return {f"binary\0{path}"}, 0
     if change.gone:
         keys.add(f"gone\0{path}")
-    if change.new and any(line.strip() for hunk in change.hunks for line in hunk.added):
-        keys.add(f"file\0{path}")
+    if change.new and any(_LETTER.search(line) for hunk in change.hunks for line in hunk.added):
+        keys.add(f"file\0{path}")  # a new file of only numbers (a counter, a pid) is none
     # A line removed in one place and added, skeleton for skeleton, anywhere in the file —
     # rewritten so that only a counter, a date, a version or a trailing comment changed, or
     # moved (the same import block reordered) — reaches nothing, on either side.

@@ -64,6 +64,7 @@ _FINDING = re.compile(r"^\S+:\d+(?::\d+)?:? [A-Z]+\d+")
 _COUNT = re.compile(
     r"(\d+) (?:previous )?(failed|failures?|errors?|problems?)\b|\b(failures|errors)=(\d+)"
 )
+NO_OUTPUT = "(no output)"  # Failure.line when the output says nothing
 _VALUE = re.compile(r"(?<![\w.<>-])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?![\w<>])")
 
 
@@ -114,7 +115,7 @@ def read(output: str, exit_code: int = 1) -> Failure:
     digest = hashlib.sha256(
         "\0".join([str(exit_code), "\n".join(names), "\n".join(masked)]).encode()
     ).hexdigest()[:16]
-    shown = fold(" ".join(firsts[0].split()), 200) if firsts else "(no output)"
+    shown = fold(" ".join(firsts[0].split()), 200) if firsts else NO_OUTPUT
     return Failure(
         tests=tuple(tests),
         lines=tuple(masked),

@@ -20,7 +20,7 @@ from loopkit.escalation import adoption, blockfile, evidence
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.supervisor import resume, triggers
+from loopkit.supervisor import resume, stuck, triggers
 from loopkit.supervisor.iterlog import IterationLog, prune
 from loopkit.supervisor.parts import CONTINUE
 from loopkit.supervisor.pause import guidance_for_agent
@@ -529,6 +529,8 @@ class Iteration:
             loop = self.parts.config.loop
             agents_fault = reason.startswith("agent") or loop.verify is None
             command = (loop.agent if agents_fault else loop.verify) or ""
+            # The signal that counts the same failures is answered with this block.
+            self.stuck.carry(stuck.CRASH_LOOP if agents_fault else stuck.SAME_ERROR)
             self._escalate(
                 triggers.verify_failures(
                     task=task,

@@ -9,11 +9,11 @@ no earlier take of the task held: a :class:`Ground`. Doing nothing, flipping a f
 rewriting the same lines, re-committing a tree seen before, and touching only comments,
 timestamps, counters or versions reach no key that is new.
 
-Left out, as for every digest of the workspace: ``.loopkit/``, ``requests/``, the block
-file, git-ignored files (outside git: the tool caches). In git it costs one ``git status``,
-one ``git for-each-ref``, and — when anything differs from the task's beginning — one
-``git diff -U0`` (and one per new branch tip, once); only untracked files are read here,
-each again only when its stat data moved. Outside git the tree is walked and a file is read
+Left out: ``.loopkit/``, ``requests/``, ``loopkit.toml`` (loopkit's own, and the human's
+to edit), the block file, git-ignored files (outside git: the tool caches). In git it costs
+one ``git status``, one ``git for-each-ref``, and — when anything differs from the task's
+beginning — one ``git diff -U0`` (and one per new branch tip, once); only untracked files
+are read here, each again only when its stat data moved. Outside git the tree is walked and a file is read
 when its stat data moved; the task's first contents are kept in memory (text files up to
 :data:`MAX_FILE` bytes; a larger or binary file counts as one place).
 """
@@ -27,6 +27,7 @@ import re
 import stat
 import subprocess
 
+from loopkit.config import CONFIG_NAME
 from loopkit.datarecord import record
 from loopkit.supervisor.changes import FileChange, Hunk, file_keys
 
@@ -61,7 +62,7 @@ class Reach:
 
     def __init__(self, root: Path, *, excluded: tuple[str, ...] = (), git: str | None = "git"):
         self.root = root
-        self.excluded = frozenset({".loopkit", "requests", *excluded})
+        self.excluded = frozenset({".loopkit", "requests", CONFIG_NAME, *excluded})
         self.git = git
         self._top: Path | None = None
         self._in_git: bool | None = None

@@ -431,7 +431,7 @@ class Detector:
             c.error_fingerprint, c.error_line, c.error_test = (
                 failure.key, failure.line, failure.test or "",
             )  # fmt: skip
-            c.error_brief = failure.brief
+            c.error_brief = failure.brief if failure.line != "(no output)" else ""
             return []
         if self.broke_new_ground and not seen.ticked:
             c.same_error, c.errors = 0, []  # the work lands around a failure that stands

@@ -121,6 +121,13 @@ class StuckWatch:
         self.escalate(stuck_questions.escalation(found, task=task, iteration=state.iteration))
         return True
 
+    def carry(self, name: str) -> None:
+        """The block about to be raised answers signal ``name`` too (verify failing again
+        and again is also the same error): its end resets that signal's count."""
+        counters = stuck.Counters.from_dict(self.parts.state.stuck)
+        counters.pending = list(dict.fromkeys([*counters.pending, name]))
+        self.parts.state.stuck = counters.to_dict()
+
     def _count(self, detector: stuck.Detector, found: Sequence[stuck.Signal]) -> None:
         for signal in found:
             log.warning(

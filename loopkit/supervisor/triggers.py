@@ -17,6 +17,7 @@ from loopkit.datarecord import replace
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import Escalation
 from loopkit.message import ask, fold
+from loopkit.supervisor.failure import NO_OUTPUT
 from loopkit.supervisor.failure import read as read_failure
 
 TYPE_CHECKING = False
@@ -116,7 +117,7 @@ def verify_failures(
     }
     head = f"{who} failed {_in_a_row(failures)} on {_task_name(task, 40)}"
     return Escalation(
-        question=ask(f"{head} — {said}", "how do I go on?"),
+        question=ask(f"{head} — {said}" if failure.line != NO_OUTPUT else head, "how do I go on?"),
         context=context,
         attempted=attempted or [f"{failures} iterations of the agent"],
         choices=choices(task),

@@ -210,3 +210,13 @@ def test_a_fifo_in_the_tree_is_never_opened(ws: Path) -> None:
     r = Reach(ws, git=None)
     r.start()
     assert r.take().new == 0
+
+
+def test_a_new_file_of_only_numbers_is_no_new_ground(repo: Path) -> None:
+    """A counter, a pid file, a stamp: created, then rewritten or appended each turn."""
+    r = reach(repo)
+    for turn in range(1, 4):
+        (repo / "iteration").write_text(f"{turn}\n")
+        with (repo / "runs.log").open("a") as handle:
+            handle.write(f"{turn}|{1796421449 + turn}|\n")
+        assert r.take().new == 0, turn
