@@ -13,9 +13,9 @@ Left out: ``.loopkit/``, ``requests/``, ``loopkit.toml`` (loopkit's own, and the
 to edit), the block file, git-ignored files (outside git: the tool caches). In git it costs
 one ``git status``, one ``git for-each-ref``, and — when anything differs from the task's
 beginning — one ``git diff -U0`` (and one per new branch tip, once); only untracked files
-are read here, each again only when its stat data moved. Outside git the tree is walked and a file is read
-when its stat data moved; the task's first contents are kept in memory (text files up to
-:data:`MAX_FILE` bytes; a larger or binary file counts as one place).
+are read here, each again only when its stat data moved. Outside git the tree is walked
+and a file is read when its stat data moved; the task's first contents are kept in memory
+(text files up to :data:`MAX_FILE` bytes; a larger or binary file counts as one place).
 """
 
 from __future__ import annotations
