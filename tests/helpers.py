@@ -225,7 +225,8 @@ def setup(ws: Path, extra: str = "", agent: str = AGENT, verify: str = VERIFY_FA
 
 def runs_file(ws: Path) -> Path:
     """Where the tests' agents log their runs: ``<workspace>.runs.txt``, beside it."""
-    return ws.resolve().with_name(f"{ws.name}.runs.txt")
+    real = ws.resolve()
+    return real.with_name(f"{real.name}.runs.txt")
 
 
 def runs(ws: Path) -> list[list[str]]:
