@@ -252,7 +252,7 @@ def _keep(lines: list[str], line: str) -> list[str]:
 _ERRORISH = (
     r"(?i)error|fail|exception|traceback|assert|panic|fatal|denied|refused|not found|timed? ?out"
 )
-_BANNER = r"^[=\-_*#~ ]{3,}|[=\-_*#~ ]{3,}$"
+_BANNER = r"^[=\-_~! ]{3,}|[=\-_~! ]{3,}$"  # a trailing *** is a redaction, kept
 
 
 # Lines that state an error, the most telling first: pytest's "E   …", "error[E0308]: …",

@@ -159,3 +159,9 @@ def test_failures_differing_in_a_test_or_a_word_of_the_message_never_merge(
         assert first.key != read(render(names[1], messages[0], noise[1])).key
     if messages[0] != messages[1]:
         assert first.key != read(render(names[0], messages[1], noise[1])).key
+
+
+def test_a_redacted_secret_at_the_end_of_the_line_is_kept() -> None:
+    """``***`` is what the redactor leaves of a secret, not a banner to strip."""
+    assert read("auth failed for ***\n").line == "auth failed for ***"
+    assert read("===== 1 failed in 0.2s =====\n").line == "1 failed in 0.2s"
