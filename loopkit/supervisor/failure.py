@@ -37,8 +37,6 @@ from loopkit.supervisor.normalise import normalise
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 # pytest's ===, ___ and !!! banners (a trailing *** is a redaction: kept)
 _BANNER = re.compile(r"^[=\-_~! ]{3,}|[=\-_~! ]{3,}$")
-    r"^[=\-_~! ]{3,}|[=\-_~! ]{3,}$"
-)  # pytest's ===, ___, !!! (a *** is a redaction)
 
 # A failing test, as each runner names it: (pattern, the group that names it).
 _FAILING = (
