@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 TOOL_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git"})
 GIT_TIMEOUT = 60.0
 MAX_FILE = 1 << 20  # bytes of a file read line by line; a larger one is reached as a whole
+KEEP_KEYED = 4096  # files' keys remembered (a change's shape → its keys)
 MAX_DIFF_LINES = 20_000  # lines of a file diffed outside git; beyond, reached as a whole
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
@@ -74,6 +75,8 @@ class Reach:
         self._seen: set[str] = set()
         self._last_keys: set[str] = set()
         self._digests: list[str] = []
+        self._known: dict[str, tuple[set[str], int]] = {}  # a change's shape → its keys
+        self._diffed: dict[tuple[str, str, str], FileChange] = {}  # outside git
         self.started = False
 
     # --- the task's beginning ----------------------------------------------------------------
@@ -116,7 +119,7 @@ class Reach:
             keys, head = set(), None
         noise = 0
         for change in changes:
-            found, quiet = file_keys(change)
+            found, quiet = self._keys(change)
             keys |= found
             noise += quiet
         new = keys - self._seen
@@ -125,6 +128,18 @@ class Reach:
         self._last_keys = keys
         self._digests = [*self._digests, digest][-32:]
         return Ground(len(new), len(keys), head, note)
+
+    def _keys(self, change: FileChange) -> tuple[set[str], int]:
+        """:func:`file_keys` of ``change``, remembered: a file changed since the task began
+        and not since is not read into keys again at every iteration."""
+        shape = repr((change.path, change.new, change.gone, change.binary,
+                      [(h.at, h.removed, h.added) for h in change.hunks]))  # fmt: skip
+        known = hashlib.sha256(shape.encode("utf-8", "surrogatepass")).hexdigest()
+        if known not in self._known:
+            if len(self._known) >= KEEP_KEYED:
+                self._known.clear()
+            self._known[known] = file_keys(change)
+        return self._known[known]
 
     def _note(self, keys: set[str], new: set[str], digest: str, noise: int) -> str:
         if new:
@@ -278,7 +293,12 @@ class Reach:
             if first is None:
                 changes.append(_whole(relative, read[2], new=True))
             elif first[0] != read[1]:
-                changes.append(_diffed(relative, first[1], read[2]))
+                known = (relative, first[0], read[1])
+                if known not in self._diffed:  # diffed once per content, not per iteration
+                    if len(self._diffed) >= KEEP_KEYED:
+                        self._diffed.clear()
+                    self._diffed[known] = _diffed(relative, first[1], read[2])
+                changes.append(self._diffed[known])
         for gone in sorted(set(self._first) - set(now)):
             changes.append(_whole(gone, self._first[gone][1], new=False))
         for gone in set(self._files) - set(now):
