@@ -15,7 +15,8 @@ one ``git status``, one ``git for-each-ref``, and — when anything differs from
 beginning — one ``git diff -U0`` (and one per new branch tip, once); only untracked files
 are read here, each again only when its stat data moved. Outside git the tree is walked
 and a file is read when its stat data moved; the task's first contents are kept in memory
-(text files up to :data:`MAX_FILE` bytes; a larger or binary file counts as one place).
+(text files up to :data:`MAX_FILE` bytes, :data:`MAX_KEPT` in all; a larger or binary
+file, or one past that, counts as one place).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 TOOL_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git"})
 GIT_TIMEOUT = 60.0
 MAX_FILE = 1 << 20  # bytes of a file read line by line; a larger one is reached as a whole
+MAX_KEPT = 64 << 20  # bytes of text kept in all: past it, a file is reached as a whole
 KEEP_KEYED = 4096  # files' keys remembered (a change's shape → its keys)
 MAX_DIFF_LINES = 20_000  # lines of a file diffed outside git; beyond, reached as a whole
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
@@ -71,6 +73,7 @@ class Reach:
         self._tips: set[str] = set()  # branch tips when the task began (git)
         self._tip_keys: dict[str, set[str]] = {}
         self._files: dict[str, tuple[_Stat, str, list[str] | None]] = {}  # untracked / plain
+        self._kept = 0  # bytes of text the files above hold
         self._first: dict[str, tuple[str, list[str] | None]] = {}  # plain: the task's files
         self._seen: set[str] = set()
         self._last_keys: set[str] = set()
@@ -241,7 +244,7 @@ class Reach:
             digest.update(f"{relative}\0{read[1]}\0".encode())
             changes.append(_whole(relative, read[2], new=True))
         for gone in set(self._files) - seen:
-            del self._files[gone]
+            self._forget(gone)
         tips: set[str] = set()
         for tip in self._branch_tips():
             if tip in self._tips or tip == head:
@@ -302,10 +305,15 @@ class Reach:
         for gone in sorted(set(self._first) - set(now)):
             changes.append(_whole(gone, self._first[gone][1], new=False))
         for gone in set(self._files) - set(now):
-            del self._files[gone]
+            self._forget(gone)
         return changes, digest.hexdigest()
 
     # --- both ---------------------------------------------------------------------------------
+
+    def _forget(self, relative: str) -> None:
+        known = self._files.pop(relative, None)
+        if known is not None:
+            self._kept -= _size(known[2])
 
     def _read(
         self, relative: str, *, top: bool = False
@@ -334,11 +342,17 @@ class Reach:
             except OSError:
                 return None
             hashed = hashlib.sha256(data).hexdigest()
-            if b"\0" not in data[:8192]:
+            if b"\0" not in data[:8192] and self._kept + len(data) <= MAX_KEPT:
                 lines = data.decode("utf-8", "replace").splitlines()
+        self._forget(relative)
+        self._kept += _size(lines)
         found = (key, hashed, lines)
         self._files[relative] = found
         return found
+
+
+def _size(lines: list[str] | None) -> int:
+    return sum(len(line) + 1 for line in lines) if lines else 0
 
 
 def parse_diff(text: str) -> list[FileChange]:

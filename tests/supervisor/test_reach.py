@@ -220,3 +220,18 @@ def test_a_new_file_of_only_numbers_is_no_new_ground(repo: Path) -> None:
         with (repo / "runs.log").open("a") as handle:
             handle.write(f"{turn}|{1796421449 + turn}|\n")
         assert r.take().new == 0, turn
+
+
+def test_past_the_text_it_keeps_a_file_counts_as_one_place(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside git the task's first contents are kept to diff against, up to a total: past
+    it a file is reached as a whole — still new ground when it changes, once."""
+    monkeypatch.setattr("loopkit.supervisor.reach.MAX_KEPT", 10)
+    (ws / "big.md").write_text("# Notes\n\nA long paragraph of notes.\n")
+    r = Reach(ws, git=None)
+    r.start()
+    (ws / "big.md").write_text("# Notes\n\nAnother paragraph.\n")
+    assert r.take().new == 1
+    (ws / "big.md").write_text("# Notes\n\nYet another.\n")
+    assert r.take().new == 0
