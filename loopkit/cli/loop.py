@@ -9,7 +9,7 @@ from loopkit.errors import EXIT_OK, ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 @click.command()
@@ -48,6 +48,14 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
             "(`loopkit init --agent …` writes one)"
         )
     check_loop(config)  # a typo in a command is named now, not after three failed iterations
+    from loopkit.supervisor.claudestream import speaks_stream_json
+
+    if speaks_stream_json(config.loop.agent) and not config.loop.prompt:
+        raise ConfigError(
+            f"[loop] agent reads its prompt on stdin (--input-format stream-json) and "
+            f"{config.workspace / 'loopkit.toml'} has no [loop] prompt; set it to what the "
+            "agent is asked each turn"
+        )
     app.register()
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
     return Supervisor(config, options=options, hubs=app.hubs).run()  # its hub: its Config's

@@ -2,13 +2,14 @@
 
 Seed 001 tells agents to write ``BLOCKED.md`` themselves and exit. A file without a loopkit
 marker that appears while the agent runs is the agent's escalation: :func:`read` turns it
-into an :class:`~loopkit.escalation.escalator.Escalation` and the supervisor raises it as a
+into an :class:`~loopkit.escalation.blockfile.Escalation` and the supervisor raises it as a
 request (``trigger: "agent-file"``, ``block: "adopted"``) without touching the file.
 
 Anything goes in such a file, so :func:`parse` never fails: the four sections are found by
 their headings (``## Question:``, ``## Context:``, ``## Attempted:``, ``## Choices:``, any
 case, the colon optional); missing ones are empty; choices are ``- A) label — consequence``
-lines (the letter optional), at most three, duplicates made distinct; with no question
+lines (the letter optional; where some lines are a list, only those), at most three,
+duplicates made distinct; with no question
 section the question is the file's first line of text. Only the first :data:`READ_LIMIT`
 bytes are read, undecodable bytes replaced.
 """
@@ -20,7 +21,7 @@ import re
 from loopkit import readfile
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile
-from loopkit.escalation.blockfile import Choice
+from loopkit.escalation.blockfile import Choice, Escalation, parse_choice
 from loopkit.requests.record import Request
 from loopkit.workspace.state import StateFile
 
@@ -28,7 +29,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the escalator only when a hand-written block is read
     from pathlib import Path
 
-    from loopkit.escalation.escalator import Escalation
     from loopkit.requests.store import RequestStore
     from loopkit.workspace import Workspace
     from loopkit.workspace.state import State
@@ -113,11 +113,12 @@ def _question(sections: dict[str, list[str]], loose: list[str]) -> str:
 
 
 def _choices(lines: list[str]) -> list[Choice]:
-    from loopkit.escalation.escalator import parse_choice
-
     found: list[Choice] = []
     labels: set[str] = set()
-    for line in _text(lines):
+    # Where some lines are a list, the list is the choices: a line of prose after it (the
+    # answer hint loopkit writes, the agent's remark) is none.
+    listed = [line for line in _text(lines) if _BULLET.match(line)]
+    for line in listed or _text(lines):
         match = _CHOICE.match(line)
         if match is None or len(found) == MAX_CHOICES:
             continue
@@ -136,8 +137,6 @@ def _choices(lines: list[str]) -> list[Choice]:
 
 
 def parse(text: str) -> Escalation:
-    from loopkit.escalation.escalator import Escalation
-
     sections, loose = _sections(text)
     attempted = [_BULLET.sub("", line) for line in _text(sections.get("attempted", []))]
     return Escalation(

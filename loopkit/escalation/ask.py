@@ -13,10 +13,11 @@ from loopkit.datarecord import record
 from loopkit.errors import BadInput, UsageError
 from loopkit.escalation import policy as policy_mod
 from loopkit.escalation import rubric
-from loopkit.escalation.escalator import Escalator, slug
+from loopkit.escalation.blockfile import slug
+from loopkit.escalation.escalator import Escalator
 from loopkit.message import clean, fold
 from loopkit.requests.answer import options_for
-from loopkit.requests.models import Option
+from loopkit.requests.models import Block, Kind, Option
 from loopkit.requests.record import KINDS, Request, new_id, validate_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 
     from loopkit.channels import Outcome
     from loopkit.config import Config
-    from loopkit.requests.record import Kind
+
+MAX_MINUTES = 366 * 24 * 60  # a timeout of a year at most, as every duration (config)
 
 
 @record(frozen=True, slots=True)
@@ -45,7 +47,7 @@ class Question:
     attach: tuple[str, ...] = ()
     request_id: str | None = None
     key: str | None = None
-    kind: Kind = "question"
+    kind: Kind = Kind.QUESTION
     block: bool = False
     # A review's check target, completion criteria and artifact (an https URL).
     check_target: str | None = None
@@ -129,6 +131,11 @@ def ask(
         raise UsageError(f"--kind {question.kind!r} is not one of {', '.join(KINDS)}")
     if question.request_id is not None:
         validate_id(question.request_id)
+    if question.timeout_minutes is not None and question.timeout_minutes > MAX_MINUTES:
+        # A record with it could not be read back: its block would stand with no question.
+        raise UsageError(
+            f"--timeout {question.timeout_minutes:g}: at most a year ({MAX_MINUTES:g} minutes)"
+        )
     if not question.situation.strip():
         raise BadInput("the situation is empty; say in 1-3 sentences what blocks you")
     try:
@@ -202,7 +209,7 @@ def ask(
                 "irreversible": question.irreversible,
             }
             if not question.block:
-                record.block = "none"  # a later `ask --key … --block` raises it
+                record.block = Block.NONE  # a later `ask --key … --block` raises it
                 store.create(record)
                 return Asked(True, reason, verdict.note, record)
             placed = escalator.place(record, own=True)

@@ -14,10 +14,10 @@ import stat
 from pathlib import Path
 
 from loopkit import atomicfile, readfile
-from loopkit.datarecord import record
+from loopkit.datarecord import record, replace
 from loopkit.errors import BadInput, WorkspaceError
 from loopkit.escalation import marker
-from loopkit.message import LETTERS, fold
+from loopkit.message import LETTERS, clean, fold
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,6 +38,82 @@ class Choice:
     consequence: str = ""
     value: str = ""
     aliases: tuple[str, ...] = ()  # other words for it ("stop" for Abort), kept on the record
+
+
+_DASHES = re.compile(r"\s+(?:—|–|--|-)\s+")
+
+
+def parse_choice(text: str) -> Choice:
+    """``"Label — consequence"`` (em dash; ``--``, ``-`` and en dash with spaces also work)."""
+    parts = _DASHES.split(text.strip(), maxsplit=1)
+    label = parts[0].strip()
+    if not label:
+        raise BadInput(f'choice {text!r} has no label; write it as "Label — consequence"')
+    consequence = parts[1].strip() if len(parts) > 1 else ""
+    return Choice(label=label, consequence=consequence, value=slug(label))
+
+
+def slug(label: str) -> str:
+    value = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+    return value or label
+
+
+@record(frozen=True, slots=True)
+class Escalation:
+    question: str
+    context: str
+    attempted: list[str]
+    choices: list[Choice]
+    trigger: str = "agent"
+    request_id: str | None = None
+    raised_by: str | None = None  # "supervisor" for the loop's own blocks
+    task: str | None = None
+    iteration: int | None = None
+    summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
+
+    @classmethod
+    def of_texts(
+        cls,
+        question: str,
+        context: str,
+        attempted: list[str] | tuple[str, ...],
+        choices: list[str] | tuple[str, ...],
+        trigger: str = "agent",
+    ) -> Escalation:
+        """From what an agent gives (``"Label — consequence"`` choices), as typed."""
+        return cls(
+            question, context, list(attempted), [parse_choice(c) for c in choices], trigger=trigger
+        )
+
+    def cleaned(self) -> Escalation:
+        """The same escalation with every text safe to write (see :func:`loopkit.message.clean`)."""
+        return replace(
+            self,
+            question=clean(self.question),
+            context=clean(self.context),
+            attempted=[clean(a) for a in self.attempted],
+            choices=[
+                Choice(
+                    clean(c.label),
+                    clean(c.consequence),
+                    clean(c.value),
+                    tuple(clean(a) for a in c.aliases),
+                )
+                for c in self.choices
+            ],
+            trigger=clean(self.trigger),
+        )
+
+    def validate(self) -> None:
+        if not self.question.strip():
+            raise BadInput('the question is empty; pass --question "…?"')
+        if not 1 <= len(self.choices) <= 3:
+            raise BadInput(
+                f'{len(self.choices)} choices given; give 1 to 3 (--choice "Label — consequence")'
+            )
+        labels = [c.label.lower() for c in self.choices]
+        if len(set(labels)) != len(labels):
+            raise BadInput("two choices have the same label; give each choice its own label")
 
 
 def packaged_template() -> str:
@@ -239,6 +315,11 @@ def create(path: Path, text: str) -> bool:
 
 def read_head(path: Path, lines: int = marker.HEAD_LINES) -> str:
     return marker.read_head(str(path), lines)
+
+
+def shown_head(path: Path) -> str:
+    """BLOCKED.md's head as a terminal may print it (:func:`marker.shown_head`)."""
+    return marker.shown_head(str(path))
 
 
 def request_id_of(path: Path) -> str | None:

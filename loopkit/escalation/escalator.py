@@ -12,19 +12,17 @@ on the open request (never lost) and nothing is sent.
 
 from __future__ import annotations
 
-import re
-
 from loopkit import clock
 from loopkit.datarecord import record, replace
-from loopkit.errors import BadInput, LoopkitError
+from loopkit.errors import LoopkitError
 from loopkit.escalation import blockfile, evidence
-from loopkit.escalation.blockfile import Choice
+from loopkit.escalation.blockfile import Choice, slug
 from loopkit.escalation.sender import Sender
 from loopkit.log import get_logger
-from loopkit.message import clean, fold
+from loopkit.message import fold
 from loopkit.redact import Redactor
 from loopkit.requests.irreversible import is_irreversible
-from loopkit.requests.models import Option
+from loopkit.requests.models import Block, Option
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -35,84 +33,10 @@ if TYPE_CHECKING:
 
     from loopkit.channels import Outcome
     from loopkit.config import Config
+    from loopkit.escalation.blockfile import Escalation
     from loopkit.escalation.sender import ChannelFactory
 
 log = get_logger("loopkit.escalation")
-
-_DASHES = re.compile(r"\s+(?:—|–|--|-)\s+")
-
-
-def parse_choice(text: str) -> Choice:
-    """``"Label — consequence"`` (em dash; ``--``, ``-`` and en dash with spaces also work)."""
-    parts = _DASHES.split(text.strip(), maxsplit=1)
-    label = parts[0].strip()
-    if not label:
-        raise BadInput(f'choice {text!r} has no label; write it as "Label — consequence"')
-    consequence = parts[1].strip() if len(parts) > 1 else ""
-    return Choice(label=label, consequence=consequence, value=slug(label))
-
-
-def slug(label: str) -> str:
-    value = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
-    return value or label
-
-
-@record(frozen=True, slots=True)
-class Escalation:
-    question: str
-    context: str
-    attempted: list[str]
-    choices: list[Choice]
-    trigger: str = "agent"
-    request_id: str | None = None
-    raised_by: str | None = None  # "supervisor" for the loop's own blocks
-    task: str | None = None
-    iteration: int | None = None
-    summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
-
-    @classmethod
-    def of_texts(
-        cls,
-        question: str,
-        context: str,
-        attempted: list[str] | tuple[str, ...],
-        choices: list[str] | tuple[str, ...],
-        trigger: str = "agent",
-    ) -> Escalation:
-        """From what an agent gives (``"Label — consequence"`` choices), as typed."""
-        return cls(
-            question, context, list(attempted), [parse_choice(c) for c in choices], trigger=trigger
-        )
-
-    def cleaned(self) -> Escalation:
-        """The same escalation with every text safe to write (see :func:`loopkit.message.clean`)."""
-        return replace(
-            self,
-            question=clean(self.question),
-            context=clean(self.context),
-            attempted=[clean(a) for a in self.attempted],
-            choices=[
-                Choice(
-                    clean(c.label),
-                    clean(c.consequence),
-                    clean(c.value),
-                    tuple(clean(a) for a in c.aliases),
-                )
-                for c in self.choices
-            ],
-            trigger=clean(self.trigger),
-        )
-
-    def validate(self) -> None:
-        if not self.question.strip():
-            raise BadInput('the question is empty; pass --question "…?"')
-        if not 1 <= len(self.choices) <= 3:
-            raise BadInput(
-                f'{len(self.choices)} choices given; give 1 to 3 (--choice "Label — consequence")'
-            )
-        labels = [c.label.lower() for c in self.choices]
-        if len(set(labels)) != len(labels):
-            raise BadInput("two choices have the same label; give each choice its own label")
 
 
 @record(frozen=True, slots=True)
@@ -155,9 +79,7 @@ def answer_hint(
 def head_commit(workspace: Workspace) -> str | None:
     """The short commit the workspace's git checkout is at (``git rev-parse``), if any;
     outside a checkout no ``git`` is run."""
-    from loopkit.escalation.evidence import git_top
-
-    if git_top(workspace.root) is None:
+    if evidence.git_top(workspace.root) is None:
         return None
     import subprocess
 
@@ -213,7 +135,7 @@ class Escalator:
         exactly as it is, send. Nothing is refused: the question must reach the human."""
         escalation = escalation.cleaned()
         record = self._new_record(escalation)
-        record.block = "adopted"
+        record.block = Block.ADOPTED
         self.store.create(record)
         log.info(
             "adopted",
@@ -232,14 +154,19 @@ class Escalator:
         (SPEC section 17). The file is left as it is: it is this request's block."""
         escalation = replace(escalation.cleaned(), request_id=request_id, trigger="restored")
         record = self._new_record(escalation)
-        record.block = "raised"
+        record.block = Block.RAISED
+        # Sent already by this process (the agent deleted the record after): the attempts
+        # are its again — the message is not sent twice, and a tap on it still answers.
+        record.delivery = list(self.sender.sent(request_id))
         self.store.create(record)
+        sent = any(attempt.ok for attempt in record.delivery)
         log.warning(
             "block_restored",
             request_id=request_id,
             question=fold(record.prompt),
             msg=f"{self.workspace.blocked.name} names request {request_id}, whose record is "
-            f"gone: raised again from the file as requests/{request_id}.json and sent",
+            f"gone: raised again from the file as requests/{request_id}.json"
+            + (" (its message was sent already: not again)" if sent else " and sent"),
         )
         outcome = self.sender.deliver(record)
         return Result(self.store.load(request_id), None, outcome)
@@ -282,7 +209,7 @@ class Escalator:
         with self.store.locked():
             if blockfile.state(path) == "file":
                 return self._join(record, persisted=persisted, own=own)
-            record.block, record.joined_to = "pending", None
+            record.block, record.joined_to = Block.PENDING, None
             if persisted:
                 record.raised_at = raised_at
                 self.store.save(record)
@@ -293,7 +220,7 @@ class Escalator:
             if not blockfile.create(path, text):
                 # Someone else's BLOCKED.md appeared between our check and our write.
                 return self._join(record, persisted=True, own=own)
-            record.block = "raised"
+            record.block = Block.RAISED
             self.store.save(record)
         if problem:
             log.warning("template_fallback", msg=problem)
@@ -314,13 +241,13 @@ class Escalator:
         if state == "other":
             raise blockfile.in_the_way(path, record.request_id)
         if state == "file" and blockfile.request_id_of(path) == record.request_id:
-            record.block = "raised"  # written before the crash; only the record was left
+            record.block = Block.RAISED  # written before the crash; only the record was left
             self.store.save(record)
             return Result(record, None)
         if state == "absent":
             text, problem = self._render(record)
             if blockfile.create(path, text):
-                record.block = "raised"
+                record.block = Block.RAISED
                 self.store.save(record)
                 return Result(record, None, None, problem)
         return self._join(record, persisted=True, own=True)
@@ -396,11 +323,11 @@ class Escalator:
         request of its own (``block: joined``), raised by the supervisor when that block goes.
         """
         open_id = blockfile.request_id_of(self.workspace.blocked)
-        record.block = "none"
+        record.block = Block.NONE
         if own and not persisted:
             # Its first write already names the block it joins: a crash before the open
             # request notes it leaves a question that is raised when that block goes.
-            record.block, record.joined_to = "joined", open_id or None
+            record.block, record.joined_to = Block.JOINED, open_id or None
             self.store.create(record)
             persisted = True
         entry = {
@@ -436,12 +363,12 @@ class Escalator:
             target = None
         if target is not None:
             if persisted:
-                record.block, record.joined_to = "joined", open_id or None
+                record.block, record.joined_to = Block.JOINED, open_id or None
                 self.store.save(record)
             result = record if own else target
         else:
             # A BLOCKED.md loopkit did not write: keep the question as a record of its own.
-            record.block, record.joined_to = "joined", open_id or None
+            record.block, record.joined_to = Block.JOINED, open_id or None
             if persisted:
                 self.store.save(record)
             else:

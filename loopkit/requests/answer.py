@@ -22,7 +22,7 @@ from loopkit.datarecord import replace
 from loopkit.errors import RequestConflict
 from loopkit.message import clean, fold
 from loopkit.requests.answered import Answer as Answer
-from loopkit.requests.models import Option, Resolution
+from loopkit.requests.models import Option, Resolution, Status
 from loopkit.requests.replies import parse_reply, parse_verdict
 
 TYPE_CHECKING = False
@@ -58,12 +58,14 @@ def parse_for(record: Request, reply: str) -> tuple[Decision, dict[str, Any]]:
     question's ``note`` (the words after its option); an approval's or review's outcome and
     the words kept as its ``reason`` (and ``note``; feedback: the reason only)."""
     if record.kind not in ("approval", "review"):
-        decision = parse_reply(reply, record.options, record.recommendation)
+        decision = parse_reply(reply, record.options, record.recommendation, p0=record.is_p0)
         extra: dict[str, Any] = {"outcome": "answered"}
         if decision.note:
             extra["note"] = decision.note
         return decision, extra
-    decision = parse_verdict(reply, record.options, record.kind, record.recommendation)
+    decision = parse_verdict(
+        reply, record.options, record.kind, record.recommendation, p0=record.is_p0
+    )
     extra = {"outcome": decision.chosen_option}
     if decision.note:
         extra["reason"] = decision.note
@@ -85,10 +87,10 @@ def apply_reply(
     now = clock.iso_seconds()
     payload = _decision_json(record.request_id, decision, now)
     if record.kind == "review" and decision.chosen_option == "deferred":
-        record.status = "deferred"
+        record.status = Status.DEFERRED
         record.deferrals.append({"at": now, "by": by, "via": via, "reason": extra.get("reason")})
         return Answer(record, payload, deferred=True)
-    record.status = "resolved"
+    record.status = Status.RESOLVED
     resolution = Resolution(
         request_id=record.request_id,
         chosen_option=decision.chosen_option,
@@ -182,7 +184,7 @@ def dismiss_record(record: Request, *, by: str, via: str, reason: str | None = N
     if not record.is_open:
         raise already_answered(record)
     why = " ".join(clean(reason or "").split())[:1000]
-    record.status = "dismissed"
+    record.status = Status.DISMISSED
     record.resolution = Resolution(
         request_id=record.request_id,
         parsed_decision="dismissed",

@@ -25,9 +25,7 @@ if TYPE_CHECKING:
 
 def is_irreversible(record: Request) -> bool:
     """Whether approving ``record`` cannot be undone (a P0 approval)."""
-    if record.kind != "approval":
-        return False
-    return record.gate is not None or bool((record.needs_human or {}).get("p0"))
+    return record.kind == "approval" and record.is_p0
 
 
 def approves(record: Request, reply: str) -> bool:
@@ -49,6 +47,9 @@ def action(record: Request) -> str:
     """What an approval of ``record`` lets happen: the gated command (masked, as it is
     shown), else the question asked."""
     gate = record.gate or {}
+    shown = gate.get("command")  # an agent's call, as it runs (a shell line is not re-quoted)
+    if isinstance(shown, str) and shown:
+        return f"`{fold(shown, 120)}`"
     argv = gate.get("argv")
     if isinstance(argv, list) and argv:
         words = [str(word) for word in argv]

@@ -21,9 +21,11 @@ from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
+from loopkit.requests.models import Status
 from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING
 from loopkit.supervisor.stuck_watch import block_ended
 from loopkit.watch.waits import wait_unblock
+from loopkit.workspace.state import LoopStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -140,12 +142,12 @@ class BlockedPhase:
             # --exit-on-block too): now, if the agent's turn ended before we sent it.
             self.parts.escalator.send_left(record)
         if state.status != "blocked" or state.open_request != request_id:
-            state.status, state.open_request = "blocked", request_id
+            state.status, state.open_request = LoopStatus.BLOCKED, request_id
             self.parts.save()
         if self.parts.options.exit_on_block:
             with contextlib.suppress(OSError):
-                self.print_head(blockfile.read_head(path))
-            return self.parts.finish("blocked", EXIT_BLOCKED, "blocked (--exit-on-block)")
+                self.print_head(blockfile.shown_head(path))
+            return self.parts.finish(LoopStatus.BLOCKED, EXIT_BLOCKED, "blocked (--exit-on-block)")
         question = f": {fold(record.prompt, 100)}" if record else ""
         log.info(
             "waiting",
@@ -276,12 +278,16 @@ class BlockedPhase:
             self.parts.store.update(record.request_id, queued)
             return KEEP_WAITING
         resolution = timed_out(record.request_id, action)
-        fresh, changed = self.parts.store.resolve(record.request_id, resolution, status="expired")
+        fresh, changed = self.parts.store.resolve(
+            record.request_id, resolution, status=Status.EXPIRED
+        )
         if not changed:  # a human answered at the last moment: that answer stands
             return self._unblocked(fresh, removed=False)
         self.parts.announce(fresh, now=action == "abort")
         if action == "abort":
-            return self.parts.finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
+            return self.parts.finish(
+                LoopStatus.ABORTED, EXIT_ABORTED, "aborted: timeout action abort"
+            )
         self._remove_block(record)
         if action == "skip":
             self._skip_task(record)
@@ -312,7 +318,7 @@ class BlockedPhase:
                 self.parts.state.failures, self.parts.state.failed_iterations = 0, []
                 block_ended(self.parts.state)
                 finished = self.parts.finish(
-                    "aborted", EXIT_ABORTED, "aborted by the human's answer"
+                    LoopStatus.ABORTED, EXIT_ABORTED, "aborted by the human's answer"
                 )
                 self._mark_applied(record)
                 return finished
@@ -343,7 +349,7 @@ class BlockedPhase:
             if not fresh.is_open or fresh.status == "deferred":
                 return False
             resolution = unblocked_by_hand(fresh.request_id, by="human", via="blocked-file-removed")
-            fresh.status, fresh.resolution, fresh.applied_at = "resolved", resolution, stamp
+            fresh.status, fresh.resolution, fresh.applied_at = Status.RESOLVED, resolution, stamp
             seen["closed"] = True
             return True
 
@@ -380,7 +386,10 @@ class BlockedPhase:
                 log.error("raise_failed", msg=f"cannot raise request {waiting.request_id}: {exc}")
                 return
             state = self.parts.state
-            state.status, state.open_request = "blocked", placed.joined or waiting.request_id
+            state.status, state.open_request = (
+                LoopStatus.BLOCKED,
+                placed.joined or waiting.request_id,
+            )
             self.parts.save()
             if placed.joined is None:
                 what = f"asking the question that waited on {gone}: {waiting.prompt}"
@@ -466,7 +475,7 @@ class BlockedPhase:
         state.failures, state.failed_iterations = 0, []
         block_ended(state)  # the stuck signals it carried start counting afresh
         state.open_request = None
-        state.status = "running"
+        state.status = LoopStatus.RUNNING
         self.parts.save(durable=durable)
         return CONTINUE
 

@@ -16,13 +16,14 @@ from typing import Protocol
 from loopkit.answering.service import Answering
 from loopkit.datarecord import record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
+from loopkit.inbox.relay.poller import UpdatePoller
 from loopkit.log import get_logger
 from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks
-from loopkit.workspace.state import State, StateFile
+from loopkit.workspace.state import LoopStatus, State, StateFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from loopkit.config import Config
     from loopkit.escalation.escalator import Escalator
     from loopkit.fleet import Hubs
-    from loopkit.inbox.relay.poller import UpdatePoller
     from loopkit.inbox.relay.slack_socket import SlackRelay
     from loopkit.requests.hub import Hub
     from loopkit.requests.record import Request
@@ -157,8 +157,6 @@ class Parts:
         ):
             return None
         if self._poller is None:
-            from loopkit.inbox.relay.poller import UpdatePoller
-
             self._poller = UpdatePoller.relay(
                 channels,
                 hubs=self.hubs,
@@ -216,7 +214,7 @@ class Parts:
         self.state_file.save(self.state, durable=durable)
         self.changed.set()
 
-    def finish(self, status: str, code: int, why: str) -> Step:
+    def finish(self, status: LoopStatus, code: int, why: str) -> Step:
         self.state.status = status
         self.state.last_exit = code
         self.save()
@@ -226,4 +224,4 @@ class Parts:
     def stopped(self) -> Step:
         code = EXIT_SIGINT if self.signal_received == signal.SIGINT else EXIT_SIGTERM
         name = signal.Signals(self.signal_received or signal.SIGTERM).name
-        return self.finish("stopped", code, f"stopped by {name}")
+        return self.finish(LoopStatus.STOPPED, code, f"stopped by {name}")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from loopkit import clock
 from loopkit.errors import LoopkitError
-from loopkit.escalation import adoption, blockfile, delivery
+from loopkit.escalation import adoption, blockfile, delivery, evidence, marker
 from loopkit.escalation import dismiss as dismissal
 from loopkit.message import age, fold
 from loopkit.redact import Redactor
@@ -102,8 +102,6 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
     info.update(_block(config, workspace.blocked, record) if block != "absent" else _no_block())
     info["evidence"] = None
     if block != "absent":  # what the human needs to decide (SPEC §22)
-        from loopkit.escalation import evidence  # git, only while blocked
-
         found = evidence.gather(workspace, Redactor(config.channels.secrets()),
                                 base=state.task_base)  # fmt: skip
         info["evidence"] = {"output": found.output, "diff_stat": found.diff_stat,
@@ -208,7 +206,12 @@ def render(info: dict[str, Any]) -> str:
             f"ghost:     {ghost['request_id']} (open): {fold(ghost['prompt'], 60)} — its "
             f"BLOCKED.md is gone; nobody will answer it: {ghost['dismiss']}"
         )
-    return "\n".join(lines)
+    # What the agent wrote (its question, task, output, file names) reaches a terminal here:
+    # its escapes shown, never acted on, and no line longer than a screen or two (SPEC §28).
+    return "\n".join(marker.visible(line, _WIDTH) for line in lines)
+
+
+_WIDTH = 300  # characters of a status line
 
 
 def _agent_lines(agent: dict[str, Any]) -> list[str]:

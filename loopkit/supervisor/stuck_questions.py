@@ -14,7 +14,7 @@ error line, a crash's exit and last line. It fits the phone's
 
 from __future__ import annotations
 
-from loopkit.escalation.escalator import Escalation
+from loopkit.escalation.blockfile import Escalation
 from loopkit.message import MAX_QUESTION, ask, fold
 from loopkit.supervisor import stuck, triggers
 

@@ -21,13 +21,14 @@ from loopkit.escalation import blockfile
 from loopkit.log import get_logger
 from loopkit.supervisor import stuck, stuck_questions
 from loopkit.supervisor.reach import Reach
-from loopkit.supervisor.spend import agent_run
+from loopkit.supervisor.spend import AgentRun, agent_run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from loopkit.escalation.escalator import Escalation
+    from loopkit.agentresult import Result as AgentResult
+    from loopkit.escalation.blockfile import Escalation
     from loopkit.supervisor.parts import Parts
     from loopkit.supervisor.runner import Finished
     from loopkit.workspace.state import State
@@ -71,19 +72,26 @@ class StuckWatch:
         return self.ask(found, task)
 
     def observe(
-        self, task: str | None, agent: Finished, verify: Finished | None, *, ticked: bool = False
+        self,
+        task: str | None,
+        agent: Finished,
+        verify: Finished | None,
+        *,
+        ticked: bool = False,
+        result: AgentResult | None = None,
     ) -> list[stuck.Signal]:
         """Count what the iteration did (in the state, saved with the next save); the signals
         that fired are the pending ones of whatever block this iteration raises. ``ticked``:
-        the task it ran on is no longer the current one (ticked off, or gone)."""
+        the task it ran on is no longer the current one (ticked off, or gone); ``result``:
+        Claude's result when the agent was spoken with (its output then is not the tail)."""
         detector = self._detector()
         reach = self._reach_of()
         if self._reach_task != (task,):  # observed without a begin (a test's iteration)
             reach.start(self.parts.state.task_base)
             self._reach_task = (task,)
         ground = reach.take()
-        usage = agent_run(agent.tail, exit_code=agent.exit_code if agent.ending == "exited"
-                          else None)  # fmt: skip
+        exited = agent.exit_code if agent.ending == "exited" else None
+        usage = with_result(agent_run(agent.tail, exit_code=exited), result)
         seen = stuck.Observation(
             iteration=self.parts.state.iteration,
             task=task,
@@ -140,6 +148,19 @@ class StuckWatch:
         names = [s.trigger for s in found]
         detector.counters.pending = list(dict.fromkeys([*detector.counters.pending, *names]))
         self.parts.state.stuck = detector.counters.to_dict()
+
+
+def with_result(usage: AgentRun, result: AgentResult | None) -> AgentRun:
+    """What the agent's output said, completed by Claude's result read from its stream: its
+    cost, the API failure it names (a dependency down), the tool it refused."""
+    if result is None:
+        return usage
+    failure = result.failure()
+    down = failure[1] or "API error" if failure and failure[0] == "dependency" else ""
+    outage = usage.outage or down
+    denied = usage.denied or next((f"{d.tool_name}(…)" for d in result.permission_denials), "")
+    cost = usage.cost_usd if usage.cost_usd is not None else result.total_cost_usd
+    return AgentRun(cost, outage, denied)
 
 
 def block_ended(state: State) -> list[str]:

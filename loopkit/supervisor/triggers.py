@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 
 from loopkit.datarecord import replace
-from loopkit.escalation.blockfile import Choice
-from loopkit.escalation.escalator import Escalation
+from loopkit.escalation.blockfile import Choice, Escalation
 from loopkit.message import ask, fold
 from loopkit.supervisor.failure import NO_OUTPUT
 from loopkit.supervisor.failure import read as read_failure

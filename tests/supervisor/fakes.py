@@ -37,6 +37,7 @@ from loopkit.supervisor.parts import EscalatorFactory
 from loopkit.supervisor.runner import (
     HEAD_BYTES,
     TAIL_BYTES,
+    Conversation,
     Ending,
     Finished,
     LogSink,
@@ -131,6 +132,20 @@ Script = Run | Sequence[Run] | Callable[[Call], Run]
 
 
 @dataclass
+class FakeInput:
+    """What a conversation writes to the fake agent's stdin, kept."""
+
+    written: bytearray = field(default_factory=bytearray)
+    closed: bool = False
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@dataclass
 class FakeRunner:
     """Plays each configured command's :class:`Run` on ``clock``; ``calls`` lists every run."""
 
@@ -157,6 +172,8 @@ class FakeRunner:
         interrupt_grace: float = 0.0,
         recheck: float | None = None,
         then: Mapping[str, str] | None = None,
+        conversation: Conversation | None = None,
+        linger: float = 0.0,
     ) -> Finished:
         name = describe(command)
         assert name in self.commands, f"the fake runner has no script for {name!r}"
@@ -176,6 +193,12 @@ class FakeRunner:
         if play.does is not None:
             play.does(call)
         output = play.output.encode()
+        if conversation is not None:  # its output is the agent's stdout: events
+            said: list[bytes] = []
+            conversation.opened(FakeInput(), said.append)  # type: ignore[arg-type]
+            conversation.received(output)
+            conversation.closed()
+            output = b"".join(said)
         if log is not None and output:
             log.write(output)
         ending, code = self._wait(play, started, timeout, interrupt, interrupt_grace, recheck)
