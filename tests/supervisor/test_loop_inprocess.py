@@ -45,8 +45,11 @@ def test_verify_failing_three_times_raises_the_block(ws: Path) -> None:
     assert request_id is not None
     record = sup.parts.store.load(request_id)
     assert (record.trigger, record.raised_by) == ("verify-failures", "supervisor")
-    assert record.prompt == "Verify failed 3 times in a row on the current task: how do I go on?"
-    assert "test_total - AssertionError" in record.situation  # the failure's signature
+    assert record.prompt == (
+        "Verify failed 3 times in a row on the current task — test_prices.py::test_total: "
+        "AssertionError: how do I go on?"
+    )  # the failing test and its first error line (SPEC §25), not the runner's summary
+    assert "> tests/test_prices.py::test_total\n> AssertionError" in record.situation
     assert [o.value for o in record.options] == ["retry", "abort"]  # no task: no Skip
     [sent] = channel.sent  # the human is told once
     assert sent.request_id == request_id
