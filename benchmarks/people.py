@@ -13,8 +13,8 @@ Events API, ``tests/fakepagerduty.py``), both asked at once; a real ``loopkit se
 - **block → push**: from ``BLOCKED.md``'s mtime to the push's arrival at the fake ntfy
   server (wall clock, both), and to the incident's trigger at the fake PagerDuty;
 - **tap → resume**: from the moment the phone's tap (an HTTP POST of the push's first
-  button, as the ntfy app sends it) leaves until the agent runs again (a line in its
-  ``runs.txt``); and until Ana's follow-up push ("recorded: …") arrives.
+  button, as the ntfy app sends it) leaves until the agent runs again (a line in its run
+  log, beside the workspace); and until Ana's follow-up push ("recorded: …") arrives.
 
 Baselines, in the same run, on a second workspace with ``channel = "telegram"`` and the test
 suite's fake Bot API: block → ``sendMessage`` arriving, and ``loopkit reply`` from a terminal
@@ -48,7 +48,8 @@ from fakeserver import FakeServer  # noqa: E402
 LOOPKIT = Path(sys.executable).parent / "loopkit"
 TOKEN = "555555:AABenchPeopleTokenNotARealOne_x"
 CHAT = 4242
-AGENT = 'open("runs.txt", "a").write("run\\n")\n'
+# The run log beside the workspace: a log in it would be the agent's work to the stuck detector.
+AGENT = 'import os\nopen(os.environ["LOOPKIT_WORKSPACE"] + ".runs.txt", "a").write("run\\n")\n'
 
 
 def base_env(home: Path) -> dict[str, str]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 
 from loopkit import clock
 from loopkit.datarecord import record
@@ -131,6 +132,7 @@ class Answering:
         self.here = here
         self._tellers: list[Teller] = []
         self._told: set[tuple[str, ...]] = set()
+        self._telling: list[threading.Thread] = []  # background tellers still at work
         self._lock = threading.Lock()
 
     # --- finding --------------------------------------------------------------------------
@@ -362,9 +364,23 @@ class Answering:
                     due.append(teller)
         for teller in due:
             if background:
-                threading.Thread(target=_show, args=(teller, record), daemon=True).start()
+                thread = threading.Thread(target=_show, args=(teller, record), daemon=True)
+                with self._lock:
+                    self._telling = [t for t in self._telling if t.is_alive()]
+                    self._telling.append(thread)
+                thread.start()
             else:
                 _show(teller, record)
+
+    def finish(self, timeout: float) -> None:
+        """Let the telling under way end before the process does, for at most ``timeout``
+        seconds in all: a follow-up claimed in a record (SPEC §29) and cut off by the exit
+        would be told by nobody."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            telling = list(self._telling)
+        for thread in telling:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _show(teller: Teller, record: Request) -> None:

@@ -49,7 +49,11 @@ def trigger(routing_key: str, message: Message | Reminder) -> dict[str, Any]:
     if isinstance(message, Message):
         keys = ("blocked", "question", "context", "attempted", "choices", "also_asked")
         for key, line in zip(keys, lines, strict=False):
-            details[key] = line.split(": ", 1)[1] if key != "blocked" and ": " in line else line
+            if key == "also_asked":  # "(also asked: Ana, Ben)"
+                line = line.removeprefix("(also asked: ").removesuffix(")")
+            elif key != "blocked" and ": " in line:
+                line = line.split(": ", 1)[1]
+            details[key] = line
     else:
         details["reminder"] = message.text
     p0 = isinstance(message, Message) and (message.p0 or message.gate)

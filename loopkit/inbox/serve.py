@@ -57,6 +57,7 @@ log = get_logger("loopkit.serve")
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 RETRY_LOOK = 5.0  # seconds between looks for deliveries that are due, at the most
+SEND_BUDGET = 12.0  # seconds a stopping serve gives the follow-ups under way (one send's)
 
 UNIT = """\
 [Unit]
@@ -274,6 +275,7 @@ def serve(
             poller.stop()
         if slack is not None:
             slack.stop()
+        answering.finish(timeout=SEND_BUDGET)  # follow-ups claimed go out first (SPEC §29)
         hubs.close()
         sock.close()
     return EXIT_SIGINT if server.signal == signal.SIGINT else EXIT_SIGTERM

@@ -202,6 +202,8 @@ class Parts:
             self._poller.stop()
         if self._slack is not None:
             self._slack.stop()
+        # Follow-ups claimed for the people asked (SPEC §29) go out before the process ends.
+        self.answering.finish(timeout=self.config.escalation.send_timeout + 2)
 
     def announce(self, record: Request, *, now: bool = False) -> None:
         """Show how a block ended on the phone's (and Slack's) message, whoever ended it: the

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from fakentfy import FakeNtfy
 from fakepagerduty import TEST_KEY, FakePagerDuty
-from helpers import LOOPKIT, Daemon, clean_env, loopkit, wait_until, write_config
+from helpers import LOOPKIT, Daemon, clean_env, loopkit, runs_file, wait_until, write_config
 
 
 @contextmanager
@@ -41,7 +41,9 @@ def serving(env: dict[str, str], tmp_path: Path) -> Iterator[str]:
 
 
 def team(ws: Path, ntfy: FakeNtfy) -> None:
-    (ws / "agent.sh").write_text('echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> runs.txt\n')
+    (ws / "agent.sh").write_text(
+        'echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> "$LOOPKIT_WORKSPACE.runs.txt"\n'
+    )  # its run log beside the workspace: in it, it would be the agent's work
     write_config(
         ws,
         '[loop]\nagent = ["/bin/sh", "agent.sh"]\nverify = "exit 1"\npause = "0s"\n'
@@ -83,7 +85,7 @@ def test_ben_answers_from_his_push_after_ana_did_not(
             assert tapped.status == 200 and "recorded: → A) Retry with a hint" in tapped.body
             assert daemon.wait(30) == 0
         # The loop resumed once, with Ben's answer.
-        runs = (ws / "runs.txt").read_text().splitlines()
+        runs = runs_file(ws).read_text().splitlines()
         assert runs == ["1|", "2|", "3|", "4|retry"]
         record = json.loads((ws / "requests" / f"{request_id}.json").read_text())
         assert (record["resolution"]["by"], record["resolution"]["via"]) == ("Ben", "ntfy")
