@@ -43,8 +43,8 @@ def _agent(out: Path) -> str:
         f'LK="{LOOPKIT}"; PY="{sys.executable}"; WS="$PWD"; OUT="{out}"',
         '"$LK" escalate -q "Which flow?" -c "checkout" -a "read PROMPT.md" '
         '--choice "A — old" --choice "B — new" --json > "$OUT.asked"',
-        'ID=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[\'request\'][\'request_id\'])" '
-        '"$OUT.asked")',
+        'ID=$("$PY" -c "import json,sys; '
+        "print(json.load(open(sys.argv[1]))['request']['request_id'])\" \"$OUT.asked\")",
         "export LK PY WS OUT ID",  # for the shells the tries start
     ]
     for number, command in enumerate(TRIES.values()):
