@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from loopkit.hooks.pretooluse import Dialect
 from loopkit.hooks.pretooluse import main as gate
-from loopkit.message import clean
 
 TYPE_CHECKING = False  # the no-match path imports neither typing nor re
 if TYPE_CHECKING:
@@ -70,6 +69,8 @@ class CodexDialect(Dialect):
         return [(tool_name, tool_input)]
 
     def shown(self, tool_name: str, tool_input: Any) -> list[str]:
+        from loopkit.message import clean  # a matched call's: the no-match path loads no re
+
         if tool_name == "Bash" and len(self.calls(tool_name, tool_input)) > 1:
             files = [clean(g["file_path"]) for _, g in self.calls(tool_name, tool_input)[1:]]
             return ["apply_patch", *files]  # the patch's files, not its text
