@@ -8,11 +8,11 @@ import json
 import os
 
 from loopkit.commands.echo import echo
-from loopkit.errors import EXIT_OK
+from loopkit.errors import EXIT_OK, EXIT_TEMPFAIL
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.answering.service import Answering
+    from loopkit.answering.service import Answered, Answering
     from loopkit.answering.who import Answerer
     from loopkit.commands.app import App
 
@@ -50,7 +50,17 @@ def reply(
     echo(done.reading, err=True)
     if done.deferred:
         echo(f"deferred: request {request_id} stays open", err=True)
-    return EXIT_OK
+    return _partition_told(done)
+
+
+def _partition_told(done: Answered) -> int:
+    """75 and the truth when the answer could not be claimed fleet-wide (SPEC §28)."""
+    from loopkit.answering.service import FLEET_UNREACHABLE
+
+    if not done.provisional:
+        return EXIT_OK
+    echo(f"loopkit: {FLEET_UNREACHABLE}", err=True)
+    return EXIT_TEMPFAIL
 
 
 def unblock(app: App, *, reply: str | None, by: str | None) -> int:
@@ -60,7 +70,7 @@ def unblock(app: App, *, reply: str | None, by: str | None) -> int:
         echo(json.dumps(outcome.answered.decision, ensure_ascii=False))
         echo(outcome.answered.reading, err=True)
     echo(outcome.message, err=True)
-    return EXIT_OK
+    return EXIT_OK if outcome.answered is None else _partition_told(outcome.answered)
 
 
 def dismiss(app: App, *, request_id: str, reason: str | None, by: str | None) -> int:
