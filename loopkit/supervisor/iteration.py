@@ -381,6 +381,9 @@ class Iteration:
         watch = self.parts.watch
         keep = resume.OutputTail(log_file)
         stream = self._watch(name, command, prompt)
+        if stream is None:  # a message for the turn becomes a note (said so) meanwhile
+            self.parts.mailbox.turn_started("the agent (its output is no event stream)",
+                                            takes=False)  # fmt: skip
         finished = self._run(
             name,
             command,
@@ -393,6 +396,8 @@ class Iteration:
             conversation=stream,
             linger=AGENT_LINGER,
         )
+        if stream is None:
+            self.parts.mailbox.turn_ended()
         result = stream.result if isinstance(stream, ClaudeStream) else keep.result()
         self._result = result
         state = self.parts.state
@@ -445,8 +450,8 @@ class Iteration:
         kept = (f"the session {session} is kept: your answer resumes it" if session
                 else "no session was named: your answer goes to a fresh run")  # fmt: skip
         told = replace(signal, context=[*signal.context, f"Stopped by {how}; {kept}"])
-        self._escalate(stuck_questions.escalation([told], task=task,
-                                                  iteration=self.parts.state.iteration))  # fmt: skip
+        iteration = self.parts.state.iteration
+        self._escalate(stuck_questions.escalation([told], task=task, iteration=iteration))
 
     def _api_failed(self) -> dict[str, Any] | None:
         """The API failure the agent's turn ended on: read from its own result (the HTTP

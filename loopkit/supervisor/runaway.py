@@ -149,7 +149,9 @@ class Runaway:
                 f"Calls in this turn so far: {self.count}",
                 f"Threshold: [stuck] silent = {span(limit)}",
             ],
-            [f"> {running.shown}"] if running is not None else [f"{self.count} calls, then silence"],
+            [f"> {running.shown}"]
+            if running is not None
+            else [f"{self.count} calls, then silence"],
         )
         return self.fired
 

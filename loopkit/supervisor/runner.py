@@ -516,7 +516,14 @@ class Runner:
         exit_ = _Exit(proc, self.wake)
         try:
             ending = self._wait(
-                job, output, exit_, started, timeout, interrupt, interrupt_grace, recheck,
+                job,
+                output,
+                exit_,
+                started,
+                timeout,
+                interrupt,
+                interrupt_grace,
+                recheck,
                 conversation,
             )
             if ending == "exited" and linger > 0:

@@ -38,7 +38,7 @@ from loopkit import clock
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
 from loopkit.supervisor.eventstream import EventStream
-from loopkit.supervisor.runaway import Call, Runaway, call_of
+from loopkit.supervisor.runaway import Runaway, call_of
 from loopkit.workspace import live
 
 TYPE_CHECKING = False
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from loopkit.config import StuckConfig
     from loopkit.supervisor.mailbox import Mailbox
+    from loopkit.supervisor.runaway import Call
     from loopkit.supervisor.runner import AgentInput
     from loopkit.supervisor.stuck import Signal
     from loopkit.workspace import Workspace
@@ -325,9 +326,11 @@ class TurnWatch:
 
     def _escalate_stop(self) -> None:
         if self._stage == "own":
-            log.warning("runaway_sigint",
-                        msg=f"{self.agent} did not stop its turn within {self.grace:g} s: SIGINT")
-            self._sigint()  # fmt: skip
+            log.warning(
+                "runaway_sigint",
+                msg=f"{self.agent} did not stop its turn within {self.grace:g} s: SIGINT",
+            )
+            self._sigint()
         else:
             log.warning("runaway_group", msg=f"{self.agent} did not end within {self.grace:g} s "
                         "of SIGINT: its process group is stopped")  # fmt: skip
@@ -369,4 +372,3 @@ class TurnWatch:
 
     def _line(self, text: str) -> None:
         self._print(f"{self.agent}: {text}\n".encode())
-

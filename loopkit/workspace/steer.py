@@ -278,6 +278,8 @@ class Said:
             return (f"{where}: delivered into the running turn ({agent}{session}, "
                     f"iteration {self.iteration})")  # fmt: skip
         why = f" ({self.why})" if self.why else ""
+        if self.outcome == "lost":
+            return f"{where}: not delivered{why}; say it again, or `loopkit note` it"
         return f"{where}: noted for its next agent run{why}"
 
 
