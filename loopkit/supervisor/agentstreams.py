@@ -121,6 +121,7 @@ class CodexStream(TurnWatch):
     """``codex exec --json``, watched."""
 
     agent = "codex"
+    title = "Codex"
 
     def __init__(self, settings: StuckConfig, **watch: Any) -> None:
         super().__init__(settings, **watch)
@@ -193,6 +194,7 @@ class GeminiStream(TurnWatch):
     """``gemini --output-format stream-json``, watched."""
 
     agent = "gemini"
+    title = "Gemini CLI"
 
     def __init__(self, settings: StuckConfig, **watch: Any) -> None:
         super().__init__(settings, **watch)

@@ -68,6 +68,7 @@ class ClaudeStream(TurnWatch):
     session, ``asked`` the requests its dialogs raised."""
 
     agent = "claude"
+    title = "Claude Code"
 
     def __init__(
         self,
@@ -179,6 +180,7 @@ class ClaudeStream(TurnWatch):
         self.events.close()  # the turn is over: Claude exits
         if self.mailbox is not None:
             self.mailbox.turn_ended("the turn had ended")
+        self._record(takes_messages=False)
         if self.result is None:
             return
         result = self.result

@@ -447,9 +447,16 @@ class Iteration:
                          session: str | None) -> None:  # fmt: skip
         """The agent's turn was stopped inside (same_call, ping_pong, silent): ask, with the
         evidence; the answer resumes the same session (:func:`resume.plan`)."""
-        kept = (f"the session {session} is kept: your answer resumes it" if session
-                else "no session was named: your answer goes to a fresh run")  # fmt: skip
-        told = replace(signal, context=[*signal.context, f"Stopped by {how}; {kept}"])
+        if session and self.parts.config.loop.resume is not None:
+            kept = f"the session {session} is kept: your answer resumes it"
+        elif session:
+            kept = (f"its session was {session}; with no [loop] resume your answer goes to a "
+                    "fresh run (LOOPKIT_DECISION)")  # fmt: skip
+        else:
+            kept = "no session was named: your answer goes to a fresh run"
+        # Right below the call itself: BLOCKED.md shows the first lines of the evidence.
+        stopped = f"Stopped with {how}; {kept}"
+        told = replace(signal, context=[*signal.context[:1], stopped, *signal.context[1:]])
         iteration = self.parts.state.iteration
         self._escalate(stuck_questions.escalation([told], task=task, iteration=iteration))
 

@@ -40,7 +40,6 @@ SHOWN = 300  # characters of a call in a question's Context
 # What names a call for a human, the first found: a command as it runs, else a path, …
 SHOWN_KEYS = ("command", "cmd", "file_path", "notebook_path", "path", "dir_path", "pattern",
               "url", "query")  # fmt: skip
-KEEP_CALLS = 6  # evidence lines kept
 
 
 @record(frozen=True, slots=True)
@@ -94,9 +93,8 @@ class Runaway:
         return self.heard_at + self.settings.silent
 
     def outcome(self, call: Call, text: str, *, failed: bool) -> None:
-        """What ``call`` gave back: its first line, kept for the evidence."""
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-        self._results[call.key] = ("✗ " if failed else "→ ") + fold(clean(first), 160)
+        """What ``call`` gave back, on one line, kept for the evidence."""
+        self._results[call.key] = ("✗ " if failed else "→ ") + fold(clean(text), 160)
 
     def call(self, call: Call, now: float) -> Signal | None:
         """Count ``call``; the signal it crosses a threshold with, once."""
@@ -157,6 +155,7 @@ class Runaway:
 
     def _same(self, call: Call, limit: int) -> Signal:
         result = self._results.get(call.key)
+        first = self.count - self._row + 1
         return Signal(
             SAME_CALL,
             self._row,
@@ -165,16 +164,16 @@ class Runaway:
             [
                 f"> {call.shown}",
                 *([f"Each time: {result}"] if result else []),
-                "The same tool and input (masked as for same_error), nothing else between",
-                f"Threshold: [stuck] same_call = {limit}",
+                f"Threshold: [stuck] same_call = {limit} (the same tool and input, masked as "
+                "for same_error, nothing else between)",
             ],
-            [f"call {self.count - self._row + n + 1} of the turn: {call.shown}"
-             for n in range(min(self._row, KEEP_CALLS))],
+            [f"the same call {self._row} times in a row: calls {first}–{self.count} of the "
+             "turn"],
         )  # fmt: skip
 
     def _ping_pong(self, a: Call, b: Call, cycles: int) -> Signal:
         limit = self.settings.ping_pong
-        shown = [f"> A: {a.shown}", f"> B: {b.shown}"]
+        shown = [f"> A: {a.shown} ⇄ B: {b.shown}"]
         results = [f"{name} gave {self._results[c.key]}" for name, c in (("A", a), ("B", b))
                    if c.key in self._results]  # fmt: skip
         return Signal(

@@ -85,7 +85,7 @@ class Conversation(Protocol):
 
     The runner calls :meth:`opened` once the child runs — with its stdin (None unless
     ``writes``: it reads /dev/null then), where to say things (the console and the log),
-    and how to signal the agent's own process —, :meth:`received` with each chunk of its
+    and how to signal the command's process group —, :meth:`received` with each chunk of its
     stdout as it arrives, :meth:`output` when it printed on stderr, :meth:`tick` after every
     wake-up (and by :meth:`due` at the latest), and :meth:`closed` when the command has
     ended — all on the runner's thread, between two waits: each must return soon. Once
@@ -96,7 +96,7 @@ class Conversation(Protocol):
 
     def opened(
         self, stdin: AgentInput | None, say: Callable[[bytes], None],
-        signal_leader: Callable[[int], None] | None = None,
+        signal_group: Callable[[int], None] | None = None,
     ) -> None: ...  # fmt: skip
 
     def received(self, chunk: bytes) -> None: ...
@@ -346,12 +346,14 @@ class _Exit:
             self.fd = None
 
 
-def _leader(pid: int) -> Callable[[int], None]:
-    """A signal to the command's own process alone (an agent's SIGINT), not its group."""
+def _group(pid: int) -> Callable[[int], None]:
+    """A signal to the command's process group (``pid`` leads it: a new session), as Ctrl-C
+    in a terminal sends SIGINT to its foreground group: the agent gets it whether the
+    command is the agent itself or a shell that runs it."""
 
     def send(signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signum)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signum)
 
     return send
 
@@ -511,7 +513,7 @@ class Runner:
             stdin = AgentInput(talk[0]) if talk[0] is not None else None
             heard_out = _Output(talk[1], [conversation.received], tail=False)
             output = _Streams(main, heard_out, stdin)
-            conversation.opened(stdin, main.emit, _leader(proc.pid))
+            conversation.opened(stdin, main.emit, _group(proc.pid))
             output.pump()
         exit_ = _Exit(proc, self.wake)
         try:

@@ -19,8 +19,9 @@ two waits:
 - **Stop a runaway.** Every call and sign of life feeds
   :class:`~loopkit.supervisor.runaway.Runaway`; when it fires, the turn is stopped: the
   agent's own interrupt where it has one (:meth:`TurnWatch.interrupt_own`), else — or when
-  that does not end it within the grace — SIGINT to the agent, then the runner ends its whole
-  group (:attr:`TurnWatch.ending`). The session is kept: the iteration asks the human with
+  that does not end it within the grace — SIGINT, to the command's process group as Ctrl-C
+  in a terminal sends it (the agent gets it also when a shell runs it), then the runner
+  stops the whole group (:attr:`TurnWatch.ending`: SIGTERM, SIGKILL after ``kill_grace``). The session is kept: the iteration asks the human with
   the evidence, and the answer resumes it.
 
 A dialect subclasses nothing here: it calls :meth:`session`, :meth:`turn`, :meth:`words`,
@@ -118,6 +119,7 @@ class TurnWatch:
     stopped it (None: none did) and ``stopped_by`` how."""
 
     agent = "agent"  # the dialect's name, as the console and live.json say it
+    title = "the agent"  # its name for a human
     writes = False  # whether it speaks on the agent's stdin
 
     def __init__(
@@ -154,6 +156,7 @@ class TurnWatch:
         self._printing = False
         self._stage: str | None = None  # how the stop goes on: "own", "sigint"
         self._stage_until = 0.0
+        self._after_stop = 0  # calls the agent started since the stop's last step
         self._closed = False
 
     # -- what a dialect says ---------------------------------------------------------------
@@ -178,15 +181,19 @@ class TurnWatch:
 
     def opened(
         self, stdin: AgentInput | None, say: Callable[[bytes], None],
-        signal_leader: Callable[[int], None] | None = None,
+        signal_group: Callable[[int], None] | None = None,
     ) -> None:  # fmt: skip
         self.events.stdin = stdin
         self._say = say
-        self._signal = signal_leader
+        self._signal = signal_group
         self._begin()
         if self.mailbox is not None:
             self.mailbox.turn_started(self.agent, takes=self.takes_messages)
-        self._record(started_at=clock.iso_millis(), event_at=clock.iso_millis())
+        now = clock.iso_millis()
+        self._record(started_at=now, event_at=now, session_id=self.session_id, tool=None,
+                     text=None, text_at=None, turns=0, calls=0, tokens=dict(self.tokens),
+                     spend_usd=None, takes_messages=self.takes_messages, messages=0,
+                     runaway=None, ended_at=None)  # fmt: skip
 
     def _begin(self) -> None:
         """What the dialect does first (Claude: its prompt)."""
@@ -283,6 +290,14 @@ class TurnWatch:
         self._running[call_id] = (call, self.now(), {"name": tool, "input": kept, "id": call_id,
                                                      "since": clock.iso_millis()})  # fmt: skip
         self._record(tool=self._running[call_id][2], calls=self.calls)
+        if self._stage is not None:
+            # Still calling while being stopped: the way tried did not take. One call may
+            # have been on its way when the agent's own interrupt went out; after SIGINT
+            # none may start.
+            self._after_stop += 1
+            if self._after_stop >= (2 if self._stage == "own" else 1):
+                self._escalate_stop()
+            return
         fired = self.watch.call(call, self.now())
         if fired is not None and self.runaway is None:
             self._stop(fired)
@@ -312,30 +327,31 @@ class TurnWatch:
         self._record(runaway={"trigger": fired.trigger, "question": fired.question,
                               "at": clock.iso_millis()})  # fmt: skip
         if self.interrupt_own():
-            self.stopped_by = f"{self.agent}'s own interrupt"
-            self._stage, self._stage_until = "own", self.now() + self.grace
+            self.stopped_by = f"{self.title}'s own interrupt"
+            self._step("own")
         else:
             self._sigint()
 
+    def _step(self, stage: str | None) -> None:
+        self._stage, self._stage_until, self._after_stop = stage, self.now() + self.grace, 0
+
     def _sigint(self) -> None:
-        self.stopped_by = "SIGINT"
+        self.stopped_by = "SIGINT to its process group (as Ctrl-C)"
         if self._signal is not None:
             with contextlib.suppress(OSError):
                 self._signal(signal.SIGINT)
-        self._stage, self._stage_until = "sigint", self.now() + self.grace
+        self._step("sigint")
 
     def _escalate_stop(self) -> None:
         if self._stage == "own":
-            log.warning(
-                "runaway_sigint",
-                msg=f"{self.agent} did not stop its turn within {self.grace:g} s: SIGINT",
-            )
+            log.warning("runaway_sigint", msg=f"{self.title} did not stop its turn on its "
+                        "own interrupt: SIGINT")  # fmt: skip
             self._sigint()
         else:
-            log.warning("runaway_group", msg=f"{self.agent} did not end within {self.grace:g} s "
-                        "of SIGINT: its process group is stopped")  # fmt: skip
-            self.stopped_by = "its process group stopped"
-            self._stage = None
+            log.warning("runaway_group", msg=f"{self.title} did not stop on SIGINT: its "
+                        "process group is stopped")  # fmt: skip
+            self.stopped_by = "stopping its process group (SIGTERM, then SIGKILL)"
+            self._step(None)
             self.ending = True
 
     # -- the rest ----------------------------------------------------------------------------------

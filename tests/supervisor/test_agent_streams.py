@@ -90,7 +90,7 @@ def test_an_agent_that_never_reads_its_stdin_stalls_nothing(tmp_path: Path) -> N
         writes = True
         ending = False
 
-        def opened(self, stdin: AgentInput, say: Any, signal_leader: Any = None) -> None:
+        def opened(self, stdin: AgentInput, say: Any, signal_group: Any = None) -> None:
             stdin.write(b"x" * (4 << 20))  # far more than a pipe holds
 
         def received(self, chunk: bytes) -> None:
