@@ -18,9 +18,10 @@ import pytest
 from agentloop import TICKED, Loop, agent_env, claude_workspace
 from anthropic_api import AnthropicApi
 from gemini_api import GeminiApi
-from helpers import wait_until
 from openai_api import OpenAIApi
 from wire import Call, Repeat, Say
+
+from helpers import wait_until
 
 SLOW = "while [ ! -f go ]; do sleep 0.1; done; echo released"
 RESUMED = "loopkit stopped your last turn"  # what a resumed turn's message starts with
@@ -57,7 +58,8 @@ def commands(api: AnthropicApi, command: str) -> int:
     return sum(
         1
         for seen in api.turns()
-        if seen.step is not None and getattr(seen.step, "tool", None) == "Bash"
+        if seen.step is not None
+        and getattr(seen.step, "tool", None) == "Bash"
         and seen.step.input.get("command") == command  # type: ignore[union-attr]
     )
 
