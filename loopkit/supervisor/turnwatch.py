@@ -10,10 +10,11 @@ two waits:
 
 - **Watch.** What the turn does is written to ``.loopkit/live.json``
   (:mod:`loopkit.workspace.live`) for ``ps``, ``status``, the Loops page and ``/loops``:
-  at once on the first change after a quiet spell, then at most every
-  :data:`LIVE_EVERY` s (an event every few milliseconds is one small rename every tenth of
-  a second, never an fsync). What the agent says and calls goes to the console and the
-  iteration log as text (``loopkit tail`` follows it), each line redacted.
+  once per read of the agent's output (all the events it held), at once after a quiet
+  spell, then at most every :data:`LIVE_EVERY` s (an event every few milliseconds is one
+  small rename every tenth of a second, never an fsync). What the agent says and calls
+  goes to the console and the iteration log as text (``loopkit tail`` follows it), each
+  line redacted.
 - **Steer.** A human's message (:mod:`~loopkit.supervisor.mailbox`) goes into the running
   turn where the agent takes input mid-turn (:attr:`TurnWatch.takes_messages`).
 - **Stop a runaway.** Every call and sign of life feeds
@@ -79,12 +80,13 @@ class LiveRecord:
         self.broken = False
 
     def update(self, **fields: Any) -> None:
+        """Change the record; written by :meth:`flush` (the watch's next tick: one write for
+        all the events of one read)."""
         self.data.update(fields)
         self._dirty = True
-        if self.now() - self._written >= LIVE_EVERY:
-            self.flush()
 
     def due(self) -> float | None:
+        """When the changes waiting are to be written (None: none wait)."""
         return self._written + LIVE_EVERY if self._dirty else None
 
     def flush(self) -> None:
@@ -198,6 +200,8 @@ class TurnWatch:
                      text=None, text_at=None, turns=0, calls=0, tokens=dict(self.tokens),
                      spend_usd=None, takes_messages=self.takes_messages, messages=0,
                      runaway=None, ended_at=None)  # fmt: skip
+        if self.live is not None:
+            self.live.flush()
 
     def _begin(self) -> None:
         """What the dialect does first (Claude: its prompt)."""

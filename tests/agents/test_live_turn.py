@@ -39,8 +39,9 @@ def bash(command: str, description: str = "a step") -> Call:
 @pytest.fixture
 def claude_loop(tmp_path: Path, claude_cli: Path, refusing_port: int) -> Any:
     def make(api: AnthropicApi, **stuck: str) -> Loop:
-        loop = claude_workspace(tmp_path / "shop", tmp_path / "home", claude_cli,
-                                refusing_port, api)  # fmt: skip
+        loop = claude_workspace(
+            tmp_path / "shop", tmp_path / "home", claude_cli, refusing_port, api
+        )
         if stuck:
             with open(loop.ws / "loopkit.toml", "a") as config:
                 config.write("\n[stuck]\n" + "".join(f"{k} = {v}\n" for k, v in stuck.items()))
@@ -88,8 +89,10 @@ def test_a_slow_call_is_watched_and_a_message_reaches_the_same_turn(claude_loop:
 
             told = loop.lk("say", "use the staging database")
             assert told.returncode == 0, told.stderr
-            assert told.stdout.startswith("shop: delivered into the running turn (claude, "
-                                          f"session {row['live']['session_id']}")  # fmt: skip
+            assert told.stdout.startswith(
+                "shop: delivered into the running turn (claude, "
+                f"session {row['live']['session_id']}"
+            )
             tail = loop.lk("tail", "--no-follow", "-n", "5").stdout
             assert f"claude: → Bash: {SLOW}" in tail
             assert "via cli: use the staging database" in tail.splitlines()[-1]
@@ -166,8 +169,11 @@ def test_a_silent_turn_is_stopped_through_claude_and_its_command_with_it(
         # Claude ran the command in a session of its own; its interrupt ended it.
         left = subprocess.run(["pgrep", "-f", "loopkit-test-silent"], capture_output=True)
         assert left.returncode == 1, left.stdout
-        interrupted = [r for r in api.tool_results() if "interrupted" in json.dumps(r).lower()
-                       or "doesn't want to proceed" in json.dumps(r)]  # fmt: skip
+        interrupted = [
+            r
+            for r in api.tool_results()
+            if "interrupted" in json.dumps(r).lower() or "doesn't want to proceed" in json.dumps(r)
+        ]
         assert interrupted or len(api.turns()) == 1  # Claude stopped at its call
         loop.reply(request["request_id"], "A: skip the wait, tick the task")
         assert loop.run().returncode == 0
@@ -197,8 +203,13 @@ def codex_loop(tmp_path: Path, codex_cli: Path, refusing_port: int) -> Any:
             f'name = "Fake"\nbase_url = "{api.url}/v1"\nenv_key = "FAKE_OPENAI_API_KEY"\n'
             'wire_api = "responses"\nrequest_max_retries = 0\nstream_max_retries = 0\n'
         )
-        env = agent_env(home, codex_cli, refusing_port, CODEX_HOME=str(home / ".codex"),
-                        FAKE_OPENAI_API_KEY=api.api_key)  # fmt: skip
+        env = agent_env(
+            home,
+            codex_cli,
+            refusing_port,
+            CODEX_HOME=str(home / ".codex"),
+            FAKE_OPENAI_API_KEY=api.api_key,
+        )
         loop = Loop(tmp_path / "shop", env)
         (loop.ws / "TASKS.md").write_text("- [ ] tidy up\n")
         loop.git("add", "-A")
@@ -213,8 +224,10 @@ def codex_loop(tmp_path: Path, codex_cli: Path, refusing_port: int) -> Any:
 
 def test_codex_is_watched_and_a_runaway_stopped_with_sigint(codex_loop: Any) -> None:
     missing = "cat config/settings.yml"
-    script = [Call("exec_command", {"cmd": SLOW}),
-              Repeat([Call("exec_command", {"cmd": missing})], until="never said")]  # fmt: skip
+    script = [
+        Call("exec_command", {"cmd": SLOW}),
+        Repeat([Call("exec_command", {"cmd": missing})], until="never said"),
+    ]
     with OpenAIApi(script) as api:
         loop = codex_loop(api)
         run = loop.start("--exit-on-block")
@@ -269,13 +282,20 @@ def gemini_loop(tmp_path: Path, gemini_cli: Path, refusing_port: int) -> Any:
     def make(api: GeminiApi) -> Loop:
         home = tmp_path / "home"
         (home / ".gemini").mkdir(parents=True)
-        settings = {"security": {"auth": {"selectedType": "gemini-api-key"}},
-                    "privacy": {"usageStatisticsEnabled": False},
-                    "telemetry": {"enabled": False},
-                    "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}  # fmt: skip
+        settings = {
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        }
         (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
-        env = agent_env(home, gemini_cli, refusing_port, GEMINI_API_KEY=api.api_key,
-                        GOOGLE_GEMINI_BASE_URL=api.url)  # fmt: skip
+        env = agent_env(
+            home,
+            gemini_cli,
+            refusing_port,
+            GEMINI_API_KEY=api.api_key,
+            GOOGLE_GEMINI_BASE_URL=api.url,
+        )
         loop = Loop(tmp_path / "shop", env)
         (loop.ws / "TASKS.md").write_text("- [ ] tidy up\n")
         done = loop.lk("init", "--agent", "gemini", "--task-file", "TASKS.md")

@@ -136,12 +136,15 @@ class FakeInput:
 
     written: bytearray = field(default_factory=bytearray)
     closed: bool = False
+    closing: bool = False  # as AgentInput: closed by the conversation
+    broken: bool = False  # as AgentInput: the agent closed its end
 
     def write(self, data: bytes) -> None:
-        self.written += data
+        if not self.closing:
+            self.written += data
 
     def close(self) -> None:
-        self.closed = True
+        self.closed = self.closing = True
 
 
 @dataclass
