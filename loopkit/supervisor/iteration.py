@@ -309,7 +309,7 @@ class Iteration:
                 return self.parts.stopped()
             self._verdict(verify)
         # Counted before the failure below is, so one state save holds both counts.
-        fired = self.stuck.observe(task, agent, verify)
+        fired = self.stuck.observe(task, agent, verify, self._result)
         if agent_failed:
             self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
         elif verify is None or verify.ok:

@@ -18,12 +18,13 @@ from loopkit.escalation import blockfile
 from loopkit.log import get_logger
 from loopkit.supervisor import stuck, stuck_questions
 from loopkit.supervisor.snapshot import Snapshots
-from loopkit.supervisor.spend import claude_run
+from loopkit.supervisor.spend import ClaudeRun, claude_run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from loopkit.agentresult import Result as AgentResult
     from loopkit.escalation.blockfile import Escalation
     from loopkit.supervisor.parts import Parts
     from loopkit.supervisor.runner import Finished
@@ -63,13 +64,23 @@ class StuckWatch:
         return self.ask(found, task)
 
     def observe(
-        self, task: str | None, agent: Finished, verify: Finished | None
+        self,
+        task: str | None,
+        agent: Finished,
+        verify: Finished | None,
+        result: AgentResult | None = None,
     ) -> list[stuck.Signal]:
         """Count what the iteration did (in the state, saved with the next save); the signals
-        that fired are the pending ones of whatever block this iteration raises."""
+        that fired are the pending ones of whatever block this iteration raises. ``result``:
+        the agent's own result when its events were read (stream-json: its output shown is
+        text, so the cost is taken from the result, not the tail)."""
         detector = self._detector()
         taken = self._snapshot().take() if detector.needs_snapshot else None
         claude = claude_run(agent.tail)
+        if result is not None and result.total_cost_usd is not None:
+            failure = result.failure()
+            outage = claude.outage or (failure is not None and failure[0] == "dependency")
+            claude = ClaudeRun(result.total_cost_usd, outage)
         seen = stuck.Observation(
             iteration=self.parts.state.iteration,
             task=task,

@@ -23,14 +23,16 @@ two waits:
   that does not end it within the grace, or the agent starts another call meanwhile —
   SIGINT, to the command's process group as Ctrl-C in a terminal sends it (the agent gets
   it also when a shell runs it), then the runner stops the whole group
-  (:attr:`TurnWatch.ending`: SIGTERM, SIGKILL after ``kill_grace``). The session is kept:
+  (``TurnWatch.ending``: SIGTERM, SIGKILL after ``kill_grace``). The session is kept:
   the iteration asks the human with the evidence, and the answer resumes it (with
   ``[loop] resume``).
 
-A dialect subclasses this class for its events (:meth:`_on_event`) and, if it has them,
-its input (:meth:`deliver`) and its own interrupt (:meth:`interrupt_own`); it tells what it
-reads by calling :meth:`session`, :meth:`turn`, :meth:`words`, :meth:`tool_started`,
-:meth:`tool_finished`, :meth:`usage` and :meth:`spent`.
+A dialect subclasses :class:`TurnWatch` for its events (``_on_event``) and, if it has
+them, its input (:meth:`TurnWatch.deliver`) and its own interrupt
+(:meth:`TurnWatch.interrupt_own`); it tells what it reads by calling
+:meth:`TurnWatch.session`, :meth:`TurnWatch.turn`, :meth:`TurnWatch.words`,
+:meth:`TurnWatch.tool_started`, :meth:`TurnWatch.tool_finished`, :meth:`TurnWatch.usage` and
+:meth:`TurnWatch.spent`.
 """
 
 from __future__ import annotations
