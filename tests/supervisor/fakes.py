@@ -158,6 +158,7 @@ class FakeRunner:
     wake: Wake = field(default_factory=Wake)
     stop: threading.Event = field(default_factory=threading.Event)
     calls: list[Call] = field(default_factory=list)
+    inputs: list[FakeInput] = field(default_factory=list)  # each conversation's stdin
 
     def names(self) -> list[str]:
         return [call.name for call in self.calls]
@@ -197,7 +198,8 @@ class FakeRunner:
         output = play.output.encode()
         if conversation is not None:  # its output is the agent's stdout: events
             said: list[bytes] = []
-            conversation.opened(FakeInput(), said.append)  # type: ignore[arg-type]
+            self.inputs.append(FakeInput())
+            conversation.opened(self.inputs[-1], said.append)  # type: ignore[arg-type]
             conversation.received(output)
             conversation.closed()
             output = b"".join(said)
