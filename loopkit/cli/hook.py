@@ -173,7 +173,7 @@ def install(app: App, agent: str, user: bool) -> int:
         if not lines:
             click.echo(f"{agent}: loopkit's hooks are there already; nothing changed")
         if agent == "codex":
-            from loopkit.hooks.agentconfig import trust_codex
+            from loopkit.hooks.codextrust import trust as trust_codex
 
             for line in trust_codex(app.root):
                 click.echo(line)

@@ -36,6 +36,7 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
     from loopkit.config.programs import check_loop
     from loopkit.supervisor.loop import Options, Supervisor
 
+    app.long_running = True
     config = app.config(console_level="info")
     from loopkit import channels
 

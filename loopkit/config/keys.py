@@ -226,15 +226,17 @@ KEYS: dict[str, dict[str, Key]] = {
     "gate": {
         "rules": Key(
             v.gate_rules,
-            "Which Bash commands wait for a human's approval under Claude Code: regular "
-            "expressions searched in the command (case-insensitive), or `tool:<glob>` for a tool "
-            "by name. Set, they replace the defaults below.",
+            "Which Bash commands wait for a human's approval: regular expressions searched in "
+            "the command as written and as the shell reads it (case-insensitive), or "
+            "`tool:<glob>` for a tool by name. Set, they replace the defaults below.",
         ),
         "protect": Key(
             v.strings,
-            "Globs for the files Write / Edit / MultiEdit / NotebookEdit touch: a name (`.env*`), "
-            "or a path relative to the session's folder (`**/migrations/**`). Set, they replace "
-            "the defaults below.",
+            "Globs for the files the file tools (Write / Edit / MultiEdit / NotebookEdit, "
+            "apply_patch, write_file) and the shell's writes touch, case aside: a name "
+            "(`.env*`), or a path relative to the session's folder (`**/migrations/**`). Set, "
+            "they replace the defaults below. Under `loopkit run` loopkit's own files are "
+            "guarded besides.",
         ),
         "extend_defaults": Key(v.flag, "Keep the default rules and add yours."),
     },

@@ -99,22 +99,6 @@ def codex_home() -> Path:
     return Path(given) if given else Path.home() / ".codex"
 
 
-def trust_codex(root: Path) -> list[str]:
-    """Codex asked to trust the project and loopkit's hooks in it (the lines say what was
-    done); when it cannot be asked, the one line that says what to do."""
-    from loopkit.hooks import codextrust
-
-    try:
-        done = codextrust.arrange(root)
-    except codextrust.CodexUnavailable as exc:
-        return [
-            f"not trusted yet: {exc}. Codex runs a project's hooks only in a trusted project "
-            "and once each is reviewed: run `loopkit hook install codex` here again once "
-            "`codex` is on PATH"
-        ]
-    return [f"{codex_home() / 'config.toml'}: {line}" for line in done]
-
-
 def _read_json(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}

@@ -23,6 +23,7 @@ Built to Codex's hook runner (openai/codex ``codex-rs/hooks/src/events/pre_tool_
 from __future__ import annotations
 
 from loopkit.hooks.pretooluse import Dialect
+from loopkit.hooks.pretooluse import main as gate
 
 TYPE_CHECKING = False  # the no-match path imports neither typing nor re
 if TYPE_CHECKING:
@@ -97,8 +98,6 @@ CODEX = CodexDialect()
 
 
 def main(explicit: str | None = None) -> int:
-    from loopkit.hooks.pretooluse import main as gate
-
     return gate(explicit, CODEX)
 
 

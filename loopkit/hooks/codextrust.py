@@ -27,6 +27,7 @@ import subprocess
 import time
 
 from loopkit.datarecord import record
+from loopkit.hooks.agentconfig import AGENTS, codex_home, ours
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -162,8 +163,6 @@ class AppServer:
 
 
 def _ours(hook: Hook) -> bool:
-    from loopkit.hooks.agentconfig import AGENTS, ours
-
     return ours(hook.command, AGENTS["codex"].words) is not None
 
 
@@ -204,3 +203,17 @@ def check(root: Path, *, program: str | None = None) -> tuple[bool, str]:
         states = ", ".join(f"{h.key}: {'disabled' if not h.enabled else h.trust}" for h in idle)
         return False, f"Codex will not run loopkit's hook ({states}); {REVIEW.format(root=root)}"
     return True, f"Codex runs loopkit's hook ({', '.join(h.key for h in listed)}: trusted)"
+
+
+def trust(root: Path) -> list[str]:
+    """Codex asked to trust the project and loopkit's hooks in it (the lines say what was
+    done); when it cannot be asked, the one line that says what to do."""
+    try:
+        done = arrange(root)
+    except CodexUnavailable as exc:
+        return [
+            f"not trusted yet: {exc}. Codex runs a project's hooks only in a trusted project "
+            "and once each is reviewed: run `loopkit hook install codex` here again once "
+            "`codex` is on PATH"
+        ]
+    return [f"{codex_home() / 'config.toml'}: {line}" for line in done]

@@ -26,8 +26,11 @@ import subprocess
 
 from loopkit import readfile
 from loopkit.datarecord import record
+from loopkit.hooks import codextrust, geminitrust
+from loopkit.hooks.agentconfig import AGENTS
+from loopkit.hooks.agentconfig import ours as runs_ours
+from loopkit.hooks.gateconfig import load_rules
 from loopkit.hooks.install import ours
-from loopkit.hooks.pretooluse import load_rules
 from loopkit.hooks.rules import match
 
 TYPE_CHECKING = False
@@ -84,9 +87,6 @@ def installed(files: list[Path]) -> list[Installed]:
 
 def installed_agents(root: Path, home: Path) -> list[Installed]:
     """loopkit's gate hooks in Codex's and Gemini CLI's files of this project and of ``home``."""
-    from loopkit.hooks.agentconfig import AGENTS
-    from loopkit.hooks.agentconfig import ours as runs_ours
-
     found: list[Installed] = []
     for agent, spec in AGENTS.items():
         for base in (root, home):
@@ -177,11 +177,7 @@ def trust(agents: set[str], root: Path) -> list[Health]:
     trusted folder)."""
     found = []
     if "codex" in agents:
-        from loopkit.hooks import codextrust
-
         found.append(Health(*codextrust.check(root)))
     if "gemini" in agents:
-        from loopkit.hooks import geminitrust
-
         found.append(Health(*geminitrust.check(root)))
     return found

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from loopkit import agentresult, atomicfile, clock, readfile
+from loopkit import agentresult, atomicfile, clock, discover, readfile
 from loopkit.message import clean, fold
 
 TYPE_CHECKING = False
@@ -81,8 +81,6 @@ def main(explicit: str | None = None) -> int:
     """The hook: record the failure; exit 0 whatever happens (Claude Code ignores it)."""
     import os
     import sys
-
-    from loopkit import discover
 
     try:
         event = readfile.json_document(sys.stdin.buffer.read(1 << 20).decode("utf-8", "replace"))

@@ -282,7 +282,7 @@ def hooks(root: Path, agent: str) -> list[Step]:
         changed = [f"{path.relative_to(root)}: {line}" for line in install(path)]
     else:
         from loopkit.hooks.agentconfig import install as install_agent
-        from loopkit.hooks.agentconfig import trust_codex
+        from loopkit.hooks.codextrust import trust as trust_codex
 
         changed = [line.replace(f"{root}/", "") for line in install_agent(agent, root)]
         if agent == "codex":

@@ -5,7 +5,7 @@ Run as its SDK runs it (``--permission-prompt-tool stdio``), Claude Code sends a
 ``can_use_tool`` control request whenever it would show a dialog: its ``AskUserQuestion``
 tool (which headless ``-p`` alone never offers the model), or a tool call its permission
 mode and rules do not allow. Each becomes a loopkit request, as the hooks make them
-(:mod:`loopkit.hooks.question`, :mod:`loopkit.hooks.permission`): one request per
+(:mod:`loopkit.hooks.question`, :mod:`loopkit.hooks.dialog`): one request per
 question; an approval (Allow / Deny / Always allow) bound to what the call runs.
 
 Answering needs a human, who may take hours, so the answer never holds the turn open: the
@@ -21,7 +21,7 @@ Nothing here allows a call it could not ask about: any failure denies it.
 from __future__ import annotations
 
 from loopkit.escalation import gate
-from loopkit.hooks import permission, question
+from loopkit.hooks import dialog, question
 from loopkit.hooks.approve import call_hash
 from loopkit.log import get_logger
 from loopkit.message import fold
@@ -93,7 +93,7 @@ class Dialogs:
         config = self.escalator.config
 
         def make() -> Request:
-            record = permission.request_for(config, event, digest)
+            record = dialog.request_for(config, event, digest)
             record.raised_by = "agent"  # the session that asked is resumed with the answer
             return record
 
@@ -103,8 +103,8 @@ class Dialogs:
             log.info("claude_permission",
                      msg=f"Claude asks permission: {fold(record.prompt, 100)}")  # fmt: skip
             return _deny(WAITING, interrupt=True)
-        taken = self.escalator.store.update(record.request_id, permission.used)  # once
-        found = permission.decision(taken, event)
+        taken = self.escalator.store.update(record.request_id, dialog.used)  # once
+        found = dialog.decision(taken, event)
         if found is None:
             return _deny(f"not allowed: nobody answered ({taken.status})")
         if found["behavior"] == "allow":

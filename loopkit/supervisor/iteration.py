@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 
 from loopkit.agentsession import DRIVER, DRIVER_ENV
 from loopkit.clock import iso_seconds, parse_iso
@@ -37,6 +38,7 @@ from loopkit.workspace.state import LoopStatus
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
     from loopkit.agentresult import Result as AgentResult
@@ -265,7 +267,9 @@ class Iteration:
         self._result = None
         self._runaway = None
         stopfailure.take(self.parts.workspace.root)  # one left from before is not this turn's
+        turn = _TurnMark.now(self.parts.workspace.requests_dir)
         agent = self._agent_turn(loop.agent, log_file)
+        standing = self._blocks_stand(turn)
         if self.parts.stop.is_set():
             self.parts.save()
             return self.parts.stopped()
@@ -283,6 +287,7 @@ class Iteration:
             request_id = blockfile.request_id_of(blocked_path)
             if request_id is None and blockfile.state(blocked_path) == "file":
                 request_id = self._adopt(task)
+            request_id = request_id or standing  # something in the way of its file
             self.parts.state.status = LoopStatus.BLOCKED
             self.parts.state.open_request = request_id
             self.parts.save()
@@ -526,6 +531,49 @@ class Iteration:
             return self.parts.stopped()
         return CONTINUE
 
+    def _blocks_stand(self, turn: _TurnMark) -> str | None:
+        """Only a human lifts a block (SPEC section 28). A block that stood during the
+        agent's turn and whose file was removed or moved while the agent ran (``loopkit
+        escalate …; rm -f BLOCKED.md``) is not lifted: its request stays open and its
+        ``BLOCKED.md`` is written again (something other than a file in its place: the
+        request is the block; another block there: it joins that one). An answer — from the
+        phone, the inbox, ``reply``/``unblock`` — closes the request, and then nothing
+        stands. Returns the request that stands, if one does."""
+        store, path = self.parts.store, self.parts.workspace.blocked
+        found = [self._asked] if self._asked else []
+        if turn.changed(self.parts.workspace.requests_dir):
+            found += store.changed_since(turn.ns - TURN_SLACK_NS)
+        standing: str | None = None
+        for request_id in dict.fromkeys(found):
+            try:
+                record = store.load(request_id)
+            except LoopkitError:
+                continue
+            if not record.is_open or not record.has_own_block:
+                continue
+            if blockfile.is_block_of(path, record):
+                standing = standing or request_id
+                continue
+            where = blockfile.state(path)
+            if where == "other":
+                standing = standing or request_id
+                continue
+            try:
+                placed = self.parts.escalator.place(record, persisted=True, own=True)
+            except LoopkitError as exc:
+                log.error("block_not_restored", msg=f"cannot write {path.name} again: {exc}")
+                standing = standing or request_id
+                continue
+            log.warning(
+                "block_stands",
+                request_id=request_id,
+                msg=f"{path.name} of request {request_id} went while the agent ran: only a "
+                "human lifts a block — it stands"
+                + (f" (joined to {placed.joined})" if placed.joined else ", written again"),
+            )
+            standing = standing or placed.joined or request_id
+        return standing
+
     def _block_watch(self) -> Callable[[], bool]:
         """What the runner looks at while the agent runs (at every change in the workspace,
         and every ``recheck`` s): a block that appears is sent at once — the agent's process
@@ -659,6 +707,35 @@ class Iteration:
             request_id=result.request.request_id,
             msg=f"the question ({sent}):\n{lines}",
         )
+
+
+TURN_SLACK_NS = 2_000_000_000  # coarse mtimes: records written up to 2 s before the turn too
+
+
+class _TurnMark:
+    """When an agent's turn began, and how its ``requests/`` folder looked then: a turn that
+    wrote no record is known by one ``stat``, no record read."""
+
+    __slots__ = ("folder", "ns")
+
+    def __init__(self, ns: int, folder: tuple[int, int, int] | None) -> None:
+        self.ns = ns
+        self.folder = folder
+
+    @classmethod
+    def now(cls, requests_dir: Path) -> _TurnMark:
+        return cls(time.time_ns(), _folder_stamp(requests_dir))
+
+    def changed(self, requests_dir: Path) -> bool:
+        return _folder_stamp(requests_dir) != self.folder or self.folder is None
+
+
+def _folder_stamp(folder: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_ino, info.st_size
 
 
 def _verdict(result: Finished) -> dict[str, Any]:
