@@ -39,6 +39,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -528,6 +529,15 @@ def note(loop: Loop, text: str, *, by: str, via: str, fleet: Fleet | None = None
 SAY_WAIT = 5.0  # seconds a running supervisor has to say where a message went
 
 
+def said_to(words: tuple[str, ...], found: list[Loop]) -> tuple[str | None, str]:
+    """``loopkit say [REPO] TEXT``'s words: the loop they name first — only when more words
+    follow and the first names a loop exactly as :func:`find` does — and the message (None:
+    this workspace's loop; every word is the message)."""
+    if len(words) > 1 and find(words[0], found):
+        return words[0], " ".join(words[1:])
+    return None, " ".join(words)
+
+
 def say(
     loop: Loop, text: str, *, by: str, via: str, fleet: Fleet | None = None,
     wait: float = SAY_WAIT,
@@ -562,8 +572,6 @@ def say(
 def _answer(says: Says, name: str, wait: float) -> Said | None:
     """Where message ``name`` went, once the supervisor says (polled: a short wait, once
     per message; None after ``wait`` s)."""
-    import time
-
     end = time.monotonic() + wait
     pause = 0.005
     while (said := says.outcome(name)) is None and time.monotonic() < end:

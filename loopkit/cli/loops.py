@@ -19,6 +19,7 @@ from loopkit.loops import (
     note,
     pick,
     read_loop,
+    said_to,
     say,
     steer,
 )
@@ -148,11 +149,9 @@ def say_command(app: App, words: tuple[str, ...]) -> int:
     turn running, no loopkit running — the next agent run gets it as LOOPKIT_GUIDANCE, as
     `loopkit note` does. The line printed says which.
     """
-    repo: str | None = None
-    if len(words) > 1 and find(words[0], listing(app.hubs).loops):
-        repo, words = words[0], words[1:]
+    repo, text = said_to(words, listing(app.hubs).loops if len(words) > 1 else [])
     loop = _target(app, repo)
-    click.echo(say(loop, " ".join(words), by=_who(), via="cli", fleet=app.hubs))
+    click.echo(say(loop, text, by=_who(), via="cli", fleet=app.hubs))
     return EXIT_OK
 
 

@@ -142,7 +142,8 @@ def test_say_to_an_agent_whose_output_is_text_waits_for_its_next_run(tmp_path: P
     with Daemon(ws, "--max-iterations", "2") as daemon:
         daemon.wait_state(status="running", iteration=1)
         wait_until((ws / "heard.txt").exists, what="the agent's first run")
-        told = loopkit("-C", str(ws), "say", "check the README", env=clean_env())
+        # From anywhere, the loop named first (its repo's name), the rest the message.
+        told = loopkit("say", "plain", "check", "the", "README", cwd=tmp_path, env=clean_env())
         assert told.stdout.strip() == (
             "plain: noted for its next agent run (the agent (its "
             "output is no event stream) takes no message mid-turn)"
