@@ -234,11 +234,12 @@ class TurnWatch:
             for name, note in self.mailbox.take():
                 if self.takes_messages and self.deliver(note):
                     self.delivered += 1
+                    self._line(f"← {note.by} via {note.via}: {fold(clean(note.text), 200)}")
+                    self._record(messages=self.delivered)
+                    # Told last: whoever reads the answer finds the line in the log already.
                     self.mailbox.delivered(name, note, agent=self.agent,
                                            session_id=self.session_id,
                                            iteration=self.iteration)  # fmt: skip
-                    self._line(f"← {note.by} via {note.via}: {fold(clean(note.text), 200)}")
-                    self._record(messages=self.delivered)
                 else:
                     self.mailbox.noted(name, note, "the turn ended before it got there")
         if self.runaway is None:

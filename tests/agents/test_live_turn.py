@@ -160,7 +160,7 @@ def test_a_silent_turn_is_stopped_through_claude_and_its_command_with_it(
     quiet = "sleep 600 # loopkit-test-silent"
     script = [bash(quiet, "Wait a long time"), Say("Stopped, as asked."), *FINISH]
     with AnthropicApi(script) as api:
-        loop = claude_loop(api, silent='"2s"')
+        loop = claude_loop(api, silent='"8s"')
         first = loop.run()
         assert first.returncode == 2, loop.lk("tail", "--no-follow").stdout
         request = asked(loop)
