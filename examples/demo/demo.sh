@@ -6,7 +6,7 @@ set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 loopkit="${LOOPKIT:-loopkit}"
 ws="$(mktemp -d "${TMPDIR:-/tmp}/loopkit-demo.XXXXXX")"
-cp "$here/agent.py" "$here/verify.py" "$here/PLAN.md" "$here/loopkit.toml" "$ws/"
+cp "$here/agent.py" "$here/verify.py" "$here/price.py" "$here/PLAN.md" "$here/loopkit.toml" "$ws/"
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 

@@ -22,7 +22,7 @@ from loopkit.escalation import adoption, blockfile, evidence
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.supervisor import resume, stuck_questions, triggers
+from loopkit.supervisor import resume, stuck, stuck_questions, triggers
 from loopkit.supervisor.agentstreams import stream_for
 from loopkit.supervisor.claudestream import ClaudeStream, speaks_stream_json
 from loopkit.supervisor.dialogs import Dialogs
@@ -314,7 +314,8 @@ class Iteration:
                 return self.parts.stopped()
             self._verdict(verify)
         # Counted before the failure below is, so one state save holds both counts.
-        fired = self.stuck.observe(task, agent, verify, self._result)
+        fired = self.stuck.observe(task, agent, verify, ticked=self._ticked(task),
+                                   result=self._result)  # fmt: skip
         if agent_failed:
             self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
         elif verify is None or verify.ok:
@@ -638,12 +639,37 @@ class Iteration:
             self.parts.state.failures, self.parts.state.failed_iterations = 0, []
             self.parts.save()
 
+    def _ticked(self, task: str | None) -> bool:
+        """Whether the task this iteration ran on is no longer the current one: ticked off
+        (or its line gone) during it."""
+        loop = self.parts.config.loop
+        if not loop.task_file or task is None:
+            return False
+        now = current_task(self.parts.workspace.root, loop.task_file, loop.task_pattern,
+                           self._skipped)  # fmt: skip
+        return now != task
+
     def _count_failure(self, task: str | None, reason: str, output: str) -> None:
+        """A failing iteration, counted towards ``max_verify_failures`` only when it broke
+        no new ground (SPEC §25): one that reached new files or lines, or failed a way not
+        seen before in the task, starts the count again — a test stays red while the layers
+        beneath it land, and 20 → 15 → 9 failing tests is progress."""
         state = self.parts.state
+        if self.stuck.broke_new_ground:
+            if state.failures:
+                log.info("failure_new_ground", task=task,
+                         msg=f"{reason}, but the iteration broke new ground: not counted "
+                         f"(0/{self.parts.config.loop.max_verify_failures})")  # fmt: skip
+            else:
+                log.info("failure_new_ground", task=task,
+                         msg=f"{reason}; the iteration broke new ground: not counted")  # fmt: skip
+            state.failures, state.failed_iterations = 0, []
+            self.parts.save()
+            return
         state.failures += 1
-        sig = triggers.signature(output, 1)
+        sig = triggers.what_failed(output)[-1] if output.strip() else ""
         state.failed_iterations.append(
-            {"iteration": state.iteration, "reason": reason, "signature": sig[0] if sig else ""}
+            {"iteration": state.iteration, "reason": reason, "signature": sig}
         )
         limit = self.parts.config.loop.max_verify_failures
         state.failed_iterations = state.failed_iterations[-limit:]
@@ -658,6 +684,8 @@ class Iteration:
             loop = self.parts.config.loop
             agents_fault = reason.startswith("agent") or loop.verify is None
             command = (loop.agent if agents_fault else loop.verify) or ""
+            # The signal that counts the same failures is answered with this block.
+            self.stuck.carry(stuck.CRASH_LOOP if agents_fault else stuck.SAME_ERROR)
             self._escalate(
                 triggers.verify_failures(
                     task=task,

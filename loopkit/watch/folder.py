@@ -271,6 +271,8 @@ class FolderWatch:
                 self._followed[path] = ("deleted", 0)
             elif event.is_create or event.is_moved_to:
                 self._followed[path] = None
+                with contextlib.suppress(OSError):  # the new file's inode, as it arrives
+                    self._inodes[path] = os.lstat(path).st_ino
 
     def _notify(self, folder: Path, *, dead: bool) -> None:
         if dead:

@@ -28,6 +28,7 @@ A folder at the block path is not "gone" either: the loop stays blocked until it
 from __future__ import annotations
 
 import os
+import time
 from typing import Literal, TypeVar
 
 from loopkit.clock import SystemClock
@@ -87,21 +88,22 @@ def _confirmed(
     """Whether ``path``'s absence is an unblock (see the module). False: not (yet) — the
     caller looks again at the next change in the folder."""
     if watch.mode == "inotify" and watch.ever_seen(path):
-        return _gone_by_event(path, watch, wake, stop, clock)
+        return _gone_by_event(path, watch, wake, stop)
     return _gone_by_window(path, watch, wake, stop, window, clock)
 
 
-def _gone_by_event(
-    path: Path, watch: FolderWatch, wake: Waker, stop: threading.Event, clock: Clock
-) -> bool:
-    start = clock.monotonic()
+def _gone_by_event(path: Path, watch: FolderWatch, wake: Waker, stop: threading.Event) -> bool:
+    # The event comes from the watch's reader thread: it is waited for in real time (the
+    # loop's clock may be a test's), at most the watch's safety interval — a lost event.
+    until = time.monotonic() + watch.timeout_hint
     while watch.vanished(path) is None:  # the event that took it away is not read yet
         if not is_gone(path) or stop.is_set():
             return False
-        if clock.monotonic() - start >= watch.timeout_hint:
-            break  # no event after the safety interval: lost; the folder itself decides
+        left = until - time.monotonic()
+        if left <= 0:
+            break  # no event: lost (an overflow); the folder itself decides
         wake.clear()
-        clock.wait(wake, watch.timeout_hint)
+        wake.wait(min(left, 0.05))
     if not is_gone(path) or stop.is_set() or not watch.same_folder(path):
         return False  # a folder swapped for another: looked at again once the watch re-arms
     return not (watch.renamed_within(path) or watch.editing(path))
