@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from loopkit.hooks.pretooluse import Dialect
 from loopkit.hooks.pretooluse import main as gate
+from loopkit.message import clean
 
 TYPE_CHECKING = False  # the no-match path imports neither typing nor re
 if TYPE_CHECKING:
@@ -70,13 +71,9 @@ class CodexDialect(Dialect):
 
     def shown(self, tool_name: str, tool_input: Any) -> list[str]:
         if tool_name == "Bash" and len(self.calls(tool_name, tool_input)) > 1:
-            from loopkit.message import clean
-
             files = [clean(g["file_path"]) for _, g in self.calls(tool_name, tool_input)[1:]]
             return ["apply_patch", *files]  # the patch's files, not its text
         if tool_name == "apply_patch":
-            from loopkit.message import clean
-
             return ["apply_patch", *(clean(name) for _, given in self.calls(tool_name, tool_input)
                                      for name in [given["file_path"]])]  # fmt: skip
         name, given = self.calls(tool_name, tool_input)[0]

@@ -40,7 +40,11 @@ def test_the_loops_page_steers_a_running_loop(phone: Page, serve: Serve, tmp_pat
     setup(docs, 'done = ["true"]', verify="echo '12 passed'\n")
     assert loopkit("-C", str(docs), "run").returncode == 0  # finished
     shop = _folder(tmp_path, "shop-api")
-    setup(shop, 'pause = "0.2s"', agent=AGENT + "sleep 0.3\n", verify="echo '48 passed'\n")
+    # A healthy loop: each run adds a module (new ground, SPEC §25), so nothing asks.
+    working = (
+        AGENT + 'echo "def step(): return $LOOPKIT_ITERATION" > "step_$LOOPKIT_ITERATION.py"\n'
+    )
+    setup(shop, 'pause = "0.2s"', agent=working + "sleep 0.3\n", verify="echo '48 passed'\n")
     with Daemon(shop) as daemon:
         daemon.wait_state(status="running")
         phone.goto(f"{serve.base}/loops?token={serve.token}")
