@@ -43,10 +43,12 @@ PLACES: tuple[str, ...] = (
     "loopkit.cli.block:resend",
     "loopkit.cli.loops:resume",
     "loopkit.cli.loop:run",
+    "loopkit.cli.loops:say_command",
     "loopkit.cli.setup:send_test",
     "loopkit.cli.inbox:serve",
     "loopkit.cli.loop:status",
     "loopkit.cli.loops:stop",
+    "loopkit.cli.loops:tail_command",
     "loopkit.cli.answer:unblock",
     "loopkit.cli.loop:unskip",
 )
