@@ -65,6 +65,11 @@ if TYPE_CHECKING:
 
 log = get_logger("loopkit.answer")
 
+# What an answer recorded while the fleet's database could not be reached is told (SPEC §28).
+FLEET_UNREACHABLE = (
+    "recorded here; the fleet is unreachable: it stands only if nobody answered elsewhere"
+)
+
 
 @record(frozen=True, slots=True)
 class Answered:
@@ -77,6 +82,9 @@ class Answered:
     deferred: bool
     store: RequestStore | None
     lifted: bool
+    # Recorded here while the fleet's database could not be reached: it stands only if
+    # nobody answered elsewhere (the follower settles it when the database is back).
+    provisional: bool = False
 
     @property
     def reading(self) -> str:
@@ -238,11 +246,12 @@ class Answering:
         expected_updated_at: str | None,
     ) -> Answered:
         outcome: list[Any] = []
+        claimed: list[bool] = []
 
         def record_it(current: Request) -> None:
             outcome.append(apply_reply(current, reply, by=who.by, via=who.via, about=who.about))
             # With a fleet the answer is claimed fleet-wide first: exactly one wins (SPEC §13).
-            store.hub.claim(store.workspace, current)
+            claimed.append(store.hub.claim(store.workspace, current))
 
         store.update(request_id, record_it, expected_updated_at=expected_updated_at)
         done = outcome[0]
@@ -251,7 +260,8 @@ class Answering:
             # The block goes, supervised or not: a waiting supervisor sees the answer either
             # way and hands it on once.
             lifted = blockfile.remove_block(store.workspace.blocked, done.record)
-        return Answered(done.record, done.decision, done.deferred, store, lifted)
+        provisional = bool(claimed) and not claimed[-1]
+        return Answered(done.record, done.decision, done.deferred, store, lifted, provisional)
 
     def dismiss(self, request_id: str, who: Answerer, *, reason: str | None = None) -> Dismissed:
         """Close ``request_id``, which nobody will answer (SPEC §16): never an answer.

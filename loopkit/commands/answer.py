@@ -8,11 +8,11 @@ import json
 import os
 
 from loopkit.commands.echo import echo
-from loopkit.errors import EXIT_OK
+from loopkit.errors import EXIT_OK, EXIT_TEMPFAIL
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.answering.service import Answering
+    from loopkit.answering.service import Answered, Answering
     from loopkit.answering.who import Answerer
     from loopkit.commands.app import App
     from loopkit.requests.record import Request
@@ -52,7 +52,17 @@ def reply(
     if done.deferred:
         echo(f"deferred: request {request_id} stays open", err=True)
     _tell_the_asked(service, done.record)
-    return EXIT_OK
+    return _partition_told(done)
+
+
+def _partition_told(done: Answered) -> int:
+    """75 and the truth when the answer could not be claimed fleet-wide (SPEC §28)."""
+    from loopkit.answering.service import FLEET_UNREACHABLE
+
+    if not done.provisional:
+        return EXIT_OK
+    echo(f"loopkit: {FLEET_UNREACHABLE}", err=True)
+    return EXIT_TEMPFAIL
 
 
 def _tell_the_asked(service: Answering, record: Request) -> None:
@@ -76,7 +86,7 @@ def unblock(app: App, *, reply: str | None, by: str | None) -> int:
         echo(outcome.answered.reading, err=True)
         _tell_the_asked(service, outcome.answered.record)
     echo(outcome.message, err=True)
-    return EXIT_OK
+    return EXIT_OK if outcome.answered is None else _partition_told(outcome.answered)
 
 
 def dismiss(app: App, *, request_id: str, reason: str | None, by: str | None) -> int:

@@ -124,6 +124,10 @@ class StuckConfig:
     max_task_iterations: int = 0  # iterations on one task (0: off)
     task_timeout: float | None = None  # seconds of wall time on one task (None: off)
     max_cost_usd: float | None = None  # dollars the agent reports spending (None: off)
+    # Inside one agent turn (SPEC section 24), read from its event stream as it runs:
+    same_call: int = 5  # the same tool call with the same input, in a row
+    ping_pong: int = 4  # cycles of two calls alternating (A-B-A-B…)
+    silent: float | None = 600.0  # seconds with no event and no output (None: off)
 
 
 @record(frozen=True, slots=True)

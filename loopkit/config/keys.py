@@ -213,6 +213,23 @@ KEYS: dict[str, dict[str, Key]] = {
             "Gemini's token usage priced at list prices (JSON output); past it loopkit asks "
             'before spending more (`0` or `"off"`: no limit). An answer approves another as much.',
         ),
+        "same_call": Key(
+            v.count,
+            "Inside one agent turn, read from its event stream as it runs: the same tool call "
+            "with the same input (what it runs, masked as for `same_error`; not the agent's "
+            "description of it) this many times in a row, and loopkit stops the turn, keeps "
+            "the session and asks. `0` turns it off. [The live turn](agents.md#the-live-turn).",
+        ),
+        "ping_pong": Key(
+            v.count,
+            "Inside one agent turn: two calls alternating (A, B, A, B, …) for this many cycles, "
+            "and loopkit stops the turn and asks. `0` turns it off.",
+        ),
+        "silent": Key(
+            v.optional_duration,
+            'Inside one agent turn: no event and no output for this long (e.g. `"10m"`), and '
+            'loopkit stops the turn and asks. `0` or `"off"`: never.',
+        ),
     },
     "policy": {
         "escalate_words": Key(

@@ -61,9 +61,12 @@ KITS = {
                   f"claude -p --resume {{session_id}} {_CLAUDE}", prompt_key=True),
     # Codex 0.147 dropped `exec --full-auto`; `--sandbox workspace-write` is what it meant.
     # That sandbox keeps .git read-only (no commit); `--add-dir .git` lets the agent commit.
+    # `--json` and Gemini's `-o stream-json`: their events, which loopkit reads as the turn
+    # runs (SPEC §24) and shows as text.
     "codex": Kit("Codex", "AGENTS.md",
-                 "codex exec --sandbox workspace-write --add-dir .git {prompt}"),
-    "gemini": Kit("Gemini CLI", "GEMINI.md", "gemini --approval-mode yolo -p {prompt}"),
+                 "codex exec --json --sandbox workspace-write --add-dir .git {prompt}"),
+    "gemini": Kit("Gemini CLI", "GEMINI.md",
+                  "gemini --approval-mode yolo --output-format stream-json -p {prompt}"),
 }  # fmt: skip
 HEADING = "## When and how to escalate (loopkit)"
 

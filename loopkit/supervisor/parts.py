@@ -22,6 +22,7 @@ from loopkit.log import get_logger
 from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
+from loopkit.supervisor.mailbox import Mailbox
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import LoopStatus, State, StateFile
@@ -124,6 +125,9 @@ class Parts:
         self.watch: FolderWatch | None = None  # while the loop runs
         self._poller: UpdatePoller | None = None
         self._slack: SlackRelay | None = None
+        # Messages for the running turn (SPEC §24): the steering thread posts them, the turn
+        # takes them on the runner's thread.
+        self.mailbox = Mailbox(Workspace.of(config), self.wake)
         self.use(config)
 
     def use(self, config: Config) -> None:
@@ -131,6 +135,7 @@ class Parts:
         self.config = config
         self.workspace = Workspace.of(config)
         self.skipped = SkippedTasks(self.workspace)  # shared with `loopkit unskip`
+
         hub = self._hub if self._hub is not None else self.hubs.for_config(config)
         self.store = RequestStore(self.workspace, hub=hub)  # the one store of this process
         self.stores = Stores(self.hubs.for_config)  # every other registered workspace's

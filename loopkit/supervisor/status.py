@@ -9,11 +9,12 @@ from loopkit import clock
 from loopkit.errors import LoopkitError
 from loopkit.escalation import adoption, blockfile, delivery, evidence, marker
 from loopkit.escalation import dismiss as dismissal
+from loopkit.loops import live_line, said_line
 from loopkit.message import age, fold
 from loopkit.redact import Redactor
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor import stuck
-from loopkit.workspace import Workspace
+from loopkit.workspace import Workspace, live
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import StateFile, SupervisorLock
 from loopkit.workspace.steer import Notes, Steering
@@ -84,6 +85,8 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         "paused_by": paused.line() if (paused := Steering(workspace).paused()) else None,
         "guidance_pending": Notes(workspace).count(),
         "updated_at": state.updated_at,
+        # The agent's running turn (SPEC §24): what it runs now, its last words, …
+        "live": live.read(workspace, holder) if holder and holder > 0 else None,
         "agent": {  # SPEC §18: the agent's own session and its last result
             "session_id": state.agent_session,
             "result": state.agent_result,
@@ -161,6 +164,12 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"task:      {info['task']}")
     lines.append(f"failures:  {info['failures']} of {info['max_verify_failures']}")
     lines.append(f"stuck:     {stuck.describe(info['stuck'])}")
+    running = info.get("live")
+    if running:
+        lines.append(f"live:      {live_line(running, 200)}")
+        said = said_line(running, 200)
+        if said:
+            lines.append(f"           {said}")
     if info["paused_by"]:
         lines.append(f"paused:    {info['paused_by']} (`loopkit resume` goes on)")
     if info["guidance_pending"]:

@@ -162,7 +162,8 @@ class Router(AnswerRouter):
         elif decided.answered is None:
             self._ack(query_id, decided.already or "unknown request")
         else:
-            self._ack(query_id, outcome_line(decided.answered.record, self.via))
+            said = outcome_line(decided.answered.record, self.via)
+            self._ack(query_id, f"{said}\n{decided.caveat}" if decided.caveat else said)
             self.show_outcome(decided.answered.record, message.get("text"))
 
     def _text(self, message: dict[str, Any]) -> None:
@@ -223,6 +224,8 @@ class Router(AnswerRouter):
             self._ask_again(decided.confirm, answer_to=answer_to, chat=chat, sent_as=sent_as)
         elif decided.answered is not None:
             self.show_outcome(decided.answered.record, original)
+            if decided.caveat:
+                self._tell(decided.caveat, answer_to=answer_to, chat=chat)
         elif decided.already and decided.record is not None:
             self._tell(decided.already, answer_to=answer_to, chat=chat)
 

@@ -167,6 +167,8 @@ class SlackRouter(AnswerRouter):
             self._ask_again(decided.confirm, channel, user_id)
         elif decided.answered is not None:
             self.show_outcome(decided.answered.record)
+            if decided.caveat:
+                self._whisper(channel, user_id, decided.caveat, thread=thread)
         elif decided.already is not None:  # "already resolved by … via …"
             self._whisper(channel, user_id, decided.already, thread=thread)
 
