@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from loopkit.answering.service import Answered, Answering
     from loopkit.answering.who import Answerer
     from loopkit.commands.app import App
+    from loopkit.requests.record import Request
 
 
 def human() -> str:
@@ -50,6 +51,7 @@ def reply(
     echo(done.reading, err=True)
     if done.deferred:
         echo(f"deferred: request {request_id} stays open", err=True)
+    _tell_the_asked(service, done.record)
     return _partition_told(done)
 
 
@@ -63,12 +65,26 @@ def _partition_told(done: Answered) -> int:
     return EXIT_TEMPFAIL
 
 
+def _tell_the_asked(service: Answering, record: Request) -> None:
+    """The people asked where a message cannot be edited (an ntfy push, a PagerDuty
+    incident) are told how it ended now, before this short process exits (SPEC §29);
+    nothing is loaded for a block that went out elsewhere."""
+    if record.is_open or not any(
+        e.channel in ("ntfy", "pagerduty") and e.ok is True for e in record.delivery
+    ):
+        return
+    from loopkit.answering.telling import FollowUps
+
+    FollowUps(service).show_outcome(record)
+
+
 def unblock(app: App, *, reply: str | None, by: str | None) -> int:
     service, who = _door(app, by)
     outcome = service.unblock(app.store(), who, reply=reply)
     if outcome.answered is not None:
         echo(json.dumps(outcome.answered.decision, ensure_ascii=False))
         echo(outcome.answered.reading, err=True)
+        _tell_the_asked(service, outcome.answered.record)
     echo(outcome.message, err=True)
     return EXIT_OK if outcome.answered is None else _partition_told(outcome.answered)
 
@@ -77,4 +93,5 @@ def dismiss(app: App, *, request_id: str, reason: str | None, by: str | None) ->
     service, who = _door(app, by)
     done = service.dismiss(request_id, who, reason=reason)
     echo(done.message, err=True)
+    _tell_the_asked(service, done.record)
     return EXIT_OK

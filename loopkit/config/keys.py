@@ -7,6 +7,7 @@ a key added here is known to all three.
 from __future__ import annotations
 
 from loopkit.config import values as v
+from loopkit.config.people import people
 from loopkit.datarecord import record
 
 TYPE_CHECKING = False
@@ -115,9 +116,10 @@ KEYS: dict[str, dict[str, Key]] = {
     "escalation": {
         "channel": Key(
             v.ladder,
-            "Where the question goes: `telegram`, `slack`, `dial`, `none`, or a ladder such as "
-            '`["telegram", "dial"]` (the next rung when one fails hard, or with '
-            "`escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it.",
+            "Where the question goes: `telegram`, `slack`, `dial`, `apprise`, `ntfy`, "
+            '`pagerduty`, `none`, or a ladder such as `["telegram", "dial"]` (the next rung '
+            "when one fails hard, or with `escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it. "
+            "Not needed when `people` are listed: they are the ladder then.",
         ),
         "blocked_file": Key(
             v.relative_file,
@@ -156,6 +158,18 @@ KEYS: dict[str, dict[str, Key]] = {
             '`"webhook"` (one-way, an incoming webhook) or `"socket"` (a Slack app: buttons and '
             "thread replies over Socket Mode; needs `loopkit[slack]`). `LOOPKIT_HITL_SLACK_MODE` "
             "wins.",
+        ),
+        "people": Key(
+            people,
+            "Who is asked, in order, as `[[escalation.people]]` tables: `name`, `channel` "
+            "(`telegram`, `slack`, `apprise`, `ntfy`, `dial`, `pagerduty`), `address` on it (a "
+            "chat id, a Slack user id, an Apprise URL, an ntfy topic URL; none for `dial` and "
+            '`pagerduty`), `after` (from the block: `"0m"`, `"20m"`) and optional `quiet` hours '
+            '(`"22:00-07:00"`) in `tz` (default the machine\'s). An unanswered block reaches the '
+            "next person when their `after` passes; a person in their quiet hours is skipped. "
+            "Listed, only they may answer (`loopkit reply --by NAME`), and everyone asked is told "
+            "who answered. Listed, they replace `channel` and `escalate_after`. "
+            "[Answering](answering.md#a-team).",
         ),
     },
     "stuck": {

@@ -138,18 +138,20 @@ def _block(config: Config, path: Path, record: Request | None) -> dict[str, Any]
     if record.is_open and not record.timed_out_at and since and isinstance(minutes, int | float):
         info["deadline"] = clock.iso_seconds(since + timedelta(minutes=minutes))
     last: dict[str, DeliveryAttempt] = {}
-    for entry in record.delivery:
-        last[str(entry.channel)] = entry
+    for entry in delivery.sends(record):
+        last[f"{entry.channel}\0{entry.person or ''}"] = entry
     info["deliveries"] = [
-        {"channel": e.channel, "ok": e.ok, "at": e.at, "status": e.status, "error": e.error}
+        {"channel": e.channel, "ok": e.ok, "at": e.at, "status": e.status, "error": e.error,
+         **({"person": e.person} if e.person else {})}
         for e in last.values()
-    ]
+    ]  # fmt: skip
     due = delivery.next_due(record, config.escalation, now)
     if due is not None:
         info["next_send"] = {
             "channel": due.channel,
             "at": clock.iso_seconds(due.at),
             "kind": due.kind,
+            **({"person": due.person} if due.person else {}),
         }
     return info
 
@@ -195,11 +197,15 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"deadline:  none left (timed out → {info['timeout_action']}: waits)")
     if info["next_send"]:
         send = info["next_send"]
-        lines.append(f"next:      {send['kind']} via {send['channel']} at {send['at'][11:19]} UTC")
+        to = f" to {send['person']}" if send.get("person") else ""
+        lines.append(
+            f"next:      {send['kind']} via {send['channel']}{to} at {send['at'][11:19]} UTC"
+        )
     for entry in info["deliveries"]:
         ok = {True: "sent", False: "failed", None: "in flight"}[entry["ok"]]
         error = f": {entry['error']}" if entry.get("error") else ""
-        lines.append(f"delivery:  {entry['channel']} {ok} at {entry['at']}{error}")
+        to = f" to {entry['person']}" if entry.get("person") else ""
+        lines.append(f"delivery:  {entry['channel']}{to} {ok} at {entry['at']}{error}")
     lines.extend(_agent_lines(info.get("agent") or {}))
     shown = info.get("evidence") or {}
     if shown.get("output"):
