@@ -15,6 +15,7 @@ from loopkit.escalation import policy as policy_mod
 from loopkit.escalation import rubric
 from loopkit.escalation.blockfile import slug
 from loopkit.escalation.escalator import Escalator
+from loopkit.log import get_logger
 from loopkit.message import clean, fold
 from loopkit.requests.answer import options_for
 from loopkit.requests.models import Block, Kind, Option
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
     from loopkit.channels import Outcome
     from loopkit.config import Config
+
+log = get_logger("loopkit.ask")
 
 MAX_MINUTES = 366 * 24 * 60  # a timeout of a year at most, as every duration (config)
 
@@ -211,6 +214,11 @@ def ask(
             if not question.block:
                 record.block = Block.NONE  # a later `ask --key … --block` raises it
                 store.create(record)
+                log.info("asked", request_id=record.request_id, kind=str(record.kind),
+                         question=fold(record.prompt), category=question.category,
+                         workspace=str(store.workspace.root),
+                         msg=f"asked: {fold(record.prompt, 120)} (requests/"
+                         f"{record.request_id}.json)")  # fmt: skip
                 return Asked(True, reason, verdict.note, record)
             placed = escalator.place(record, own=True)
     if placed.joined:
