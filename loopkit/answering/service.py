@@ -30,6 +30,7 @@ import contextlib
 import threading
 
 from loopkit import clock
+from loopkit.answering import policy
 from loopkit.datarecord import record
 from loopkit.errors import LoopkitError, RequestConflict, RequestNotFound, UsageError
 from loopkit.escalation import adoption, allow, blockfile
@@ -43,6 +44,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
+    from loopkit.answering.policy import Overridden
     from loopkit.answering.who import Answerer
     from loopkit.fleet import Hubs
     from loopkit.message import Message
@@ -185,15 +187,16 @@ class Answering:
             if found is None:
                 raise self._not_found(request_id)  # before any lock: nothing is created
             hub, remote = found
+            who.check_about(remote.record)
             if not confirmed and needs_second_tap(remote.record, reply):
                 return Confirm(remote.record, confirm_question(remote.record, reply))
             done = hub.answer_remote(remote, reply, by=who.by, via=who.via, about=who.about)
             answered = Answered(done.record, done.decision, done.deferred, None, False)
         else:
-            if not confirmed:
-                current = store.load(request_id)
-                if needs_second_tap(current, reply):
-                    return Confirm(current, confirm_question(current, reply))
+            current = store.load(request_id)
+            who.check_about(current)
+            if not confirmed and needs_second_tap(current, reply):
+                return Confirm(current, confirm_question(current, reply))
             answered = self._record(store, request_id, reply, who, expected_updated_at)
         answered_record = answered.record
         res = answered_record.resolution
@@ -228,6 +231,7 @@ class Answering:
         outcome: list[Any] = []
 
         def record_it(current: Request) -> None:
+            who.check_about(current)  # under the lock, on the record as it is now
             outcome.append(apply_reply(current, reply, by=who.by, via=who.via, about=who.about))
             # With a fleet the answer is claimed fleet-wide first: exactly one wins (SPEC §13).
             store.hub.claim(store.workspace, current)
@@ -339,6 +343,21 @@ class Answering:
             )
         self.tell(lifted, skip=who.via, background=True)
         return f"request {request_id} resolved as unblocked by hand; {name} removed"
+
+    def override(self, request_id: str, who: Answerer) -> Overridden:
+        """A human's override of a ``[[policy.answers]]`` answer (SPEC §30): the request is
+        asked again as a normal question if the run that asked has not moved on, else the
+        override is left for the next run (:func:`loopkit.answering.policy.override`)."""
+        who.check()
+        store = self.holder(request_id)
+        if store is None:
+            if self.hubs.find(request_id) is not None:
+                raise RequestConflict(
+                    f"request {request_id} is another machine's: override it there (`loopkit "
+                    f"reply --request-id {request_id} --reply override` on that machine)"
+                )
+            raise self._not_found(request_id)
+        return policy.override(store, store.load(request_id), who, None)
 
     # --- telling the others ---------------------------------------------------------------
 

@@ -9,7 +9,10 @@ surface (``via``), and the *origin* — the evidence the rule is judged on:
   from such a process;
 - :class:`TelegramUser` — a tap or a message: only from the configured chat and, when
   listed, the allowed users (numeric ids: usernames change);
-- :class:`SlackUser` — a click or a thread reply: only the allowed users, when listed.
+- :class:`SlackUser` — a click or a thread reply: only the allowed users, when listed;
+- :class:`Policy` — an entry of ``[[policy.answers]]`` (SPEC §30): only a routine question,
+  never a P0 one, an approval, a review or a gate (:meth:`Answerer.check_about`, once the
+  request is found).
 
 The answering service (:mod:`loopkit.answering.service`) checks every answer with
 :meth:`Answerer.check` before it reads anything; a surface may ask :meth:`Answerer.refusal`
@@ -21,6 +24,7 @@ from __future__ import annotations
 from loopkit import agentsession
 from loopkit.datarecord import record
 from loopkit.errors import AgentAnswer, NotAllowed
+from loopkit.escalation.policy import routine
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
 
     from loopkit.config import ChannelSettings
     from loopkit.errors import LoopkitError
+    from loopkit.requests.record import Request
 
 
 @record(frozen=True, slots=True)
@@ -120,7 +125,28 @@ class SlackUser:
         )
 
 
-Origin = Shell | Browser | TelegramUser | SlackUser
+@record(frozen=True, slots=True)
+class Policy:
+    """``[[policy.answers]]`` entry ``number`` of the workspace's loopkit.toml (SPEC §30):
+    loopkit's own answer to a routine question. It may answer only that — never a P0
+    question, an approval, a review or a gate (:meth:`refusal_about`)."""
+
+    number: int
+    why: str
+
+    def refusal(self) -> LoopkitError | None:
+        return None  # the config is the human's; under `loopkit run` the agent cannot edit it
+
+    def refusal_about(self, record: Request) -> LoopkitError | None:
+        if routine(record):
+            return None
+        return NotAllowed(
+            f"policy: request {record.request_id} is not a routine question (a P0 question, an "
+            "approval, a review or a gate): a human answers it, never [[policy.answers]]"
+        )
+
+
+Origin = Shell | Browser | TelegramUser | SlackUser | Policy
 SHELL = Shell()
 
 
@@ -144,3 +170,11 @@ class Answerer:
         refused = self.refusal()
         if refused is not None:
             raise refused
+
+    def check_about(self, record: Request) -> None:
+        """Raise the refusal to answer ``record`` in particular (a policy: only a routine
+        question), if any."""
+        if isinstance(self.origin, Policy):
+            refused = self.origin.refusal_about(record)
+            if refused is not None:
+                raise refused

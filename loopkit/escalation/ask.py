@@ -9,6 +9,8 @@ message); 4. persist the record — and with ``block``, write BLOCKED.md and sen
 
 from __future__ import annotations
 
+import os
+
 from loopkit.datarecord import record
 from loopkit.errors import BadInput, UsageError
 from loopkit.escalation import policy as policy_mod
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
     from loopkit.channels import Outcome
     from loopkit.config import Config
+    from loopkit.config.values import PolicyAnswer
 
 log = get_logger("loopkit.ask")
 
@@ -67,6 +70,9 @@ class Asked:
     existing: bool = False  # an open request with the same key was returned
     joined: str | None = None  # --block while blocked: the open block this joined
     outcome: Outcome | None = None  # --block: the delivery outcome
+    # [[policy.answers]] answers it (its number, the entry): written without a block, for the
+    # caller to answer through the answering service (SPEC §30)
+    policy: tuple[int, PolicyAnswer] | None = None
 
 
 def _review(question: Question) -> dict[str, Any] | None:
@@ -211,6 +217,21 @@ def ask(
                 "confidence": question.confidence,
                 "irreversible": question.irreversible,
             }
+            routine = policy_mod.routine_answer(config.policy.answers, record)
+            if routine is not None:
+                # A routine question the policy answers: no block, nothing sent; the caller
+                # answers it through the one door, and tells the human in one line.
+                record.block = Block.NONE
+                iteration = os.environ.get("LOOPKIT_ITERATION", "").strip()
+                record.iteration = int(iteration) if iteration.isdigit() else None
+                record.extra["asked_block"] = question.block  # an override asks it so again
+                store.create(record)
+                log.info("asked", request_id=record.request_id, kind=str(record.kind),
+                         question=fold(record.prompt), category=question.category,
+                         workspace=str(store.workspace.root),
+                         msg=f"asked: {fold(record.prompt, 120)} (requests/"
+                         f"{record.request_id}.json; [[policy.answers]] {routine[0]} answers it)")  # fmt: skip
+                return Asked(True, reason, verdict.note, record, policy=routine)
             if not question.block:
                 record.block = Block.NONE  # a later `ask --key … --block` raises it
                 store.create(record)
