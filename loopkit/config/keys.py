@@ -212,7 +212,7 @@ KEYS: dict[str, dict[str, Key]] = {
         ),
         "answers": Key(
             v.policy_answers,
-            "`[[policy.answers]]` tables: routine questions answered at once, `by = \"policy\"`, "
+            '`[[policy.answers]]` tables: routine questions answered at once, `by = "policy"`, '
             "never waking anyone. Each has `answer` (an option's value, or words) and `why`, and "
             "matches by `category` (not a P0 one), `request_key` (a glob) and/or `words` (one of "
             "them in the question) — every one given must hold. A P0 question, an approval, a "

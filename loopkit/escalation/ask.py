@@ -226,11 +226,16 @@ def ask(
                 record.iteration = int(iteration) if iteration.isdigit() else None
                 record.extra["asked_block"] = question.block  # an override asks it so again
                 store.create(record)
-                log.info("asked", request_id=record.request_id, kind=str(record.kind),
-                         question=fold(record.prompt), category=question.category,
-                         workspace=str(store.workspace.root),
-                         msg=f"asked: {fold(record.prompt, 120)} (requests/"
-                         f"{record.request_id}.json; [[policy.answers]] {routine[0]} answers it)")  # fmt: skip
+                log.info(
+                    "asked",
+                    request_id=record.request_id,
+                    kind=str(record.kind),
+                    question=fold(record.prompt),
+                    category=question.category,
+                    workspace=str(store.workspace.root),
+                    msg=f"asked: {fold(record.prompt, 120)} (requests/{record.request_id}.json; "
+                    f"[[policy.answers]] {routine[0]} answers it)",
+                )
                 return Asked(True, reason, verdict.note, record, policy=routine)
             if not question.block:
                 record.block = Block.NONE  # a later `ask --key … --block` raises it
