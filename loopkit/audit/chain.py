@@ -239,8 +239,10 @@ def verify(trail: Trail, *, name: str | None = None) -> Verdict:
     *complete, torn = data.split(b"\n")
     notes: list[str] = []
     seq, prev = 0, GENESIS
+    head_sha = head[1] if isinstance(head, tuple) and head[0] == len(complete) else None
     for number, line in enumerate(complete, start=1):
-        problem = _check_line(line, number, seq, prev, complete)
+        after = _prev_of(complete[number]) if number < len(complete) else head_sha
+        problem = _check_line(line, number, seq, prev, complete, after)
         if problem is not None:
             where, what = problem
             return Verdict(where - 1, f"{name}:{where}: {what}")
@@ -304,11 +306,13 @@ def _prev_of(line: bytes) -> str | None:
 
 
 def _check_line(
-    line: bytes, number: int, seq: int, prev: str, lines: list[bytes]
+    line: bytes, number: int, seq: int, prev: str, lines: list[bytes], after: str | None
 ) -> tuple[int, str] | None:
     """The first bad line and what is wrong with it, when the line at ``number`` does not
     follow a chain of ``seq`` lines ending in ``prev``; else None. A ``prev`` that is not
-    the line before's SHA-256 names the line before: that one was edited."""
+    the line before's SHA-256 says one of the two was edited: this line, when what comes
+    after it (the next line's ``prev``, or the head: ``after``) does not know it either;
+    else the line before."""
     found = _wrong(line, seq)
     if found == "ahead":
         due = seq + 1
@@ -320,6 +324,8 @@ def _check_line(
     if json.loads(line).get("prev") != prev:
         if number == 1:
             return 1, "the first line does not start the chain (edited)"
+        if after is not None and after != digest(line):
+            return number, "edited (neither the line before nor the one after agrees with it)"
         return number - 1, (
             f"edited, or line {number} is not the line written after it (line {number} "
             "records another SHA-256 for it)"
@@ -342,7 +348,10 @@ def _wrong(line: bytes, seq: int) -> str | None:
     if found > seq + 1:
         return "ahead"  # dropped, or reordered: the caller looks further
     if found < seq + 1:
-        return f"seq {found} where {seq + 1} was due: lines reordered or repeated"
+        return (
+            f"seq {found} where {seq + 1} was due: lines reordered or repeated, or a line "
+            "inserted before it"
+        )
     return None
 
 
