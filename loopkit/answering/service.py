@@ -215,7 +215,7 @@ class Answering:
             msg=f"{who.via}: {who.by} answered {request_id}",
         )
         if answered.store is not None:
-            allow.on_answer(answered.store.workspace.root, answered_record)
+            allow.on_answer(answered.store.workspace.root, answered_record, answered.store)
         if not answered.deferred:
             self.tell(answered.record, skip=who.via, background=True)
         return answered

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from loopkit.requests.record import Request
+    from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.gate")
 
@@ -336,10 +337,12 @@ def remove(workspace: str | Path, number: int) -> Rule:
         return gone
 
 
-def on_answer(workspace: str | Path, record: Request) -> None:
-    """ "Allow always here" chosen on a gate's question (SPEC §30): its rule goes into the
+def on_answer(workspace: str | Path, record: Request, store: RequestStore | None = None) -> None:
+    """Allow always here, chosen on a gate's question (SPEC §30): its rule goes into the
     workspace's ``.loopkit/allow.toml`` — after the answer is recorded, so a crash between
-    loses the rule (the next identical call is asked again), never adds one unanswered."""
+    loses the rule (the next identical call is asked again), never adds one unanswered. The
+    approval's own single use is the rule's from then on (taken on ``store``): removing the
+    rule leaves nothing that lets the call through."""
     res = record.resolution
     if res is None or res.outcome != ALWAYS:
         return
@@ -355,6 +358,15 @@ def on_answer(workspace: str | Path, record: Request) -> None:
             msg=f"the standing approval of {record.request_id} was not written: {exc}",
         )
         return
+    if added and store is not None:
+
+        def used(fresh: Request) -> bool:
+            if fresh.consumed_at:
+                return False
+            fresh.consumed_at = clock.iso_seconds()
+            return True
+
+        store.update(record.request_id, used)
     if added:
         log.info(
             "gate_rule_added",

@@ -321,6 +321,6 @@ class Follower:
                 workspace=str(store.workspace.root),
                 msg=f"fleet: request {request_id} answered on another machine",
             )
-            allow.on_answer(store.workspace.root, record)
+            allow.on_answer(store.workspace.root, record, store)
             if self.wake is not None:
                 self.wake()

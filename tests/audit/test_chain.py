@@ -74,7 +74,9 @@ def _mutate(lines: list[bytes], how: str, at: int, char: int) -> tuple[list[byte
     return lines, len(lines)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     count=st.integers(min_value=2, max_value=9),
     how=st.sampled_from(MUTATIONS),
