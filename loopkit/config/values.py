@@ -339,7 +339,7 @@ def policy_answers(value: object) -> tuple[PolicyAnswer, ...]:
             isinstance(w, str) and w.strip() for w in words
         ):
             raise ValueError(f"{where}: words is a list of words or phrases")
-        if category is None and key is None and not words:
+        if category is None and glob is None and not words:
             raise ValueError(f"{where}: give category, request_key or words: what it answers")
         found.append(PolicyAnswer(entry["answer"].strip(), entry["why"].strip(), category,
                                   glob, tuple(w.strip() for w in words)))  # fmt: skip

@@ -4,6 +4,7 @@ any single edit, drop, insertion or reordering of a line is found and named; a t
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 from pathlib import Path
@@ -34,7 +35,7 @@ def test_a_chain_as_written_holds(tmp_path: Path) -> None:
     lines = trail.path.read_bytes().splitlines()
     first = json.loads(lines[0])
     assert first["seq"] == 1 and first["prev"] == "0" * 64
-    for before, line in zip(lines, lines[1:], strict=False):
+    for before, line in itertools.pairwise(lines):
         assert json.loads(line)["prev"] == chain.digest(before)
 
 
