@@ -17,11 +17,12 @@ Never on the way of a decision. How a process ships depends on what it is:
 
 - ``batch`` — the long-running processes (``run``, ``serve``, ``mcp``): the SDK's batching
   processor, in its own thread; at exit what is left is sent within :data:`FLUSH_SECONDS`.
-- ``exit`` — a short command: the records are kept and sent when the command exits, within
-  :data:`FLUSH_SECONDS` (the SDK is imported then, not at start).
-- ``detached`` — the hooks, which an agent waits on before every tool call: at exit the
-  hook forks a process of its own session, with no terminal and no pipe of the agent's,
-  that sends the records; the hook exits at once. A gate never waits on a network.
+- ``exit`` — a short command: the same, the SDK imported at its first audited event (never
+  at start); what is left is sent as it exits, within :data:`FLUSH_SECONDS`.
+- ``detached`` — the hooks, which an agent waits on before every tool call: the records are
+  kept, and at exit handed on stdin to ``python -m loopkit.audit.otel`` started in a session
+  of its own, with no terminal and no pipe of the agent's, which sends them; the hook exits
+  at once. A gate never waits on a network.
 """
 
 from __future__ import annotations
@@ -124,10 +125,10 @@ class Shipper:
             if not self._registered:
                 self._registered = True
                 atexit.register(self.close)
-            if self.mode == "batch":
-                self._emit(record)
-            else:
+            if self.mode == "detached":
                 self._pending.append(record)
+            else:
+                self._emit(record)
 
     def _emit(self, record: dict[str, Any]) -> None:
         """Into the SDK (built on first use)."""
@@ -170,33 +171,48 @@ class Shipper:
             for record in pending:
                 self._emit(record)
             if self._processor is not None:
-                self._processor.shutdown(timeout_millis=int(FLUSH_SECONDS * 1000))
+                # The SDK's shutdown sends what is left and may wait on the network for as long
+                # as its own timeout: in a thread of its own, waited for FLUSH_SECONDS at most.
+                done = threading.Thread(target=self._processor.shutdown, daemon=True)
+                done.start()
+                done.join(FLUSH_SECONDS)
         except Exception as exc:  # shipping must never fail the command
             _warn(f"OpenTelemetry export failed: {exc}")
 
 
 def _detach(pending: list[dict[str, Any]]) -> None:
-    """Fork a process of its own session that sends ``pending`` and exits; return at once."""
+    """Start ``python -m loopkit.audit.otel`` in a session of its own, ``pending`` on its
+    stdin, and return at once (it is never waited for)."""
+    import subprocess
+
     try:
-        pid = os.fork()
-    except OSError as exc:
-        _warn(f"OpenTelemetry export not started: {exc.strerror}")
-        return
-    if pid:
-        return
-    code = 0
-    try:
-        os.setsid()
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        shipper = Shipper("exit")
-        shipper._pending = pending
-        shipper.close()
-    except BaseException:
-        code = 1
-    finally:
-        os._exit(code)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "loopkit.audit.otel"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+        assert child.stdin is not None
+        with child.stdin:
+            child.stdin.write(json.dumps(pending, default=str).encode())
+    except (OSError, ValueError) as exc:
+        _warn(f"OpenTelemetry export not started: {exc}")
+
+
+def _ship_from_stdin() -> int:
+    """``python -m loopkit.audit.otel``: send the records given on stdin (a hook's)."""
+    pending = json.loads(sys.stdin.buffer.read() or b"[]")
+    shipper = Shipper("exit")
+    for record in pending:
+        shipper.emit(record)
+    shipper.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_ship_from_stdin())
 
 
 def _warn(text: str) -> None:
