@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakecollector import FakeCollector
 
 from loopkit.audit.chain import Trail
 
-from fakecollector import FakeCollector
 from helpers import clean_env, loopkit, wait_until, write_config
 
 SUPERVISED = {"LOOPKIT_AGENT_SESSION": "test-session"}
