@@ -9,9 +9,10 @@ end, or an edited last line, are found too.
 **Appending** (:func:`append`) is one step under an ``flock`` of ``.loopkit/locks/audit.lock``,
 whoever appends — a hook's process, the supervisor, a short command, ``serve``: read the last
 line, append the new one with its ``seq`` and ``prev`` in a single ``write`` on an
-``O_APPEND`` descriptor, ``fsync``, then write the head atomically. So concurrent writers
-keep the chain whole, and a crash leaves at worst a *torn* last line (a write cut short:
-bytes after the last newline) or a head one line behind.
+``O_APPEND`` descriptor, ``fdatasync``, then write the head atomically (not synced: one sync
+per line). So concurrent writers keep the chain whole, and a crash leaves at worst a *torn*
+last line (a write cut short: bytes after the last newline) or a head some lines behind —
+never ahead: the head is written only after its line is durable.
 
 **A torn line is not tampering**, and is told apart like this: it is the file's last bytes,
 with no newline after them, and the complete lines before it end where the head says the
@@ -183,11 +184,14 @@ def append(trail: Trail, entry: dict[str, Any]) -> Appended:
             seq += 1
             lines.append(line_of(seq, prev, entry))
             os.write(fd, b"".join(line + b"\n" for line in lines))
-            os.fsync(fd)
+            os.fdatasync(fd)  # the line is durable before anything says it is there
         finally:
             os.close(fd)
         sha = digest(lines[-1])
-        atomicfile.write_bytes(trail.head, f"{HEAD_VERSION}\n{seq} {sha}\n".encode(), mode=0o600)
+        # Atomic, not synced: a power cut may leave the head some lines behind the file —
+        # never ahead of it — which verify tells apart (a head behind is a crash's).
+        head = f"{HEAD_VERSION}\n{seq} {sha}\n".encode()
+        atomicfile.write_bytes(trail.head, head, mode=0o600, durable=False)
         return Appended(seq, sha)
 
 
@@ -251,11 +255,13 @@ def verify(trail: Trail, *, name: str | None = None) -> Verdict:
     at_head = (head is None and count == 0) or head == (seq, prev)
     if head is not None and not isinstance(head, str) and head != (seq, prev):
         head_seq, head_sha = head
-        if head_seq == seq - 1 and count and _prev_of(complete[-1]) == head_sha:
-            # The last line is whole and follows the head's: a crash between writing it and
-            # writing the head (the next append writes the head again).
+        if 0 < head_seq < seq and digest(complete[head_seq - 1]) == head_sha:
+            # Whole lines, chained, after the line the head names: written while a crash (or
+            # a power cut, which the head's unsynced write may not outlive) kept the head
+            # behind — never ahead: it is written only once its line is durable. The next
+            # append writes it again.
             notes.append(
-                f"{name}:{count}: newer than {trail.head.name} (a crash before the head "
+                f"{name}:{head_seq + 1}: newer than {trail.head.name} (a crash before the head "
                 "was written): kept"
             )
             at_head = True
@@ -274,8 +280,8 @@ def verify(trail: Trail, *, name: str | None = None) -> Verdict:
         else:
             return Verdict(
                 count,
-                f"{name}:{head_seq + 1}: a line after the end "
-                f"{trail.head.name} recorded (line {head_seq}): added later",
+                f"{name}:{max(head_seq, 1)}: edited (its SHA-256 is not the one "
+                f"{trail.head.name} recorded)",
             )
     elif head is None and count:
         return Verdict(

@@ -32,6 +32,8 @@ import os
 from pathlib import Path
 
 from loopkit import atomicfile, clock
+from loopkit.audit.chain import digest  # CPython's own SHA-256: hashlib loads OpenSSL
+from loopkit.config import plaintoml
 from loopkit.datarecord import record
 from loopkit.errors import BadInput
 from loopkit.log import get_logger
@@ -73,11 +75,7 @@ _KEYS = frozenset(
 
 
 def _sha256(text: str) -> str:
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        from hashlib import sha256
-    found: str = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    found: str = digest(text.encode("utf-8", "surrogatepass"))
     return found
 
 
@@ -243,11 +241,14 @@ def load(workspace: str | Path) -> list[Rule]:
         return []
     except OSError as exc:
         raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
-    import tomllib
-
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = raw.decode("utf-8")
+        data = plaintoml.loads(text)  # what loopkit writes, read without tomllib's import
+        if data is None:
+            import tomllib
+
+            data = tomllib.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:  # TOMLDecodeError is a ValueError
         raise BadInput(f"{path}: not rules loopkit can read ({exc}); fix or remove it") from None
     rules = data.get("allow", [])
     if set(data) - {"allow"} or not isinstance(rules, list):
