@@ -71,13 +71,13 @@ def test_the_loops_page_steers_a_running_loop(phone: Page, serve: Serve, tmp_pat
         card.get_by_role("button", name="Resume").click()
         expect(phone.get_by_role("status")).to_contain_text("shop-api: resumed")
         wait_until(lambda: daemon.state().get("status") == "running", what="resumed")
-        # A note from the page reaches the next agent run.
+        # A message from the page: the agent takes none mid-turn, so its next run gets it.
         card = _card(phone, "shop-api")
         card.locator("summary").click()
-        send = card.get_by_role("button", name="Send note").bounding_box()
+        send = card.get_by_role("button", name="Send message").bounding_box()
         assert send is not None and send["height"] >= 44
         card.locator("textarea").fill("use the staging database")
-        card.get_by_role("button", name="Send note").click()
+        card.get_by_role("button", name="Send message").click()
         expect(phone.get_by_role("status")).to_contain_text("noted for its next agent run")
         wait_until(lambda: not list((shop / ".loopkit" / "control" / "notes").iterdir()),
                    what="the note taken by the next agent run")  # fmt: skip
