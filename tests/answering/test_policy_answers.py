@@ -152,3 +152,18 @@ def test_a_policy_entry_that_cannot_answer_safely_is_a_config_error(
     write_config(ws, text)
     with pytest.raises(ConfigError, match=why):
         config_mod.load(ws)
+
+
+def test_a_policy_answers_where_only_listed_people_may(ws: Path) -> None:
+    """With [[escalation.people]] only the listed people may answer (SPEC §29); the policy is
+    no person, and still answers what is routine — only that."""
+    write_config(
+        ws,
+        ROUTINE
+        + '\n[[escalation.people]]\nname = "Ana"\nchannel = "dial"\nafter = "0m"\n'
+        + '\n[escalation]\nchannel = "none"\n',
+    )
+    asked = ask(ws, "-s", "Which minor version of httpx?", "-q", "Which minor version?",
+                "--option", "Latest=latest")  # fmt: skip
+    assert asked["request"]["status"] == "resolved", asked
+    assert asked["request"]["resolution"]["by"] == "policy"
