@@ -226,25 +226,12 @@ def ask(
                 record.iteration = int(iteration) if iteration.isdigit() else None
                 record.extra["asked_block"] = question.block  # an override asks it so again
                 store.create(record)
-                log.info(
-                    "asked",
-                    request_id=record.request_id,
-                    kind=str(record.kind),
-                    question=fold(record.prompt),
-                    category=question.category,
-                    workspace=str(store.workspace.root),
-                    msg=f"asked: {fold(record.prompt, 120)} (requests/{record.request_id}.json; "
-                    f"[[policy.answers]] {routine[0]} answers it)",
-                )
+                _log_asked(store, record, question, f"; [[policy.answers]] {routine[0]} answers it")
                 return Asked(True, reason, verdict.note, record, policy=routine)
             if not question.block:
                 record.block = Block.NONE  # a later `ask --key … --block` raises it
                 store.create(record)
-                log.info("asked", request_id=record.request_id, kind=str(record.kind),
-                         question=fold(record.prompt), category=question.category,
-                         workspace=str(store.workspace.root),
-                         msg=f"asked: {fold(record.prompt, 120)} (requests/"
-                         f"{record.request_id}.json)")  # fmt: skip
+                _log_asked(store, record, question)
                 return Asked(True, reason, verdict.note, record)
             placed = escalator.place(record, own=True)
     if placed.joined:
@@ -252,6 +239,22 @@ def ask(
     outcome = escalator.deliver(record)  # outside the store lock: a send takes seconds
     fresh = store.load(record.request_id)
     return Asked(True, reason, verdict.note, fresh, existing=found is not None, outcome=outcome)
+
+
+def _log_asked(store: RequestStore, record: Request, question: Question, note: str = "") -> None:
+    """The ``asked`` event (and so its audit line) — for a record that was kept: a dry
+    run's store keeps nothing, so nothing was asked."""
+    if not store.writes:
+        return
+    log.info(
+        "asked",
+        request_id=record.request_id,
+        kind=str(record.kind),
+        question=fold(record.prompt),
+        category=question.category,
+        workspace=str(store.workspace.root),
+        msg=f"asked: {fold(record.prompt, 120)} (requests/{record.request_id}.json{note})",
+    )
 
 
 def prompt_block(record: Request) -> str:

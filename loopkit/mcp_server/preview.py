@@ -19,6 +19,8 @@ from loopkit.requests.store import RequestStore
 class PreviewStore(RequestStore):
     """A request store that reads and never writes."""
 
+    writes = False
+
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         yield  # nothing is written, so nothing needs the lock (or its file)

@@ -32,6 +32,8 @@ class RequestStore:
     (handed down by whoever assembled the process; :class:`LocalHub` alone): every write is
     mirrored through it and every answer claimed through it."""
 
+    writes = True  # False for a dry run's store: nothing it is handed is kept, or recorded
+
     def __init__(self, workspace: Workspace, *, hub: Hub | None = None) -> None:
         self.workspace = workspace
         self.hub: Hub = hub if hub is not None else LocalHub()
