@@ -90,15 +90,21 @@ class App:
 
         return Workspace.of(self.config())
 
-    def register(self) -> None:
-        """Record this workspace in the machine's loopkit home (SPEC §10); a home that cannot
-        be written is a warning, never a lost block."""
+    def register(self, root: Path | None = None) -> None:
+        """Record this workspace — or the folder ``root``, without reading its config — in the
+        machine's loopkit home (SPEC §10); a home that cannot be written is a warning, never
+        a lost block."""
         from loopkit.home import Registry
         from loopkit.workspace import Workspace
 
-        config = self._config or self.config()
+        if root is None:
+            config = self._config or self.config()
+            where, repo = config.workspace, Workspace.of(config).repo_name()
+        else:
+            where = root.resolve()  # as config.load makes it: one registry entry per folder
+            repo = Workspace(where, where / "BLOCKED.md").repo_name()
         try:
-            Registry().register(config.workspace, Workspace.of(config).repo_name())
+            Registry().register(where, repo)
         except OSError as exc:
             sys.stderr.write(
                 f"loopkit: warning: cannot register this workspace in LOOPKIT_HOME "

@@ -106,6 +106,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "loopkit.cli.loops:stop",
         "Stop a loop's supervisor, as SIGTERM does (REPO as for `pause`; exit 1: none runs).",
     ),
+    "tasks": (
+        "loopkit.cli.loop:tasks",
+        "The tasks left in [loop] task_file; with --done, exit 0 once none is left.",
+    ),
     "unblock": (
         "loopkit.cli.answer:unblock",
         "Resolve the open block's request and remove BLOCKED.md.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from loopkit.errors import EXIT_OK, ConfigError
+from loopkit.errors import EXIT_FAILURE, EXIT_OK, ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,4 +88,56 @@ def unskip(app: App, task: str) -> int:
     where = f" in {config.loop.task_file}" if config.loop.task_file else ""
     click.echo(f"task {taken.task!r} is no longer skipped: the loop works on it again when "
                f"it is the first open task{where}")  # fmt: skip
+    return EXIT_OK
+
+
+@click.command()
+@click.option(
+    "--done",
+    "done",
+    is_flag=True,
+    help="Exit 0 when no task is left (each ticked or skipped), 1 when one is.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the tasks as JSON.")
+@click.pass_obj
+def tasks(app: App, done: bool, as_json: bool) -> int:  # fmt: skip
+    """The tasks left in [loop] task_file; with --done, exit 0 once none is left.
+
+    Lists the open tasks (the first is the current one) and the skipped ones. `--done` is
+    what `init --task-file` writes as [loop] done: a skipped task counts as done, so a loop
+    whose last open task was skipped finishes. A task file that is not there yet is not
+    done.
+
+    \b
+    Exit: 0 (with --done: no task left) · 1 with --done: a task is left · 78 no task_file.
+    """
+    import json
+
+    from loopkit.supervisor.tasks import read_tasks
+    from loopkit.workspace.skipped import SkippedTasks
+
+    config = app.config()
+    task_file = config.loop.task_file
+    if not task_file:
+        raise ConfigError(
+            f"no [loop] task_file in {config.workspace / 'loopkit.toml'}: the loop is one task; "
+            "set task_file to a list of `- [ ] task` lines"
+        )
+    found = read_tasks(config.workspace, task_file, config.loop.task_pattern,
+                       SkippedTasks(app.workspace()).tasks())  # fmt: skip
+    if as_json:
+        click.echo(json.dumps({"task_file": task_file, "exists": found.exists,
+                               "open": found.open, "skipped": found.skipped,
+                               "done": found.none_left}, ensure_ascii=False))  # fmt: skip
+    elif not found.exists:
+        click.echo(f"{task_file} does not exist yet: no task, and not done")
+    else:
+        skipped = f", {len(found.skipped)} skipped" if found.skipped else ""
+        click.echo(f"{task_file}: {len(found.open)} open{skipped}")
+        for n, task in enumerate(found.open):
+            click.echo(f"  - {task}" + ("  (current)" if n == 0 else ""))
+        for task in found.skipped:
+            click.echo(f"  - {task}  (skipped: `loopkit unskip` takes it back)")
+    if done and not found.none_left:
+        return EXIT_FAILURE
     return EXIT_OK

@@ -47,6 +47,7 @@ HELP: dict[int, str] = {
         "  serve      The per-user daemon: answers from the phone for every...\n"
         "  status     Show the supervisor's state: running / blocked / finished,...\n"
         "  stop       Stop a loop's supervisor, as SIGTERM does (REPO as for...\n"
+        "  tasks      The tasks left in [loop] task_file; with --done, exit 0 once...\n"
         "  unblock    Resolve the open block's request and remove BLOCKED.md.\n"
         "  unskip     Take back a skipped task: the loop works on it again when it..."
     ),
@@ -90,6 +91,7 @@ HELP: dict[int, str] = {
         "  serve      The per-user daemon: answers from the phone for every registered loop.\n"
         "  status     Show the supervisor's state: running / blocked / finished, iteration, task,...\n"
         "  stop       Stop a loop's supervisor, as SIGTERM does (REPO as for `pause`; exit 1: none runs).\n"
+        "  tasks      The tasks left in [loop] task_file; with --done, exit 0 once none is left.\n"
         "  unblock    Resolve the open block's request and remove BLOCKED.md.\n"
         "  unskip     Take back a skipped task: the loop works on it again when it is the first open one."
     ),

@@ -29,7 +29,11 @@ if TYPE_CHECKING:
     show_default=True,
     help="How the human is told (secrets stay in the environment).",
 )
-@click.option("--task-file", help="The task list (- [ ] lines); with --agent, also a done.")
+@click.option(
+    "--task-file",
+    help="The task list (- [ ] lines); also a done that holds once every task is ticked or "
+    "skipped.",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @click.pass_obj
 def init(
@@ -39,16 +43,20 @@ def init(
     """Write loopkit.toml and templates/BLOCKED.md.j2; existing files are kept unless --force.
 
     It writes into -C DIR, else the current folder: init makes a workspace where you are
-    (it does not look upward for one, as the other commands do).
+    (it does not look upward for one, as the other commands do). It adds .loopkit/,
+    /requests/ and BLOCKED.md to .gitignore (an agent's `git add -A` would commit them), and
+    registers the workspace in LOOPKIT_HOME, so its questions reach the phone and the inbox
+    before its first `loopkit run`.
 
     \b
     --agent claude|codex|gemini also sets that agent up, each step shown, and skipped when
     it is there already (a second run changes nothing): working agent (and for claude
-    resume) lines, with --task-file a done that holds once every task is ticked, the
-    agent's hooks, a "when and how to escalate" section in CLAUDE.md / AGENTS.md /
-    GEMINI.md, and .loopkit/ and BLOCKED.md in .gitignore.
+    resume) lines, with --task-file a done that holds once every task is ticked or
+    skipped, the agent's hooks, and a "when and how to escalate" section in CLAUDE.md /
+    AGENTS.md / GEMINI.md.
     """
     from loopkit.setup.kit import KITS
+    from loopkit.setup.scaffold import ignore, ignored
     from loopkit.setup.scaffold import init as do_init
 
     root = app.explicit or Path(".")
@@ -59,11 +67,14 @@ def init(
         click.echo(f"wrote {path}")
     for path in result.kept:
         click.echo(f"kept  {path} (exists; --force overwrites it)")
+    steps = ignore(root, ignored(result.blocked_file))
     if kit:
         from loopkit.setup.kit import setup
 
-        for step in setup(root, kit, task_file=task_file, blocked_file=result.blocked_file):
-            click.echo(step.line())
+        steps += setup(root, kit, task_file=task_file)
+    for step in steps:
+        click.echo(step.line())
+    app.register(root)  # a hook's question now reaches the phone, the inbox and `reply`
     return EXIT_OK
 
 

@@ -27,7 +27,7 @@ from loopkit.supervisor.parts import CONTINUE
 from loopkit.supervisor.pause import guidance_for_agent
 from loopkit.supervisor.runner import describe
 from loopkit.supervisor.stuck_watch import StuckWatch
-from loopkit.supervisor.tasks import current_task
+from loopkit.supervisor.tasks import read_tasks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from loopkit.escalation.escalator import Escalation, Result
     from loopkit.supervisor.parts import Parts, Step
     from loopkit.supervisor.runner import Finished
+    from loopkit.supervisor.tasks import Tasks
 
 log = get_logger("loopkit.supervisor")
 
@@ -76,9 +77,15 @@ class Iteration:
     def run(self) -> Step:
         loop = self.parts.config.loop
         state = self.parts.state
+        task = None
+        if loop.task_file:
+            skipped = self._skipped_tasks()  # `unskip` may change it
+            tasks = read_tasks(self.parts.workspace.root, loop.task_file, loop.task_pattern,
+                               skipped)  # fmt: skip
+            if tasks.none_left:  # never an agent run on "the current task" of none
+                return self.parts.finish("finished", EXIT_OK, _none_left(loop.task_file, tasks))
+            task = tasks.current
         state.iteration += 1
-        skipped = self._skipped_tasks() if loop.task_file else []  # `unskip` may change it
-        task = current_task(self.parts.workspace.root, loop.task_file, loop.task_pattern, skipped)
         changed = task != state.task or state.status != "running"
         if task != state.task or state.iteration == 1:
             state.task_base = evidence.head(self.parts.workspace.root)  # no git: no subprocess
@@ -560,3 +567,9 @@ def _verdict(result: Finished) -> dict[str, Any]:
     """The last verify as ``loopkit ps`` shows it: pass or fail, and its first line."""
     first = next((line.strip() for line in result.tail.splitlines() if line.strip()), "")
     return {"ok": result.ok, "line": fold(first, 120), "at": iso_seconds()}
+
+
+def _none_left(task_file: str, tasks: Tasks) -> str:
+    skipped = len(tasks.skipped)
+    besides = f" ({skipped} skipped: `loopkit unskip TASK` takes one back)" if skipped else ""
+    return f"done: no task left in {task_file}{besides}"
