@@ -123,7 +123,7 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
     from loopkit.escalation import blockfile, gate
     from loopkit.escalation.escalator import Escalator
     from loopkit.fleet import Hubs
-    from loopkit.hooks.approve import call_hash
+    from loopkit.hooks.approve import call_hash, register
     from loopkit.redact import Redactor
     from loopkit.requests.outcome import wait_for
     from loopkit.requests.store import RequestStore
@@ -136,6 +136,7 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
               stream=sys.stderr, console_level="warning")  # fmt: skip
     event = {**event, "cwd": str(event.get("cwd") or workspace)}
     digest = call_hash(event["tool_name"], event.get("tool_input", {}), event["cwd"])
+    register(config)
     hubs = Hubs()
     try:
         store = RequestStore(Workspace.of(config), hub=hubs.for_config(config))

@@ -24,7 +24,7 @@ from loopkit import config as config_mod
 from loopkit import log
 from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
-from loopkit.hooks.approve import call_hash
+from loopkit.hooks.approve import call_hash, register
 from loopkit.message import clean, fold
 from loopkit.redact import Redactor
 from loopkit.requests.models import Option, Resolution
@@ -162,6 +162,7 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
     )
     cwd = str(event.get("cwd") or workspace)
     digest = call_hash(TOOL, tool_input, cwd)
+    register(config)
     hubs = Hubs()
     try:
         store = RequestStore(Workspace.of(config), hub=hubs.for_config(config))
