@@ -271,9 +271,11 @@ def _anchor(path: tuple[str, ...]) -> str:
 # schema has no line here, or a line here names no key.
 MEANINGS: dict[tuple[str, str], str] = {
     ("loop", "agent"): "The agent command. `loopkit run` needs it, and checks at start that "
-    "the programs of agent, verify, done and preflight are there: exit 78 before the first "
-    "iteration, naming a missing one (shell syntax such as `!`, `if`, `( … )`, `VAR=x cmd` "
-    "is read as `/bin/sh` reads it; `loopkit doctor` runs the same check).",
+    "the programs of agent, resume, verify, done and preflight that certainly run are there: "
+    "exit 78 before the first iteration, naming a missing one (shell syntax such as `!`, "
+    "`if`, `( … )`, `VAR=x cmd` is read as `/bin/sh` reads it). `loopkit doctor` says the "
+    "same, and also names every program that may run — after `&&`, `||`, in a pipeline, an "
+    "`if` or a loop — that is not there, and a command `/bin/sh` cannot read.",
     ("loop", "resume"): "The agent's own session continued after an answer, with "
     "`{session_id}` (e.g. `claude -p --resume {session_id} --output-format json`); the "
     "human's decision comes on stdin. Absent, or a session that does not resume: a fresh "

@@ -28,25 +28,18 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
     \b
     Exit: 0 done (or --max-iterations reached) · 2 blocked (--exit-on-block)
     3 aborted · 1 another supervisor holds this workspace · 130/143 interrupted
-    78 before the first iteration: no agent, a channel that reaches nobody, or a
-    program of agent / verify / done / preflight not found (named, with the fix).
+    78 before the first iteration: no loopkit.toml, no agent, a channel that reaches
+    nobody, or a program of agent / resume / verify / done / preflight not found (named,
+    with the fix; `loopkit doctor` says the same).
     SIGHUP reloads loopkit.toml at the next iteration.
     """
-    from loopkit.config.programs import check_loop
+    from loopkit.setup import readiness
     from loopkit.supervisor.loop import Options, Supervisor
 
     config = app.config(console_level="info")
-    from loopkit import channels
-
-    problem = channels.unusable(config)
-    if problem:  # an overnight run must not start unable to reach its human
-        raise ConfigError(problem)
-    if config.loop.agent is None:  # before iteration 1, not at it
-        raise ConfigError(
-            f"no [loop] agent in {config.workspace / 'loopkit.toml'}; set the agent command "
-            "(`loopkit init --agent …` writes one)"
-        )
-    check_loop(config)  # a typo in a command is named now, not after three failed iterations
+    # No loopkit.toml, a channel that reaches nobody, no agent, a program that is not there:
+    # named now, not after three failed iterations (`loopkit doctor` says the same).
+    readiness.check(config)
     app.register()
     options = Options(exit_on_block=exit_on_block, max_iterations=max_iterations)
     return Supervisor(config, options=options, hubs=app.hubs).run()  # its hub: its Config's

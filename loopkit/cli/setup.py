@@ -84,27 +84,45 @@ def init(
 def doctor(app: App, as_json: bool) -> int:
     """Check the config, the channel settings and the template; each problem with its fix.
 
-    Also the programs of agent / verify / done / preflight, task_file and required_env, as
-    they are now. Exit 0 when nothing is wrong, 1 when a problem was found.
+    Finds what `run` would trip on: what `run` refuses to start on (no loopkit.toml, a
+    channel that reaches nobody — a missing extra, the dial command's program, an Apprise
+    URL Apprise cannot parse —, no agent, a program that certainly runs and is not there),
+    in run's words; then every program of agent / resume / verify / done / preflight that
+    may run (after &&, ||, ;, |) and is not there, task_file, required_env, the template,
+    and the agents' hooks (one that cannot start, or is wrapped as `… || true`).
+
+    \b
+    Exit: 0 nothing wrong · 1 a problem · 78 `loopkit run` would refuse to start (as it
+    exits then).
     """
-    from loopkit.setup.doctor import diagnose
+    from loopkit.setup.doctor import diagnose, exit_code
 
     findings = diagnose(app.root)
     problems = sum(1 for f in findings if f.level == "problem")
+    code = exit_code(findings)
     if as_json:
-        rows = [{"level": f.level, "topic": f.topic, "text": f.text} for f in findings]
-        click.echo(json.dumps({"problems": problems, "findings": rows}, ensure_ascii=False))
+        rows = [{"level": f.level, "topic": f.topic, "text": f.text, "stops_run": f.stops_run}
+                for f in findings]  # fmt: skip
+        click.echo(json.dumps({"problems": problems, "exit": code, "findings": rows},
+                              ensure_ascii=False))  # fmt: skip
     else:
         for finding in findings:
             click.echo(finding.line())
-        click.echo(f"{problems} problem(s)" if problems else "no problems found")
-    return EXIT_FAILURE if problems else EXIT_OK
+        if code == 78:
+            click.echo(f"{problems} problem(s); `loopkit run` would refuse to start (exit 78)")
+        else:
+            click.echo(f"{problems} problem(s)" if problems else "no problems found")
+    return code
 
 
 @click.command("send-test")
 @click.pass_obj
 def send_test(app: App) -> int:
-    """Send one test message over the configured channel (exit 0 sent, 1 not)."""
+    """Send one test message over the configured channel (exit 0 sent, 1 not).
+
+    A channel that reaches nobody — as `run` refuses it: missing settings, a missing extra —
+    exits 78, naming it.
+    """
     from loopkit.setup.doctor import send_test as do_send
 
     config = app.config()

@@ -36,7 +36,6 @@ from pathlib import Path
 
 from loopkit.config.shellwords import REDIRECTIONS, GiveUp, Token, tokens
 from loopkit.datarecord import record, replace
-from loopkit.errors import ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
     from loopkit.config import Config
     from loopkit.config.values import Command
 
-__all__ = ["Missing", "check_loop", "loop_problems", "missing_program"]
+__all__ = ["Missing", "loop_problems", "missing_program", "named_commands"]
 
 
 @record(frozen=True, slots=True)
@@ -79,28 +78,25 @@ def missing_program(
 
 
 def loop_problems(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
-    """One line for each ``[loop]`` command (agent, verify, done, preflight) whose program
-    is missing: what, where, how to fix. The commands run from the workspace."""
+    """One line for each ``[loop]`` command (agent, resume, verify, done, preflight) whose
+    program is missing: what, where, how to fix. The commands run from the workspace."""
     file = config.file or config.workspace / "loopkit.toml"
-    loop = config.loop
-    named = [("agent", loop.agent), ("verify", loop.verify), ("done", loop.done)]
-    named += [("preflight", command) for command in loop.preflight]
     found: list[str] = []
-    for name, command in named:
-        missing = None if command is None else missing_program(command, cwd=config.workspace,
-                                                                env=env)  # fmt: skip
+    for name, command in named_commands(config):
+        missing = missing_program(command, cwd=config.workspace, env=env)
         if missing is not None:
             found.append(f"[loop] {name}: {missing.text()}; {missing.fix} in {file}")
     return found
 
 
-def check_loop(config: Config) -> None:
-    """Raise ConfigError naming the first missing program of the loop's commands, so
-    ``loopkit run`` refuses to start a loop that would fail every iteration."""
-    problems = loop_problems(config)
-    if problems:
-        more = f" (and {len(problems) - 1} more: `loopkit doctor` lists them)"
-        raise ConfigError(problems[0] + (more if len(problems) > 1 else ""))
+def named_commands(config: Config) -> list[tuple[str, Command]]:
+    """The ``[loop]`` commands a loop runs, each with its key: agent, resume, verify, done,
+    and each preflight."""
+    loop = config.loop
+    named = [("agent", loop.agent), ("resume", loop.resume), ("verify", loop.verify),
+             ("done", loop.done)]  # fmt: skip
+    named += [("preflight", command) for command in loop.preflight]
+    return [(name, command) for name, command in named if command is not None]
 
 
 # --- following what runs ----------------------------------------------------------------------
@@ -131,7 +127,7 @@ _NEUTRAL = frozenset(("echo", "printf", "test", "[", "pwd", "type", "wait", "tim
                       "kill", "umask", "ulimit", "trap", "false"))  # fmt: skip
 _SUCCEED = frozenset((":", "true"))
 SHELLS = frozenset(("sh", "bash", "dash"))
-_BASH_ONLY = frozenset(("[[", "source", "function", "select", "shopt", "declare", "local"))
+BASH_ONLY = frozenset(("[[", "source", "function", "select", "shopt", "declare", "local"))
 
 
 def _shell_string(text: str, state: State, env: Mapping[str, str]) -> Missing | None:
@@ -393,7 +389,7 @@ class _Walk:
         if self.shell and self.sh_finds(name, state):
             raise GiveUp
         fix = "install it, or fix the command"
-        if self.shell and name in _BASH_ONLY:
+        if self.shell and name in BASH_ONLY:
             fix = f"{name!r} is bash, not sh: write the command for /bin/sh (or as bash -c '…')"
         return Missing(name, "is not found on PATH", fix)
 
