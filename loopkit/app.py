@@ -14,8 +14,8 @@ from pathlib import Path
 
 from loopkit import agentsession
 from loopkit.datarecord import field, record
-from loopkit.discover import NotAFolder, find_workspace
-from loopkit.errors import ConfigError, UsageError
+from loopkit.discover import NotAFolder, find_workspace, is_workspace
+from loopkit.errors import ConfigError, NotAWorkspace, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # each imported where it is first used: `--help` needs none of them
@@ -51,6 +51,18 @@ class App:
         except NotAFolder as exc:
             raise UsageError(str(exc)) from None
         self.verbose = verbose
+
+    def in_workspace(self) -> bool:
+        """Whether the folder found (SPEC §9) is a loopkit workspace, not merely the current
+        folder a command fell back to."""
+        return is_workspace(str(self.root))
+
+    def require_workspace(self) -> None:
+        """For a command that reads or changes one workspace (``status``, ``unblock``): in a
+        folder that is none, say so (exit 66) rather than answer for an empty one ("idle",
+        "not blocked")."""
+        if not self.in_workspace():
+            raise NotAWorkspace(not_a_workspace(self.root))
 
     @property
     def hubs(self) -> Hubs:
@@ -160,3 +172,11 @@ class App:
             Redactor(config.channels.secrets()),
             console_level="debug" if self.verbose else console_level,
         )
+
+
+def not_a_workspace(root: Path) -> str:
+    return (
+        f"not a loopkit workspace: {root} (no loopkit.toml or .loopkit/ here or in a folder "
+        "above); run this in a loop's workspace or pass -C DIR — `loopkit ps` lists every "
+        "loop, `loopkit init` makes one"
+    )

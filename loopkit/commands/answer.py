@@ -9,7 +9,7 @@ import os
 
 from loopkit import agentsession
 from loopkit.commands.echo import echo
-from loopkit.errors import EXIT_OK, AgentAnswer
+from loopkit.errors import EXIT_OK, AgentAnswer, RequestNotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,10 +38,16 @@ def reply(
 
     refuse_agents()
     app.config(anywhere=True)
-    result, _ = answer_anywhere(
-        request_id, reply, by=by or human(), via="cli", here=app.store(), stores=app.stores(),
-        hubs=app.hubs, expected_updated_at=expected_updated_at,
-    )  # fmt: skip
+    try:
+        result, _ = answer_anywhere(
+            request_id, reply, by=by or human(), via="cli", here=app.store(), stores=app.stores(),
+            hubs=app.hubs, expected_updated_at=expected_updated_at,
+        )  # fmt: skip
+    except RequestNotFound as exc:
+        if app.in_workspace():
+            raise
+        # reply answers a request anywhere; a wrong folder may still be why it is not found.
+        raise RequestNotFound(f"{exc} ({app.root} is not a loopkit workspace)") from None
     echo(json.dumps(result.decision, ensure_ascii=False))
     echo(told_back(result.record), err=True)
     if result.deferred:
@@ -53,6 +59,7 @@ def unblock(app: App, *, reply: str | None, by: str | None) -> int:
     from loopkit.escalation.unblock import unblock as do_unblock
 
     refuse_agents()
+    app.require_workspace()  # never "not blocked" for a folder that is no loop's
     outcome = do_unblock(app.config(), reply=reply, by=by or human(), store=app.store())
     if outcome.decision is not None:
         echo(json.dumps(outcome.decision, ensure_ascii=False))
