@@ -22,7 +22,7 @@ from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.sender import Sender
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
-from loopkit.redact import Redactor
+from loopkit.redact import Redactor, mask_shapes
 from loopkit.requests.irreversible import is_irreversible
 from loopkit.requests.models import Option
 from loopkit.requests.record import Request, new_id
@@ -40,6 +40,12 @@ if TYPE_CHECKING:
 log = get_logger("loopkit.escalation")
 
 _DASHES = re.compile(r"\s+(?:—|–|--|-)\s+")
+
+
+def shown(text: str) -> str:
+    """A text an agent or a command wrote, as a question carries it: safe to write
+    (:func:`~loopkit.message.clean`), its secrets masked (:func:`~loopkit.redact.mask_shapes`)."""
+    return mask_shapes(clean(text))
 
 
 def parse_choice(text: str) -> Choice:
@@ -85,16 +91,19 @@ class Escalation:
         )
 
     def cleaned(self) -> Escalation:
-        """The same escalation with every text safe to write (see :func:`loopkit.message.clean`)."""
+        """The same escalation with every text safe to write (see :func:`loopkit.message.clean`)
+        and safe to show: a secret of a known shape in it — an agent's ``api_key=sk-ant-…`` —
+        masked before it reaches the request, ``BLOCKED.md`` or a message
+        (:func:`loopkit.redact.mask_shapes`)."""
         return replace(
             self,
-            question=clean(self.question),
-            context=clean(self.context),
-            attempted=[clean(a) for a in self.attempted],
+            question=shown(self.question),
+            context=shown(self.context),
+            attempted=[shown(a) for a in self.attempted],
             choices=[
                 Choice(
-                    clean(c.label),
-                    clean(c.consequence),
+                    shown(c.label),
+                    shown(c.consequence),
                     clean(c.value),
                     tuple(clean(a) for a in c.aliases),
                 )

@@ -26,7 +26,7 @@ from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
 from loopkit.hooks.approve import call_hash, register
 from loopkit.message import clean, fold
-from loopkit.redact import Redactor
+from loopkit.redact import Redactor, mask_shapes
 from loopkit.requests.models import Option, Resolution
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
@@ -99,10 +99,10 @@ def _request(
         lines.append("Options: " + "; ".join(told))
     return Request(
         request_id=new_id(),
-        prompt=fold(clean(item["question"]), 120),
+        prompt=fold(mask_shapes(clean(item["question"])), 120),
         request_key=key,
         kind="question",
-        situation="\n".join(lines),
+        situation=mask_shapes("\n".join(lines)),
         policy="Claude Code's own question (AskUserQuestion): it waits for the answer",
         options=[Option(label, value=label) for label in labels[:PHONE_OPTIONS]],
         timeout_default={
