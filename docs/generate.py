@@ -1,7 +1,7 @@
 """Write the reference pages that come from the code, so they cannot go stale.
 
-    python docs/generate.py          rewrite docs/cli.md, docs/configuration.md and
-                                     loopkit/cli/roothelp.py
+    python docs/generate.py          rewrite docs/cli.md, docs/configuration.md,
+                                     loopkit/cli/roothelp.py and loopkit/cli/commandtable.py
     python docs/generate.py --check  exit 1 and name each file that is out of date
 
 - ``cli.md`` is the click command tree of :data:`loopkit.cli.app.root`, walked recursively:
@@ -13,6 +13,9 @@
 - ``loopkit/cli/roothelp.py`` is ``loopkit --help`` as click renders it for a terminal of 80
   columns (what a pipe gets) and of 100 or more, which :mod:`loopkit.cli.fastpath` prints
   without importing click.
+- ``loopkit/cli/commandtable.py`` is every command's name, place and short help, the fast
+  path's options of the everyday commands and the hooks' command words — each read from its
+  click declaration (``loopkit/cli/body.py`` names a command's body), never kept by hand.
 
 What a key *means* is written here, in ``MEANINGS`` and ``ENVIRONMENT``; a key or variable the
 code has and these tables do not (or the other way round) stops the generator, so a new
@@ -131,6 +134,8 @@ def _takes(param: click.Parameter, ctx: click.Context) -> str:
     if isinstance(param, click.Option) and param.is_flag:
         return "flag"
     kind = param.type
+    if param.is_flag:
+        return None
     if isinstance(kind, click.Choice):
         taken = " \\| ".join(code(str(choice)) for choice in kind.choices)
     elif isinstance(kind, click.types._NumberRangeBase):
@@ -637,6 +642,150 @@ def root_help_module() -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- loopkit/cli/commandtable.py ---------------------------------------------------------
+
+
+def _short_help(command: click.Command) -> str:
+    """The first paragraph of the command's help, on one line: what the group lists."""
+    return " ".join((command.help or "").partition("\n\n")[0].split())
+
+
+def _check(param: click.Option) -> tuple[object, ...] | None:
+    """What the fast path checks a value against, as click does: a choice, a number range."""
+    kind = param.type
+    if param.is_flag:
+        return None
+    if isinstance(kind, click.Choice):
+        return ("choice", tuple(str(c) for c in kind.choices))
+    if isinstance(kind, click.FloatRange):
+        return ("number", kind.min, kind.max, kind.min_open)
+    if kind is click.STRING:
+        return None
+    if isinstance(kind, click.Path) and kind.exists and not kind.file_okay:
+        return ("folder",)  # -C: an existing folder (fastpath's _folder)
+    raise SystemExit(
+        f"generate: the fast path cannot check {param.name}'s type {kind!r}: teach "
+        "loopkit/cli/fastpath.py to, or take the command off the fast path"
+    )
+
+
+def _option_spec(param: click.Option, ctx: click.Context) -> tuple[object, ...]:
+    """(takes, names, dest, required, default, check): :class:`loopkit.cli.fastpath.Option`."""
+    if param.secondary_opts:
+        raise SystemExit(f"generate: the fast path reads no --x/--no-x flag ({param.name})")
+    takes = "flag" if param.is_flag else "many" if param.multiple else "one"
+    default = param.get_default(ctx)
+    if takes != "one" or _no_value(default):
+        default = None
+    return (takes, tuple(param.opts), param.name, param.required, default, _check(param))
+
+
+def _everyday(command: click.Command) -> tuple[object, ...] | None:
+    """The fast path's entry of a command whose body is declared (``@runs``) and that takes
+    options only: its body and its options."""
+    from loopkit.cli.body import BODY
+
+    where = getattr(command.callback, BODY, None)
+    if where is None or any(not isinstance(p, click.Option) for p in command.params):
+        return None
+    ctx = click.Context(command)
+    options = [p for p in command.params if isinstance(p, click.Option) and p.name != "help"]
+    return (where, tuple(_option_spec(p, ctx) for p in options))
+
+
+def _hooks(command: click.Command, words: tuple[str, ...]) -> dict[tuple[str, ...], str]:
+    """Every hook command below ``command`` (``@runs_hook``): its words → its main."""
+    from loopkit.cli.body import HOOK
+
+    found: dict[tuple[str, ...], str] = {}
+    where = getattr(command.callback, HOOK, None)
+    if where is not None:
+        found[words] = where
+    for name, sub in getattr(command, "commands", {}).items():
+        found.update(_hooks(sub, (*words, name)))
+    return found
+
+
+def command_table_module() -> str:
+    from loopkit.cli.app import PLACES, root
+    from loopkit.cli.body import load
+
+    commands: dict[str, tuple[str, str]] = {}
+    everyday: dict[str, tuple[object, ...]] = {}
+    hooks: dict[tuple[str, ...], str] = {}
+    for place in PLACES:
+        command = load(place)
+        assert isinstance(command, click.Command) and command.name, place
+        commands[command.name] = (place, _short_help(command))
+        entry = _everyday(command)
+        if entry is not None:
+            everyday[command.name] = entry
+        hooks.update(_hooks(command, (command.name,)))
+    # The group in this process lists the commands as found now (docs/cli.md is walked from
+    # it next), whatever the table on disk says.
+    listed = sys.modules["loopkit.cli.app"].COMMANDS
+    listed.clear()
+    listed.update(commands)
+    lines = [
+        '"""The command line\'s tables, derived from the click declarations (SPEC §27).',
+        "",
+        "Generated by docs/generate.py from loopkit/cli/app.py's PLACES and the commands",
+        "there: do not edit by hand; its --check and tests/test_docs.py hold it current.",
+        "",
+        "- COMMANDS: name → (where the click command lives, the first paragraph of its help):",
+        "  what the group lists and loads;",
+        "- EVERYDAY: name → (its body, its options) for the commands",
+        "  :mod:`loopkit.cli.fastpath` parses without click; an option is (takes, names, dest,",
+        '  required, default, check), check None, ("choice", values) or ("number", min, max,',
+        "  min_open);",
+        "- HOOKS: the words of each hook command → its main, answered by :mod:`loopkit.main`;",
+        "- ROOT: the options of the ``loopkit`` group itself, as EVERYDAY's.",
+        '"""',
+        "",
+        "COMMANDS: dict[str, tuple[str, str]] = {",
+    ]
+    for name in sorted(commands):
+        place, short = commands[name]
+        lines += [f"    {_literal(name)}: (", f"        {_literal(place)},",
+                  f"        {_literal(short)},", "    ),"]  # fmt: skip
+    lines += ["}", "", "EVERYDAY: dict[str, tuple[str, tuple[tuple[object, ...], ...]]] = {"]
+    for name in sorted(everyday):
+        where, options = everyday[name]
+        lines += [f"    {_literal(name)}: (", f"        {_literal(str(where))},", "        ("]
+        lines += [f"            {_py(option)}," for option in options]  # type: ignore[attr-defined]
+        lines += ["        ),", "    ),"]
+    lines += ["}", "", "HOOKS: dict[tuple[str, ...], str] = {"]
+    lines += [f"    {_py(words)}: {_literal(where)}," for words, where in sorted(hooks.items())]
+    lines += ["}", "", "ROOT: tuple[tuple[object, ...], ...] = ("]
+    ctx = click.Context(root)
+    lines += [
+        f"    {_py(_option_spec(p, ctx))},"
+        for p in root.params
+        if isinstance(p, click.Option) and p.name not in ("version", "help")
+    ]
+    lines += [")"]
+    return _formatted("\n".join(lines) + "\n")
+
+
+def _formatted(source: str) -> str:
+    """``source`` as ``ruff format`` writes it (the checkout's settings)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", "generated.py", "-"],
+        input=source, capture_output=True, encoding="utf-8", check=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    return done.stdout
+
+
+def _py(value: object) -> str:
+    """``value`` as ruff format writes its literal (strings in double quotes)."""
+    if isinstance(value, str):
+        return _literal(value)
+    if isinstance(value, tuple):
+        inner = ", ".join(_py(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
+
+
 # --- the command --------------------------------------------------------------------------
 
 
@@ -644,9 +793,13 @@ def pages() -> dict[str, str]:
     return {"cli.md": cli_page(), "configuration.md": configuration_page()}
 
 
-def modules() -> dict[str, str]:
-    """The modules generated from the code, by their path in the checkout."""
-    return {"loopkit/cli/roothelp.py": root_help_module()}
+def modules() -> dict[str, Callable[[], str]]:
+    """The modules generated from the code, by their path in the checkout, in the order they
+    are made: the root's help is rendered by the group that reads the command table."""
+    return {
+        "loopkit/cli/commandtable.py": command_table_module,
+        "loopkit/cli/roothelp.py": root_help_module,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -655,6 +808,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DOCS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     stale = []
+    for name, make in modules().items():
+        text = make()
+        path = ROOT / name
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        if args.check:
+            stale.append(f"../{name}")
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {name}")
     for name, text in pages().items():
         path = args.out / name
         current = path.read_text(encoding="utf-8") if path.exists() else None
@@ -665,15 +828,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             path.write_text(text, encoding="utf-8")
             print(f"wrote docs/{name}")
-    for name, text in modules().items():
-        path = ROOT / name
-        if path.exists() and path.read_text(encoding="utf-8") == text:
-            continue
-        if args.check:
-            stale.append(f"../{name}")
-        else:
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {name}")
     for name in stale:
         shown = name[3:] if name.startswith("../") else f"docs/{name}"
         print(f"{shown} is out of date: run `python docs/generate.py`", file=sys.stderr)

@@ -12,8 +12,9 @@ Here the methods are closures over a per-class tuple of fields, so decorating a 
 microseconds, and this module imports nothing (``typing`` only for the type checker).
 
 The behaviour is dataclasses' for what loopkit uses — ``@record``, ``frozen=``, ``slots=``,
-:func:`field` with ``default``, ``default_factory``, ``repr`` and ``compare``, :func:`fields`,
-:func:`replace`, :func:`asdict` — down to the error messages and the ``repr``;
+:func:`field` with ``default``, ``default_factory``, ``repr``, ``compare`` and
+``metadata``, :func:`fields`, :func:`replace`, :func:`asdict` — down to the error messages
+and the ``repr``;
 ``tests/test_datarecord.py`` checks it against :mod:`dataclasses` on random class shapes. Not
 supported: ``order``, ``init=False`` fields, ``kw_only``, ``InitVar``, ``__post_init__``.
 """
@@ -33,7 +34,7 @@ if not TYPE_CHECKING:  # at run time, the type checker's decorators do nothing
         return overload
 
 else:
-    from collections.abc import Callable  # noqa: TC003 (ruff reads no `else` of the flag)
+    from collections.abc import Callable, Mapping  # noqa: TC003 (ruff reads no `else` of the flag)
     from typing import Any, TypeVar, dataclass_transform, overload  # noqa: TC003
 
     _T = TypeVar("_T")
@@ -60,42 +61,69 @@ MISSING: Any = _Missing()  # "no default", as dataclasses.MISSING
 class Field:
     """One field of a record: what :func:`fields` returns."""
 
-    __slots__ = ("compare", "default", "default_factory", "name", "repr", "type")
+    __slots__ = ("compare", "default", "default_factory", "metadata", "name", "repr", "type")
 
-    def __init__(self, default: Any, default_factory: Any, repr: bool, compare: bool) -> None:
+    def __init__(
+        self,
+        default: Any,
+        default_factory: Any,
+        repr: bool,
+        compare: bool,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
         self.name: str = ""
         self.type: Any = None
         self.default = default
         self.default_factory = default_factory
         self.repr = repr
         self.compare = compare
+        self.metadata: Mapping[str, Any] = _EMPTY if metadata is None else dict(metadata)
 
     def __repr__(self) -> str:
         return (
             f"Field(name={self.name!r},type={self.type!r},default={self.default!r},"
             f"default_factory={self.default_factory!r},repr={self.repr!r},"
-            f"compare={self.compare!r})"
+            f"compare={self.compare!r},metadata={self.metadata!r})"
         )
 
 
+_EMPTY: Mapping[str, Any] = {}
+
+
 @overload
-def field(*, default: _T, repr: bool = True, compare: bool = True) -> _T: ...
+def field(
+    *,
+    default: _T,
+    repr: bool = True,
+    compare: bool = True,
+    metadata: Mapping[str, Any] | None = None,
+) -> _T: ...
 @overload
-def field(*, default_factory: Callable[[], _T], repr: bool = True, compare: bool = True) -> _T: ...
+def field(
+    *,
+    default_factory: Callable[[], _T],
+    repr: bool = True,
+    compare: bool = True,
+    metadata: Mapping[str, Any] | None = None,
+) -> _T: ...
 @overload
-def field(*, repr: bool = True, compare: bool = True) -> Any: ...
+def field(
+    *, repr: bool = True, compare: bool = True, metadata: Mapping[str, Any] | None = None
+) -> Any: ...
 def field(
     *,
     default: Any = MISSING,
     default_factory: Any = MISSING,
     repr: bool = True,
     compare: bool = True,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Any:
     """A field with a default, a factory called for each new record, or left out of
-    ``repr`` or of ``==`` and ``hash``."""
+    ``repr`` or of ``==`` and ``hash``; ``metadata``: what the field says of itself to code
+    that reads records generically (how it is checked and written, as dataclasses' own)."""
     if default is not MISSING and default_factory is not MISSING:
         raise ValueError("cannot specify both default and default_factory")
-    return Field(default, default_factory, repr, compare)
+    return Field(default, default_factory, repr, compare, metadata)
 
 
 @overload

@@ -10,6 +10,7 @@
     │   ├── RequestNotFound      66   no such request
     │   └── RequestConflict       4   already answered, or changed since read
     ├── AgentAnswer              77   an answer from inside a supervised agent's session
+    ├── NotAllowed               77   an answer from someone not among those who may answer
     ├── TaskNotFound             66   no such skipped task (unskip)
     ├── LoopNotFound             66   no loop of that name, here or in the fleet (pause, stop …)
     ├── NotAWorkspace            66   not a loopkit workspace (status, unblock in the wrong folder)
@@ -75,6 +76,10 @@ class RequestConflict(RequestError):
 
 
 class AgentAnswer(LoopkitError):
+    exit_code = EXIT_NOPERM
+
+
+class NotAllowed(LoopkitError):
     exit_code = EXIT_NOPERM
 
 

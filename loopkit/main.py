@@ -4,9 +4,10 @@
 fast as Python itself: its plain forms (``check``, ``check --json``, each optionally after
 ``-C DIR``) are answered here without importing click or anything else heavy; so is
 ``hook claude pretooluse``, which Claude Code runs before every tool call, the other hooks
-the agents run unattended (see :data:`_HOOKS`), and ``ps`` (``--json``), which a human or a
-script asks often. The everyday commands (``status``, ``reply``, ``unblock``, ``requests``,
-``inbox``, ``escalate``, ``ask``; ``ps`` after root options) and ``--help`` go to
+the agents run unattended (``HOOKS`` of :mod:`loopkit.cli.commandtable`), and ``ps``
+(``--json``), which a human or a script asks often. The everyday commands (``status``,
+``reply``, ``unblock``, ``requests``, ``inbox``, ``escalate``, ``ask``; ``ps`` after root
+options) and ``--help`` go to
 :mod:`loopkit.cli.fastpath` next, which answers their well-formed lines without importing
 click either (SPEC §20); every other command line goes to click, through
 :func:`loopkit.cli.invoke.run`.
@@ -15,6 +16,10 @@ click either (SPEC §20); every other command line goes to click, through
 from __future__ import annotations
 
 import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def _fast_check(args: list[str]) -> tuple[str | None, bool] | None:
@@ -28,24 +33,17 @@ def _fast_check(args: list[str]) -> tuple[str | None, bool] | None:
     return None
 
 
-# The hooks' words → the module whose ``main`` answers them: the gates run before every tool
-# call the agent makes; Claude Code's other events with no terminal to wait on.
-_HOOKS: dict[tuple[str, ...], str] = {
-    ("hook", "claude", "pretooluse"): "pretooluse",
-    ("hook", "claude", "permission-request"): "permission",
-    ("hook", "claude", "stop-failure"): "stopfailure",
-    ("hook", "codex", "pretooluse"): "codex",
-    ("hook", "gemini", "beforetool"): "gemini",
-}
-
-
 def _fast_hook(args: list[str]) -> tuple[str, str | None] | None:
-    """``[-C DIR] hook <agent> <event>`` of a hook above: ``(module, workspace)``, else None."""
+    """``[-C DIR] hook <agent> <event>`` of a hook command (``@runs_hook``: the gates run
+    before every tool call the agent makes; Claude Code's other events with no terminal to
+    wait on): ``("module:main", workspace)``, else None."""
+    from loopkit.cli.commandtable import HOOKS
+
     workspace: str | None = None
     if len(args) >= 2 and args[0] in ("-C", "--workspace"):
         workspace, args = args[1], args[2:]
-    module = _HOOKS.get(tuple(args))
-    return (module, workspace) if module is not None else None
+    where = HOOKS.get(tuple(args))
+    return (where, workspace) if where is not None else None
 
 
 def _fast_ps(args: list[str]) -> bool | None:
@@ -62,17 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         return print_loops(as_json=as_json)
     hook = _fast_hook(args)
     if hook is not None:
-        module, workspace = hook
-        if module == "codex":
-            from loopkit.hooks.codex import main as answer
-        elif module == "gemini":
-            from loopkit.hooks.gemini import main as answer
-        elif module == "permission":
-            from loopkit.hooks.permission import main as answer
-        elif module == "stopfailure":
-            from loopkit.hooks.stopfailure import main as answer
-        else:
-            from loopkit.hooks.pretooluse import main as answer
+        where, workspace = hook
+        module, _, name = where.partition(":")
+        __import__(module)
+        answer: Callable[[str | None], int] = getattr(sys.modules[module], name)
         return answer(workspace)
     fast = _fast_check(args)
     if fast is not None:

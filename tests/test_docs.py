@@ -46,6 +46,28 @@ def test_generated_page_is_current(name: str) -> None:
     assert on_disk == pages[name], f"docs/{name} is stale: run `python docs/generate.py`"
 
 
+def test_the_command_table_is_current() -> None:
+    """The fast path's table, the group's list and the hooks' words are the click
+    declarations as they are now (SPEC §27: each command declared once)."""
+    made = _generator().modules()["loopkit/cli/commandtable.py"]()
+    on_disk = (PACKAGE / "cli" / "commandtable.py").read_text(encoding="utf-8")
+    assert on_disk == made, "loopkit/cli/commandtable.py is stale: run `python docs/generate.py`"
+
+
+def test_an_option_declared_on_a_click_command_is_the_fast_paths_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import click
+
+    from loopkit.cli.answer import reply
+
+    before = _generator().command_table_module()
+    loud = click.Option(["--loud"], is_flag=True)
+    monkeypatch.setattr(reply, "params", [*reply.params, loud])
+    after = _generator().command_table_module()
+    assert after != before and '("flag", ("--loud",), "loud", False, None, None)' in after
+
+
 def test_the_generator_is_deterministic() -> None:
     generator = _generator()
     assert generator.pages() == generator.pages()
@@ -233,5 +255,5 @@ def test_the_reference_check_can_fail() -> None:
 
 def test_a_name_bound_for_the_type_checker_only_resolves_through_its_import() -> None:
     assert _resolves("Clock", "loopkit.clock", None)  # a Protocol defined under TYPE_CHECKING
-    assert _resolves("RequestStore.resolve", "loopkit.requests.answer", None)
-    assert not _resolves("RequestStore.no_such_method", "loopkit.requests.answer", None)
+    assert _resolves("RequestStore.resolve", "loopkit.answering.service", None)
+    assert not _resolves("RequestStore.no_such_method", "loopkit.answering.service", None)

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import click
 
-from loopkit.commands.answer import human, refuse_agents
-from loopkit.errors import EXIT_OK
+from loopkit.cli.body import runs
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from loopkit.app import App
 
 
 @click.command()
@@ -19,9 +16,8 @@ if TYPE_CHECKING:
 @click.option("--expected-updated-at", metavar="TS", help="Refuse (exit 4) if it changed since.")
 @click.option("--by", default=None, help="Who answers (default: $LOOPKIT_HUMAN or your login).")
 @click.pass_obj
-def reply(
-    app: App, request_id: str, reply: str, expected_updated_at: str | None, by: str | None
-) -> int:
+@runs("loopkit.commands.answer:reply")
+def reply() -> None:
     """Record a human's answer to a request and print the decision as JSON.
 
     Matching: an option's letter or number (with words after it: a note), its label, a
@@ -32,18 +28,14 @@ def reply(
     Exit 4 if the request was already answered (the first answer stands), 66 if there is no
     such request, 65 if its record is corrupt, 77 from inside a supervised agent's session.
     """
-    from loopkit.commands.answer import reply as answer
-
-    return answer(
-        app, request_id=request_id, reply=reply, expected_updated_at=expected_updated_at, by=by
-    )
 
 
 @click.command()
 @click.option("--reply", "-r", help="Answer the open block's question (else: no answer).")
 @click.option("--by", default=None, help="Who answers (default: $LOOPKIT_HUMAN or your login).")
 @click.pass_obj
-def unblock(app: App, reply: str | None, by: str | None) -> int:
+@runs("loopkit.commands.answer:unblock")
+def unblock() -> None:
     """Resolve the open block's request and remove BLOCKED.md.
 
     With --reply the answer is parsed and recorded like `loopkit reply`, and how it was
@@ -53,9 +45,6 @@ def unblock(app: App, reply: str | None, by: str | None) -> int:
     66). Exit 4 if the request was already answered, 77 from inside a supervised agent's
     session.
     """
-    from loopkit.commands.answer import unblock as lift
-
-    return lift(app, reply=reply, by=by)
 
 
 @click.command()
@@ -63,7 +52,8 @@ def unblock(app: App, reply: str | None, by: str | None) -> int:
 @click.option("--reason", metavar="TEXT", help="Why nobody will answer it (kept on the record).")
 @click.option("--by", default=None, help="Who dismisses (default: $LOOPKIT_HUMAN or your login).")
 @click.pass_obj
-def dismiss(app: App, request_id: str, reason: str | None, by: str | None) -> int:
+@runs("loopkit.commands.answer:dismiss")
+def dismiss() -> None:
     """Close an open request nobody will answer (status dismissed), from any folder.
 
     A dismissal is never an answer: nothing is chosen or approved, `requests wait` exits 3,
@@ -72,15 +62,3 @@ def dismiss(app: App, request_id: str, reason: str | None, by: str | None) -> in
     already (the first ending stands), 66 if there is no such request, 77 from inside a
     supervised agent's session.
     """
-    from loopkit.fleet.route import dismiss_anywhere
-
-    refuse_agents()
-    app.config(anywhere=True)
-    record, removed, machine = dismiss_anywhere(
-        request_id, by=by or human(), via="cli", reason=reason, here=app.store(),
-        stores=app.stores(), hubs=app.hubs,
-    )  # fmt: skip
-    lifted = "; BLOCKED.md removed" if removed else ""
-    where = f" on {machine} (it lifts its block)" if machine else ""
-    click.echo(f"request {record.request_id} dismissed{where}{lifted}", err=True)
-    return EXIT_OK

@@ -2,7 +2,8 @@
 
 A command's module is imported only when that command runs (or its own ``--help`` is asked
 for), so each command pays for its own libraries and no other's (SPEC §20); the group's
-``--help`` lists every command from the short help in :data:`COMMANDS`, importing none.
+``--help`` lists every command from the short help in the generated
+:data:`~loopkit.cli.commandtable.COMMANDS`, importing none.
 """
 
 from __future__ import annotations
@@ -12,113 +13,44 @@ from pathlib import Path
 
 import click
 
+from loopkit.cli.commandtable import COMMANDS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from loopkit.app import App
 
 # The commands, listed here and nowhere else (no registration as an import side effect):
-# name → ("module:attribute", the first paragraph of its help, shown by ``loopkit --help``).
-# tests/cli/test_commands.py checks each entry against the command it names.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "ask": (
-        "loopkit.cli.ask:ask",
-        "Decide whether a human is needed and, if so, compose one mobile-first question.",
-    ),
-    "check": (
-        "loopkit.cli.block:check",
-        "Exit 2 and print the head of BLOCKED.md when blocked; exit 0 otherwise.",
-    ),
-    "dismiss": (
-        "loopkit.cli.answer:dismiss",
-        "Close an open request nobody will answer (status dismissed), from any folder.",
-    ),
-    "doctor": (
-        "loopkit.cli.setup:doctor",
-        "Check the config, the channel settings and the template; each problem with its fix.",
-    ),
-    "escalate": ("loopkit.cli.block:escalate", "Block the loop and ask the human (exit 2)."),
-    "fleet": (
-        "loopkit.cli.fleet:fleet",
-        "Share one human's requests, answers and bot across machines (PostgreSQL).",
-    ),
-    "gate": (
-        "loopkit.cli.ask:gate",
-        "Run COMMAND only once a human approved this exact command (argv + folder).",
-    ),
-    "hook": (
-        "loopkit.cli.hook:hook",
-        "Agent hooks: gate destructive tool calls on a human's approval (SPEC §12, §18).",
-    ),
-    "inbox": (
-        "loopkit.cli.inbox:inbox",
-        "Every open question of this machine's loops, oldest first, from any folder.",
-    ),
-    "init": (
-        "loopkit.cli.setup:init",
-        "Write loopkit.toml and templates/BLOCKED.md.j2; existing files are kept unless --force.",
-    ),
-    "mcp": (
-        "loopkit.cli.mcp:mcp",
-        "Serve loopkit's tools to an MCP client (Claude Code, Cursor, …) over stdin/stdout.",
-    ),
-    "note": (
-        "loopkit.cli.loops:note_command",
-        "Guidance for a loop's next agent run, without a question: it gets LOOPKIT_GUIDANCE.",
-    ),
-    "pause": (
-        "loopkit.cli.loops:pause",
-        "Pause a loop after its running iteration; no question is sent.",
-    ),
-    "ps": (
-        "loopkit.cli.loops:ps",
-        "Every loop of this machine (with a fleet, of every machine): state, task, verify, spend.",
-    ),
-    "reply": (
-        "loopkit.cli.answer:reply",
-        "Record a human's answer to a request and print the decision as JSON.",
-    ),
-    "requests": (
-        "loopkit.cli.requests:requests",
-        "List requests (oldest first). `requests show ID` is the one true read.",
-    ),
-    "resend": (
-        "loopkit.cli.block:resend",
-        "Send the open block's message again now (exit 0 sent, 1 failed, 66 no open block).",
-    ),
-    "resume": ("loopkit.cli.loops:resume", "Resume a paused loop (REPO as for `pause`)."),
-    "run": (
-        "loopkit.cli.loop:run",
-        "Supervise the loop: agent, verify, escalate when stuck, resume when answered.",
-    ),
-    "send-test": (
-        "loopkit.cli.setup:send_test",
-        "Send one test message over the configured channel (exit 0 sent, 1 not).",
-    ),
-    "serve": (
-        "loopkit.cli.inbox:serve",
-        "The per-user daemon: answers from the phone for every registered loop.",
-    ),
-    "status": (
-        "loopkit.cli.loop:status",
-        "Show the supervisor's state: running / blocked / finished, iteration, task, request.",
-    ),
-    "stop": (
-        "loopkit.cli.loops:stop",
-        "Stop a loop's supervisor, as SIGTERM does (REPO as for `pause`; exit 1: none runs).",
-    ),
-    "tasks": (
-        "loopkit.cli.loop:tasks",
-        "The tasks left in [loop] task_file; with --done, exit 0 once none is left.",
-    ),
-    "unblock": (
-        "loopkit.cli.answer:unblock",
-        "Resolve the open block's request and remove BLOCKED.md.",
-    ),
-    "unskip": (
-        "loopkit.cli.loop:unskip",
-        "Take back a skipped task: the loop works on it again when it is the first open one.",
-    ),
-}
+# where each lives. Each command's name, help and options are its click declaration;
+# docs/generate.py derives from them the table the group lists (and the fast path parses)
+# without importing any command: loopkit/cli/commandtable.py.
+PLACES: tuple[str, ...] = (
+    "loopkit.cli.ask:ask",
+    "loopkit.cli.block:check",
+    "loopkit.cli.answer:dismiss",
+    "loopkit.cli.setup:doctor",
+    "loopkit.cli.block:escalate",
+    "loopkit.cli.fleet:fleet",
+    "loopkit.cli.ask:gate",
+    "loopkit.cli.hook:hook",
+    "loopkit.cli.inbox:inbox",
+    "loopkit.cli.setup:init",
+    "loopkit.cli.mcp:mcp",
+    "loopkit.cli.loops:note_command",
+    "loopkit.cli.loops:pause",
+    "loopkit.cli.loops:ps",
+    "loopkit.cli.answer:reply",
+    "loopkit.cli.requests:requests",
+    "loopkit.cli.block:resend",
+    "loopkit.cli.loops:resume",
+    "loopkit.cli.loop:run",
+    "loopkit.cli.setup:send_test",
+    "loopkit.cli.inbox:serve",
+    "loopkit.cli.loop:status",
+    "loopkit.cli.loops:stop",
+    "loopkit.cli.loop:tasks",
+    "loopkit.cli.answer:unblock",
+    "loopkit.cli.loop:unskip",
+)
 
 
 def load_command(name: str) -> click.Command | None:
@@ -132,7 +64,7 @@ def load_command(name: str) -> click.Command | None:
 
 
 class LazyGroup(click.Group):
-    """A group whose commands come from :data:`COMMANDS`, each imported on use."""
+    """A group whose commands come from the generated table, each imported on use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

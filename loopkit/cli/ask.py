@@ -7,14 +7,13 @@ import os
 
 import click
 
+from loopkit.cli.body import runs
 from loopkit.config import TIMEOUT_ACTIONS
 from loopkit.escalation.policy import CATEGORIES
 from loopkit.requests.record import KINDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from loopkit.app import App
 
 
@@ -44,7 +43,8 @@ if TYPE_CHECKING:
 @click.option("--artifact-url", metavar="URL", help="Review: the artifact to look at (https).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def ask(app: App, /, **params: Any) -> int:
+@runs("loopkit.commands.ask:ask")
+def ask() -> None:
     """Decide whether a human is needed and, if so, compose one mobile-first question.
 
     No human needed (a confident, non-P0 situation): exit 0, nothing written. Otherwise
@@ -52,9 +52,6 @@ def ask(app: App, /, **params: Any) -> int:
     BLOCKED.md and sends the message, as escalate does (exit 2). A prompt that breaks
     the rubric is refused with exit 65, the rule named, nothing written.
     """
-    from loopkit.commands.ask import ask as put
-
-    return put(app, **params)  # the parameters as click read them: the body's keywords
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

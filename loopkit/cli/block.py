@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from loopkit import check as check_mod
+from loopkit.cli.body import runs
 from loopkit.errors import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -14,8 +15,6 @@ from loopkit.errors import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from loopkit.app import App
 
 
@@ -47,7 +46,8 @@ if TYPE_CHECKING:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the request record as JSON.")
 @click.pass_obj
-def escalate(app: App, /, **params: Any) -> int:
+@runs("loopkit.commands.escalate:escalate")
+def escalate() -> None:
     """Block the loop and ask the human (exit 2).
 
     Persists requests/<id>.json, writes BLOCKED.md (never over an existing one: a second
@@ -55,9 +55,6 @@ def escalate(app: App, /, **params: Any) -> int:
     the configured channel and records the outcome. A failed send is a warning; the block
     stands either way.
     """
-    from loopkit.commands.escalate import escalate as raise_block
-
-    return raise_block(app, **params)  # the parameters as click read them
 
 
 @click.command()

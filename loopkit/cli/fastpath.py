@@ -20,11 +20,13 @@ The contract, in the order :func:`parse` reads a command line:
    its exact message and exit (64 for a usage error).
 
 What :func:`parse` returns, click's parse of the same line returns too — the same command
-and parameters, types and defaults included: tests/cli/test_fastpath.py generates the
-lines and holds both to it. The root's own ``--help`` (after the root's options, if any) is
-click's text, rendered when the
-code changes (:mod:`loopkit.cli.roothelp`, written by ``docs/generate.py``) for the widths
-a terminal usually has; for any other width click renders it.
+and parameters, types and defaults included: the table is click's own declaration, written
+down by docs/generate.py (:mod:`~loopkit.cli.commandtable`, ``EVERYDAY``: every command whose
+body is declared with ``@runs`` and that takes options only), and tests/cli/test_fastpath.py
+generates the lines and holds both to it. The root's own ``--help`` (after the root's
+options, if any) is click's text, rendered when the code changes (:mod:`loopkit.cli.roothelp`,
+written by ``docs/generate.py``) for the widths a terminal usually has; for any other width
+click renders it.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 class Option:
     """One option as click declares it: its names, its parameter's name, what it takes
     (``flag``, ``one`` value or ``many``), whether it is required, its default, and for a
-    value the check click makes (:func:`_choice`, :func:`_number`)."""
+    value the check click makes (:func:`_checker`: a choice, :func:`_number`)."""
 
     __slots__ = ("check", "default", "dest", "names", "required", "takes")
 
@@ -64,20 +66,6 @@ class _Refused(Exception):
     """A value click might read otherwise: the line goes to click."""
 
 
-def _choice(where: str) -> Callable[[str], object]:
-    """click.Choice over the names at ``where`` ("module:NAME"), imported on use: only the
-    command that checks them pays for them."""
-
-    def check(value: str) -> str:
-        module, _, name = where.partition(":")
-        __import__(module)
-        if value not in getattr(sys.modules[module], name):
-            raise _Refused
-        return value
-
-    return check
-
-
 def _number(
     low: float, high: float | None = None, *, low_open: bool = False
 ) -> Callable[[str], object]:
@@ -95,78 +83,57 @@ def _number(
     return check
 
 
-ROOT: tuple[Option, ...] = (
-    Option("one", "-C", "--workspace", dest="workspace"),  # checked by _folder
-    Option("flag", "-v", "--verbose"),
-)
+def _checker(check: tuple[object, ...] | None) -> Callable[[str], object] | None:
+    """The check of a value the command table names: click.Choice's, click.FloatRange's
+    (``-C``'s existing folder is :func:`_folder`'s, once the line is read)."""
+    if check is None or check[0] == "folder":
+        return None
+    if check[0] == "choice":
+        choices = check[1]
+        assert isinstance(choices, tuple)
 
-_JSON = Option("flag", "--json", dest="as_json")
+        def chosen(value: str) -> str:
+            if value not in choices:
+                raise _Refused
+            return value
 
-# The commands answered here: name → ("module:function" of its body, its options).
-# tests/cli/test_fastpath.py checks each against the click command of the same name.
-COMMANDS: dict[str, tuple[str, tuple[Option, ...]]] = {
-    "status": ("loopkit.commands.status:status", (_JSON,)),
-    "reply": (
-        "loopkit.commands.answer:reply",
-        (
-            Option("one", "--request-id", "--request_id", required=True),
-            Option("one", "--reply", "-r", required=True),
-            Option("one", "--expected-updated-at"),
-            Option("one", "--by"),
-        ),
-    ),
-    "unblock": (
-        "loopkit.commands.answer:unblock",
-        (Option("one", "--reply", "-r"), Option("one", "--by")),
-    ),
-    "requests": (
-        "loopkit.commands.requests:list_requests",
-        (
-            Option("one", "--status", check=_choice("loopkit.requests.record:STATUSES")),
-            Option("one", "--kind", check=_choice("loopkit.requests.record:KINDS")),
-            _JSON,
-        ),
-    ),
-    "inbox": ("loopkit.commands.inbox:inbox", (_JSON,)),
-    "ps": ("loopkit.commands.ps:ps", (_JSON,)),  # with -C or -v (else loopkit.main's)
-    "escalate": (
-        "loopkit.commands.escalate:escalate",
-        (
-            Option("one", "--question", "-q", required=True),
-            Option("one", "--context", "-c", required=True),
-            Option("many", "--attempted", "-a", required=True),
-            Option("many", "--choice", dest="choices", required=True),
-            Option("one", "--trigger", default="agent"),
-            _JSON,
-        ),
-    ),
-    "ask": (
-        "loopkit.commands.ask:ask",
-        (
-            Option("one", "--situation", "-s", required=True),
-            Option("one", "--policy", "-p", required=True),
-            Option("one", "--prompt", "-q"),
-            Option("many", "--option", dest="options"),
-            Option("one", "--recommend"),
-            Option("one", "--category", check=_choice("loopkit.escalation.policy:CATEGORIES")),
-            Option("one", "--confidence", check=_number(0, 1)),
-            Option("flag", "--irreversible"),
-            Option("one", "--timeout", check=_number(0, low_open=True)),
-            Option("one", "--on-timeout", check=_choice("loopkit.config:TIMEOUT_ACTIONS")),
-            Option("many", "--attach"),
-            Option("one", "--request-id", "--request_id"),
-            Option("one", "--key"),
-            Option(
-                "one", "--kind", default="question", check=_choice("loopkit.requests.record:KINDS")
-            ),
-            Option("flag", "--block"),
-            Option("one", "--check-target"),
-            Option("many", "--criterion", dest="criteria"),
-            Option("one", "--artifact-url"),
-            _JSON,
-        ),
-    ),
-}
+        return chosen
+    _, low, high, low_open = check
+    assert isinstance(low, (int, float)) and (high is None or isinstance(high, (int, float)))
+    return _number(low, high, low_open=bool(low_open))
+
+
+def _option(spec: tuple[object, ...]) -> Option:
+    """An option as the command table writes it: (takes, names, dest, required, default,
+    check)."""
+    takes, names, dest, required, default, check = spec
+    assert isinstance(takes, str) and isinstance(names, tuple) and isinstance(dest, str)
+    assert check is None or isinstance(check, tuple)
+    return Option(takes, *map(str, names), dest=dest, required=bool(required), default=default,
+                  check=_checker(check))  # fmt: skip
+
+
+def _commands() -> dict[str, tuple[str, tuple[Option, ...]]]:
+    """The commands answered here: name → ("module:function" of its body, its options), from
+    the click declarations as docs/generate.py wrote them down
+    (:mod:`~loopkit.cli.commandtable`)."""
+    from loopkit.cli.commandtable import EVERYDAY
+
+    return {
+        name: (body, tuple(_option(spec) for spec in options))
+        for name, (body, options) in EVERYDAY.items()
+    }
+
+
+def _root() -> tuple[Option, ...]:
+    """The group's own options (``-C``/``--workspace``, checked by :func:`_folder`; ``-v``)."""
+    from loopkit.cli.commandtable import ROOT
+
+    return tuple(_option(spec) for spec in ROOT)
+
+
+COMMANDS = _commands()
+ROOT = _root()
 
 
 class Parsed:

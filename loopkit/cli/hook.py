@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from loopkit.cli.body import runs_hook
 from loopkit.errors import EXIT_OK
 
 TYPE_CHECKING = False
@@ -33,7 +34,8 @@ def claude() -> None:
 
 @claude.command()
 @click.pass_obj
-def pretooluse(app: App) -> int:
+@runs_hook("loopkit.hooks.pretooluse:main")
+def pretooluse() -> None:
     """Before each tool call: a call that matches [gate] rules or [gate] protect waits for a
     human's approval of that exact call; any other call goes ahead (exit 0, no output).
 
@@ -41,9 +43,6 @@ def pretooluse(app: App) -> int:
     matched call (a broken [gate] table, unreadable input) denies it: exit 2, one line on
     stderr.
     """
-    from loopkit.hooks.pretooluse import main
-
-    return main(str(app.explicit) if app.explicit else None)
 
 
 @claude.command()
@@ -80,23 +79,19 @@ def _notify(app: App, event: dict[str, object], agent: str = "Claude Code") -> i
 
 @claude.command("permission-request")
 @click.pass_obj
-def permission_request(app: App) -> int:
+@runs_hook("loopkit.hooks.permission:main")
+def permission_request() -> None:
     """Claude's permission dialog, asked on the phone and in the inbox: Allow / Deny, and
     "Always allow" when Claude offers a rule. Waits up to [hooks] wait; no answer: no
     decision (Claude's own dialog stands). Always exits 0."""
-    from loopkit.hooks.permission import main
-
-    return main(str(app.explicit) if app.explicit else None)
 
 
 @claude.command("stop-failure")
 @click.pass_obj
-def stop_failure(app: App) -> int:
+@runs_hook("loopkit.hooks.stopfailure:main")
+def stop_failure() -> None:
     """Claude's turn ended on an API error: recorded for `loopkit run` (a rate limit waits
     as a dependency down; a failed login or billing asks at once). Always exits 0."""
-    from loopkit.hooks.stopfailure import main
-
-    return main(str(app.explicit) if app.explicit else None)
 
 
 @hook.group()
@@ -106,13 +101,11 @@ def codex() -> None:
 
 @codex.command("pretooluse")
 @click.pass_obj
-def codex_pretooluse(app: App) -> int:
+@runs_hook("loopkit.hooks.codex:main")
+def codex_pretooluse() -> None:
     """Before each tool call: the gate, in Codex's words. A gated call is denied with its
     reason (Codex has no "ask": waiting is a deny saying so) until a human approves it; an
     approved call goes ahead once. Any other call: exit 0, no output."""
-    from loopkit.hooks.codex import main
-
-    return main(str(app.explicit) if app.explicit else None)
 
 
 @codex.command("notify")
@@ -146,13 +139,11 @@ def gemini() -> None:
 
 @gemini.command("beforetool")
 @click.pass_obj
-def gemini_beforetool(app: App) -> int:
+@runs_hook("loopkit.hooks.gemini:main")
+def gemini_beforetool() -> None:
     """Before each tool call: the gate, in Gemini CLI's words ({"decision": "deny",
     "reason": …} until a human approves the call; approved: allowed once). Any other call:
     exit 0, no output."""
-    from loopkit.hooks.gemini import main
-
-    return main(str(app.explicit) if app.explicit else None)
 
 
 @hook.command()

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from loopkit.cli.body import runs
 from loopkit.errors import EXIT_OK, ConfigError
 
 TYPE_CHECKING = False
@@ -17,16 +18,14 @@ if TYPE_CHECKING:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON (one array).")
 @click.pass_obj
-def inbox(app: App, as_json: bool) -> int:
+@runs("loopkit.commands.inbox:inbox")
+def inbox() -> None:
     """Every open question of this machine's loops, oldest first, from any folder.
 
     Lists the open (and deferred) requests of every workspace registered in LOOPKIT_HOME
     (each registers itself on run, escalate, ask and gate): repo, workspace, age, kind,
     question, choices, deadline, and how to answer.
     """
-    from loopkit.commands.inbox import inbox as show
-
-    return show(app, as_json=as_json)
 
 
 @click.command()

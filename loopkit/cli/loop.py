@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from loopkit.cli.body import runs
 from loopkit.errors import EXIT_FAILURE, EXIT_OK, ConfigError
 
 TYPE_CHECKING = False
@@ -48,7 +49,8 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the state as JSON.")
 @click.pass_obj
-def status(app: App, as_json: bool) -> int:
+@runs("loopkit.commands.status:status")
+def status() -> None:
     """Show the supervisor's state: running / blocked / finished, iteration, task, request.
 
     The state is one of running, blocked, idle (stopped by --max-iterations), finished,
@@ -57,9 +59,6 @@ def status(app: App, as_json: bool) -> int:
     since when, the request, the deadline and its timeout action, the last delivery per
     channel and the next send.
     """
-    from loopkit.commands.status import status as show
-
-    return show(app, as_json=as_json)
 
 
 @click.command()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from loopkit.cli.body import runs
 from loopkit.errors import EXIT_FAILURE, EXIT_OK, LoopkitError, LoopNotFound
 from loopkit.home import Registered, Registry
 from loopkit.loops import (
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the loops as JSON (one array).")
 @click.pass_obj
-def ps(app: App, as_json: bool) -> int:
+@runs("loopkit.commands.ps:ps")
+def ps() -> None:
     """Every loop of this machine (with a fleet, of every machine): state, task, verify, spend.
 
     With a fleet (LOOPKIT_FLEET_DSN), other machines' loops are listed with their machine.
@@ -42,9 +44,6 @@ def ps(app: App, as_json: bool) -> int:
     each open question, each pause (who, via, when), the notes waiting for a loop's next
     agent run, and what is unknown. Works from any folder.
     """
-    from loopkit.commands.ps import ps as show
-
-    return show(app, as_json=as_json)
 
 
 def _target(app: App, repo: str | None) -> Loop:

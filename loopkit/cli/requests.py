@@ -6,6 +6,7 @@ import json
 
 import click
 
+from loopkit.cli.body import runs_unless_subcommand
 from loopkit.errors import EXIT_OK
 from loopkit.requests.record import KINDS, STATUSES
 
@@ -19,13 +20,9 @@ if TYPE_CHECKING:
 @click.option("--kind", type=click.Choice(KINDS), help="Only requests of this kind.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one array).")
 @click.pass_context
-def requests(ctx: click.Context, status: str | None, kind: str | None, as_json: bool) -> int:
+@runs_unless_subcommand("loopkit.commands.requests:list_requests")
+def requests() -> None:
     """List requests (oldest first). `requests show ID` is the one true read."""
-    if ctx.invoked_subcommand is not None:
-        return EXIT_OK
-    from loopkit.commands.requests import list_requests
-
-    return list_requests(ctx.obj, status=status, kind=kind, as_json=as_json)
 
 
 @requests.command("show")

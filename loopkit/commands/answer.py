@@ -1,5 +1,5 @@
-"""``loopkit reply`` and ``loopkit unblock``: a human's answer, from a shell (never an
-agent's) — and who that human is."""
+"""``loopkit reply``, ``unblock`` and ``dismiss``: a human's answer from a shell (never an
+agent's) — each one call of the answering service, its result printed."""
 
 from __future__ import annotations
 
@@ -7,19 +7,14 @@ import getpass
 import json
 import os
 
-from loopkit import agentsession
 from loopkit.commands.echo import echo
-from loopkit.errors import EXIT_OK, AgentAnswer, RequestNotFound
+from loopkit.errors import EXIT_OK, RequestNotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from loopkit.answering.service import Answering
+    from loopkit.answering.who import Answerer
     from loopkit.app import App
-
-
-def refuse_agents() -> None:
-    """Only a human answers (SPEC section 11): never a process of a supervised agent."""
-    if agentsession.inside():
-        raise AgentAnswer(agentsession.REFUSAL)
 
 
 def human() -> str:
@@ -30,40 +25,54 @@ def human() -> str:
         return "unknown"
 
 
+def _door(app: App, by: str | None) -> tuple[Answering, Answerer]:
+    """The answering service for this invocation, and this shell's human. An agent's
+    process is refused before any config is read (the service checks it again)."""
+    from loopkit.answering.service import Answering
+    from loopkit.answering.who import Answerer
+
+    who = Answerer(by=by or human(), via="cli")
+    who.check()
+    app.config(anywhere=True)
+    return Answering(stores=app.stores(), hubs=app.hubs, here=app.store()), who
+
+
 def reply(
     app: App, *, request_id: str, reply: str, expected_updated_at: str | None, by: str | None
 ) -> int:
-    from loopkit.fleet.route import answer_anywhere
-    from loopkit.requests.reading import told_back
+    from loopkit.answering.service import Answered
 
-    refuse_agents()
-    app.config(anywhere=True)
+    service, who = _door(app, by)
     try:
-        result, _ = answer_anywhere(
-            request_id, reply, by=by or human(), via="cli", here=app.store(), stores=app.stores(),
-            hubs=app.hubs, expected_updated_at=expected_updated_at,
-        )  # fmt: skip
+        done = service.answer(
+            request_id, reply, who, confirmed=True, expected_updated_at=expected_updated_at
+        )  # typed on purpose: no second tap
     except RequestNotFound as exc:
         if app.in_workspace():
             raise
         # reply answers a request anywhere; a wrong folder may still be why it is not found.
         raise RequestNotFound(f"{exc} ({app.root} is not a loopkit workspace)") from None
-    echo(json.dumps(result.decision, ensure_ascii=False))
-    echo(told_back(result.record), err=True)
-    if result.deferred:
+    assert isinstance(done, Answered)  # confirmed: never a Confirm
+    echo(json.dumps(done.decision, ensure_ascii=False))
+    echo(done.reading, err=True)
+    if done.deferred:
         echo(f"deferred: request {request_id} stays open", err=True)
     return EXIT_OK
 
 
 def unblock(app: App, *, reply: str | None, by: str | None) -> int:
-    from loopkit.escalation.unblock import unblock as do_unblock
-
-    refuse_agents()
+    service, who = _door(app, by)
     app.require_workspace()  # never "not blocked" for a folder that is no loop's
-    outcome = do_unblock(app.config(), reply=reply, by=by or human(), store=app.store())
-    if outcome.decision is not None:
-        echo(json.dumps(outcome.decision, ensure_ascii=False))
-    if outcome.reading is not None:
-        echo(outcome.reading, err=True)
+    outcome = service.unblock(app.store(), who, reply=reply)
+    if outcome.answered is not None:
+        echo(json.dumps(outcome.answered.decision, ensure_ascii=False))
+        echo(outcome.answered.reading, err=True)
     echo(outcome.message, err=True)
+    return EXIT_OK
+
+
+def dismiss(app: App, *, request_id: str, reason: str | None, by: str | None) -> int:
+    service, who = _door(app, by)
+    done = service.dismiss(request_id, who, reason=reason)
+    echo(done.message, err=True)
     return EXIT_OK

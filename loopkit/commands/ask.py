@@ -12,7 +12,7 @@ from loopkit.escalation.ask import ask as do_ask
 TYPE_CHECKING = False  # typing: ~2 ms of a start-up that has none to spare
 if TYPE_CHECKING:
     from loopkit.app import App
-    from loopkit.requests.record import Kind
+    from loopkit.requests.models import Kind
 
 
 def ask(

@@ -25,7 +25,6 @@ def escalate(
 ) -> int:
     from loopkit.escalation.escalator import Escalation
     from loopkit.escalation.repair import escalate as escalate_after_repair
-    from loopkit.escalation.sender import message_for
 
     config, broken = app.config_for_a_block()
     app.register()
@@ -40,7 +39,7 @@ def escalate(
     if result.joined:
         echo(f"already blocked: joined request {result.joined}; nothing was sent")
         return _blocked(broken, config, result.joined)
-    echo(message_for(record, escalator.workspace.repo_name()).text)
+    echo(record.message(escalator.workspace.repo_name()).text)
     echo("")
     where = "sent" if result.outcome and result.outcome.ok else "not sent"
     channel = config.escalation.channel

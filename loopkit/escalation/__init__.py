@@ -6,8 +6,9 @@
   (``loopkit check`` reads them).
 - :mod:`~loopkit.escalation.ask`, :mod:`~loopkit.escalation.policy`,
   :mod:`~loopkit.escalation.rubric`: ``loopkit ask`` — needs a human? then the mobile rubric.
-- :mod:`~loopkit.escalation.gate`: ``loopkit gate``; :mod:`~loopkit.escalation.unblock`:
-  ``loopkit unblock``.
+- :mod:`~loopkit.escalation.gate`: ``loopkit gate``; :mod:`~loopkit.escalation.dismiss`: the
+  ghosts ``loopkit dismiss`` closes. (``unblock`` and ``dismiss`` themselves come in by the
+  answering service's door: :mod:`loopkit.answering.service`.)
 
 Nothing is imported here: ``loopkit check`` imports :mod:`~loopkit.escalation.marker` alone.
 """

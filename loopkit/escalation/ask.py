@@ -17,7 +17,7 @@ from loopkit.escalation.escalator import Escalator, shown, slug
 from loopkit.message import clean, fold
 from loopkit.redact import mask_shapes
 from loopkit.requests.answer import options_for
-from loopkit.requests.models import Option
+from loopkit.requests.models import Block, Kind, Option
 from loopkit.requests.record import KINDS, Request, new_id, validate_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
     from loopkit.channels import Outcome
     from loopkit.config import Config
-    from loopkit.requests.record import Kind
 
 
 @record(frozen=True, slots=True)
@@ -46,7 +45,7 @@ class Question:
     attach: tuple[str, ...] = ()
     request_id: str | None = None
     key: str | None = None
-    kind: Kind = "question"
+    kind: Kind = Kind.QUESTION
     block: bool = False
     # A review's check target, completion criteria and artifact (an https URL).
     check_target: str | None = None
@@ -203,7 +202,7 @@ def ask(
                 "irreversible": question.irreversible,
             }
             if not question.block:
-                record.block = "none"  # a later `ask --key … --block` raises it
+                record.block = Block.NONE  # a later `ask --key … --block` raises it
                 store.create(record)
                 return Asked(True, reason, verdict.note, record)
             placed = escalator.place(record, own=True)

@@ -1,11 +1,10 @@
-"""``loopkit dismiss ID [--reason TEXT]``: close an open request nobody will answer (SPEC
-section 16), and the ghosts that need it.
+"""The ghosts that ``loopkit dismiss ID`` closes (SPEC section 16).
 
 A dismissal is never an answer: the request becomes ``status: dismissed`` with nothing
 chosen, so ``requests wait`` exits 3 (no go-ahead), a gate does not run its command and no
-agent run gets a decision. It is recorded once, as an answer is — under the store lock and
-the hub's claim (another machine's answer that came first wins; then exit 4) — and then the
-request's own ``BLOCKED.md`` goes (never another request's block, never a human's own file).
+agent run gets a decision. It comes in by the answering service's door
+(:meth:`loopkit.answering.service.Answering.dismiss`): recorded once, as an answer is, and
+then the request's own ``BLOCKED.md`` goes.
 
 A *ghost* is an open request whose own block is gone: a bare ``loopkit escalate`` whose
 ``BLOCKED.md`` a human deleted with no supervisor there to see it stays open in every inbox,
@@ -15,41 +14,12 @@ them.
 
 from __future__ import annotations
 
-from loopkit.datarecord import record
 from loopkit.escalation import blockfile
 from loopkit.requests.record import Request
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from loopkit.requests.store import RequestStore
-
-
-@record(frozen=True, slots=True)
-class Dismissed:
-    record: Request
-    removed: bool  # its BLOCKED.md was removed
-
-    @property
-    def message(self) -> str:
-        lifted = "; BLOCKED.md removed" if self.removed else ""
-        return f"request {self.record.request_id} dismissed (nobody will answer it){lifted}"
-
-
-def dismiss(
-    store: RequestStore, request_id: str, *, by: str, via: str, reason: str | None = None
-) -> Dismissed:
-    """Dismiss ``request_id`` of ``store``. RequestNotFound (66) when there is no such request,
-    RequestConflict (4) when it is closed already: the first ending stands."""
-
-    def close(record: Request) -> None:
-        from loopkit.requests.answer import dismiss_record  # the reply parser: on use only
-
-        dismiss_record(record, by=by, via=via, reason=reason)
-        store.hub.claim(store.workspace, record)  # fleet-wide, as an answer is (SPEC §13)
-
-    record = store.update(request_id, close)
-    removed = blockfile.remove_block(store.workspace.blocked, record)
-    return Dismissed(record, removed)
 
 
 def command(request_id: str) -> str:

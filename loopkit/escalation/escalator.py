@@ -24,7 +24,7 @@ from loopkit.log import get_logger
 from loopkit.message import clean, fold
 from loopkit.redact import Redactor, mask_shapes
 from loopkit.requests.irreversible import is_irreversible
-from loopkit.requests.models import Option
+from loopkit.requests.models import Block, Option
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -222,7 +222,7 @@ class Escalator:
         exactly as it is, send. Nothing is refused: the question must reach the human."""
         escalation = escalation.cleaned()
         record = self._new_record(escalation)
-        record.block = "adopted"
+        record.block = Block.ADOPTED
         self.store.create(record)
         log.info(
             "adopted",
@@ -241,7 +241,7 @@ class Escalator:
         (SPEC section 17). The file is left as it is: it is this request's block."""
         escalation = replace(escalation.cleaned(), request_id=request_id, trigger="restored")
         record = self._new_record(escalation)
-        record.block = "raised"
+        record.block = Block.RAISED
         self.store.create(record)
         log.warning(
             "block_restored",
@@ -291,7 +291,7 @@ class Escalator:
         with self.store.locked():
             if blockfile.state(path) == "file":
                 return self._join(record, persisted=persisted, own=own)
-            record.block, record.joined_to = "pending", None
+            record.block, record.joined_to = Block.PENDING, None
             if persisted:
                 record.raised_at = raised_at
                 self.store.save(record)
@@ -302,7 +302,7 @@ class Escalator:
             if not blockfile.create(path, text):
                 # Someone else's BLOCKED.md appeared between our check and our write.
                 return self._join(record, persisted=True, own=own)
-            record.block = "raised"
+            record.block = Block.RAISED
             self.store.save(record)
         if problem:
             log.warning("template_fallback", msg=problem)
@@ -323,13 +323,13 @@ class Escalator:
         if state == "other":
             raise blockfile.in_the_way(path, record.request_id)
         if state == "file" and blockfile.request_id_of(path) == record.request_id:
-            record.block = "raised"  # written before the crash; only the record was left
+            record.block = Block.RAISED  # written before the crash; only the record was left
             self.store.save(record)
             return Result(record, None)
         if state == "absent":
             text, problem = self._render(record)
             if blockfile.create(path, text):
-                record.block = "raised"
+                record.block = Block.RAISED
                 self.store.save(record)
                 return Result(record, None, None, problem)
         return self._join(record, persisted=True, own=True)
@@ -405,11 +405,11 @@ class Escalator:
         request of its own (``block: joined``), raised by the supervisor when that block goes.
         """
         open_id = blockfile.request_id_of(self.workspace.blocked)
-        record.block = "none"
+        record.block = Block.NONE
         if own and not persisted:
             # Its first write already names the block it joins: a crash before the open
             # request notes it leaves a question that is raised when that block goes.
-            record.block, record.joined_to = "joined", open_id or None
+            record.block, record.joined_to = Block.JOINED, open_id or None
             self.store.create(record)
             persisted = True
         entry = {
@@ -445,12 +445,12 @@ class Escalator:
             target = None
         if target is not None:
             if persisted:
-                record.block, record.joined_to = "joined", open_id or None
+                record.block, record.joined_to = Block.JOINED, open_id or None
                 self.store.save(record)
             result = record if own else target
         else:
             # A BLOCKED.md loopkit did not write: keep the question as a record of its own.
-            record.block, record.joined_to = "joined", open_id or None
+            record.block, record.joined_to = Block.JOINED, open_id or None
             if persisted:
                 self.store.save(record)
             else:

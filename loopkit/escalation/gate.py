@@ -26,7 +26,7 @@ from loopkit.escalation.escalator import Escalator
 from loopkit.message import clean, fold
 from loopkit.redact import mask_command
 from loopkit.requests.answer import APPROVAL_OPTIONS, outcome_of
-from loopkit.requests.models import Resolution
+from loopkit.requests.models import Kind, Resolution
 from loopkit.requests.outcome import wait_for
 from loopkit.requests.record import Request, new_id
 
@@ -99,7 +99,7 @@ def approval_request(
         request_id=new_id(),
         prompt=prompt,
         request_key=key,
-        kind="approval",
+        kind=Kind.APPROVAL,
         situation=situation,
         policy=policy,
         options=list(APPROVAL_OPTIONS),

@@ -22,6 +22,7 @@ from loopkit import readfile
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile, delivery
 from loopkit.log import get_logger
+from loopkit.requests.models import Block
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the escalator (the sender, the channels) only once there is work
@@ -45,7 +46,7 @@ def repair(escalator: Escalator, *, send: bool = True) -> list[str]:
                 if record.block != "pending":
                     continue  # another process finished it meanwhile
                 if not record.is_open:
-                    record.block = "raised"
+                    record.block = Block.RAISED
                     store.save(record)
                     continue
                 written = blockfile.request_id_of(workspace.blocked) == request_id

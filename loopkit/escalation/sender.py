@@ -20,7 +20,7 @@ from loopkit.errors import ConfigError, LoopkitError
 from loopkit.escalation import delivery
 from loopkit.home import workspace_id
 from loopkit.log import get_logger
-from loopkit.message import Message, Reminder
+from loopkit.message import Reminder
 from loopkit.redact import Redactor
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.workspace import Workspace
@@ -47,23 +47,6 @@ def default_factory(config: Config) -> ChannelFactory:
         return channels.create(name, config.channels, budget=config.escalation.send_timeout)
 
     return create
-
-
-def message_for(record: Request, repo: str, link: str | None = None) -> Message:
-    """The five lines for ``record``; a short ``summary`` (when given) feeds lines 3 and 4.
-    ``link``: the request's page in the web inbox."""
-    summary = record.summary or {}
-    attempted = summary.get("attempted")
-    return Message(
-        request_id=record.request_id,
-        repo=repo,
-        at=record.asked_at,
-        question=record.prompt,
-        context=str(summary.get("context") or record.situation),
-        attempted=(str(attempted),) if attempted else tuple(record.attempted),
-        choices=tuple(o.label for o in record.options),
-        link=link,
-    )
 
 
 class Sender:
@@ -172,7 +155,7 @@ class Sender:
     def _note(self, record: Request, due: delivery.Due) -> Note:
         repo = self.workspace.repo_name()
         if due.kind != "reminder":
-            return message_for(record, repo, self._link(record))
+            return record.message(repo, self._link(record))
         try:
             waited = (clock.now() - clock.parse_iso(record.asked_at)).total_seconds()
         except ValueError:

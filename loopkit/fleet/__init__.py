@@ -1,6 +1,5 @@
 """The fleet on PostgreSQL (SPEC sections 13, 15 and 22): :mod:`~loopkit.fleet.pg` (the hub),
 :mod:`~loopkit.fleet.follow` (the owner's side), :mod:`~loopkit.fleet.schema` (the tables),
-:mod:`~loopkit.fleet.route` (an answer finds its request anywhere),
 :mod:`~loopkit.fleet.states` (every machine's loops) and :mod:`~loopkit.fleet.steering`
 (pause, resume, stop and notes for another machine's loop).
 

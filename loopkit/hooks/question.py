@@ -27,7 +27,7 @@ from loopkit.fleet import Hubs
 from loopkit.hooks.approve import call_hash, register
 from loopkit.message import clean, fold
 from loopkit.redact import Redactor, mask_shapes
-from loopkit.requests.models import Option, Resolution
+from loopkit.requests.models import Kind, Option, Resolution
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -101,7 +101,7 @@ def _request(
         request_id=new_id(),
         prompt=fold(mask_shapes(clean(item["question"])), 120),
         request_key=key,
-        kind="question",
+        kind=Kind.QUESTION,
         situation=mask_shapes("\n".join(lines)),
         policy="Claude Code's own question (AskUserQuestion): it waits for the answer",
         options=[Option(label, value=label) for label in labels[:PHONE_OPTIONS]],

@@ -21,6 +21,7 @@ import sys
 import threading
 
 from loopkit import clock, fleet, loops
+from loopkit.answering.service import Answering
 from loopkit.datarecord import field, record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
 from loopkit.escalation import blockfile, delivery
@@ -243,9 +244,13 @@ def serve(
     stop = threading.Event()
     hubs = hubs or Hubs()
     stores = Stores(hubs.for_config)
-    server = _Server(sock, app(Inbox(token, user, Throttle(), stores, hubs)))
-    poller = _poller(settings, hubs, stores)
-    slack = _slack(settings, hubs, stores)
+    # One door for every answer this process takes — the inbox's, a tap's, a click's — and
+    # it tells the others (SPEC §27).
+    answering = Answering(stores=stores, hubs=hubs)
+    inbox = Inbox(token, user, Throttle(), stores, hubs, _answering=answering)
+    server = _Server(sock, app(inbox))
+    poller = _poller(settings, answering)
+    slack = _slack(settings, answering)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
@@ -274,19 +279,21 @@ def serve(
     return EXIT_SIGINT if server.signal == signal.SIGINT else EXIT_SIGTERM
 
 
-def _poller(settings: ChannelSettings, hubs: Hubs, stores: Stores) -> UpdatePoller | None:
+def _poller(settings: ChannelSettings, answering: Answering) -> UpdatePoller | None:
     """The bot's poller for the whole machine, when a bot is configured (serve has no
     workspace of its own: the bot's lease and offset are kept by the environment's fleet,
     else on this machine)."""
     if not (settings.telegram_token and settings.telegram_chat):
         return None
-    poller = UpdatePoller.relay(settings, hubs=hubs, stores=stores)
+    poller = UpdatePoller.relay(
+        settings, hubs=answering.hubs, stores=answering.stores, answering=answering
+    )
     poller.active.set()
     poller.start()
     return poller
 
 
-def _slack(settings: ChannelSettings, hubs: Hubs, stores: Stores) -> SlackRelay | None:
+def _slack(settings: ChannelSettings, answering: Answering) -> SlackRelay | None:
     """The Slack app's Socket Mode connection for the whole machine, when the app is
     configured (``slack_mode = "socket"``, both tokens): clicks answer any registered
     workspace's block, as taps do."""
@@ -294,7 +301,9 @@ def _slack(settings: ChannelSettings, hubs: Hubs, stores: Stores) -> SlackRelay 
         return None
     from loopkit.inbox.relay.slack_socket import SlackRelay
 
-    relay = SlackRelay.relay(settings, hubs=hubs, stores=stores)
+    relay = SlackRelay.relay(
+        settings, hubs=answering.hubs, stores=answering.stores, answering=answering
+    )
     relay.active.set()
     relay.start()
     return relay

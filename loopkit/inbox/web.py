@@ -28,17 +28,15 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from loopkit import agentsession
-from loopkit.datarecord import record
-from loopkit.errors import LoopkitError, RequestConflict
-from loopkit.escalation import blockfile
-from loopkit.fleet.route import answer_anywhere, dismiss_anywhere
+from loopkit.answering.service import Answering, Confirm
+from loopkit.answering.who import Answerer, Browser
+from loopkit.datarecord import field, record
+from loopkit.errors import AgentAnswer, LoopkitError, RequestConflict
 from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, Sessions
 from loopkit.inbox.loops import routes as loop_routes
 from loopkit.log import get_logger
 from loopkit.requests.answer import parse_for
-from loopkit.requests.irreversible import confirm_question, needs_second_tap
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,10 +69,18 @@ class Inbox:
     throttle: Throttle
     stores: Stores
     hubs: Hubs
+    _answering: Answering | None = field(default=None, repr=False)
 
     @property
     def sessions(self) -> Sessions:
         return Sessions(self.token)
+
+    @property
+    def answering(self) -> Answering:
+        """The answering service every change of the inbox goes through."""
+        if self._answering is None:
+            self._answering = Answering(stores=self.stores, hubs=self.hubs)
+        return self._answering
 
 
 def _templates() -> jinja2.Environment:
@@ -173,10 +179,17 @@ def app(inbox: Inbox) -> Starlette:
         card = pages.find(request.path_params["key"], request.path_params["rid"], *where)
         if card is None:
             return page("missing.html.j2", 404, title="Not found")
-        server = request.scope.get("server") or (None, None)
-        if agentsession.connection_from_agent(request.client, server[1]):
-            return page("refused.html.j2", 403, title="Refused", message=agentsession.REFUSAL)
         return form, card
+
+    def answerer(request: HttpRequest) -> Answerer:
+        """The human at this browser; the service refuses one an agent's process drives."""
+        server = request.scope.get("server") or (None, None)
+        return Answerer(by=inbox.user, via="inbox", origin=Browser(request.client, server[1]))
+
+    def refused(exc: LoopkitError) -> Response:
+        if isinstance(exc, AgentAnswer):
+            return page("refused.html.j2", 403, title="Refused", message=str(exc))
+        return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
 
     def ask_again(nonce: str, card: pages.Card, question: str, action: str,
                   **values: Any) -> Response:  # fmt: skip
@@ -205,29 +218,20 @@ def app(inbox: Inbox) -> Starlette:
             )
         if not text:
             return RedirectResponse(card.url, 303, headers=HEADERS)
-        if form.get("confirm") != "1" and needs_second_tap(card.record, text):
-            # An irreversible approval takes two taps (SPEC §16): this one records nothing.
-            return ask_again(nonce, card, confirm_question(card.record), "answer",
-                             fields={"reply": text}, button="Yes, approve")  # fmt: skip
-        here = None if card.machine else pages.store_of(card, inbox.stores)
         try:
-            result, store = answer_anywhere(
-                card.record.request_id, text, by=inbox.user, via="inbox", here=here,
-                stores=inbox.stores, hubs=inbox.hubs,
+            done = inbox.answering.answer(
+                card.record.request_id, text, answerer(request),
+                confirmed=form.get("confirm") == "1",
             )  # fmt: skip
         except RequestConflict:
             fresh = pages.find(card.key, card.record.request_id, *where) or card
             return page("answered.html.j2", card=fresh, title="Already answered")
         except LoopkitError as exc:
-            return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
-        if store is not None and not result.deferred:
-            # As the phone and `unblock --reply` do: the block goes, supervised or not.
-            blockfile.remove_block(store.workspace.blocked, result.record)
-        log.info(
-            "inbox_answer",
-            request_id=card.record.request_id,
-            msg=f"inbox: {inbox.user} answered {card.record.request_id}",
-        )
+            return refused(exc)
+        if isinstance(done, Confirm):
+            # An irreversible approval takes two taps (SPEC §16): this one recorded nothing.
+            return ask_again(nonce, card, done.question, "answer",
+                             fields={"reply": text}, button="Yes, approve")  # fmt: skip
         return RedirectResponse(f"{card.url}?done=1", 303, headers=HEADERS)
 
     async def dismiss(request: HttpRequest, nonce: str) -> Response:
@@ -245,23 +249,16 @@ def app(inbox: Inbox) -> Starlette:
                 "approved, and its BLOCKED.md goes."
             )
             return ask_again(nonce, card, question, "dismiss", button="Dismiss it", reason=True)
-        here = None if card.machine else pages.store_of(card, inbox.stores)
         try:
-            dismiss_anywhere(
-                card.record.request_id, by=inbox.user, via="inbox",
-                reason=(form.get("reason") or "").strip() or None, here=here,
-                stores=inbox.stores, hubs=inbox.hubs,
+            inbox.answering.dismiss(
+                card.record.request_id, answerer(request),
+                reason=(form.get("reason") or "").strip() or None,
             )  # fmt: skip
         except RequestConflict:
             fresh = pages.find(card.key, card.record.request_id, *where) or card
             return page("answered.html.j2", card=fresh, title="Already answered")
         except LoopkitError as exc:
-            return page("refused.html.j2", 400, title="Not recorded", message=str(exc))
-        log.info(
-            "inbox_dismiss",
-            request_id=card.record.request_id,
-            msg=f"inbox: {inbox.user} dismissed {card.record.request_id}",
-        )
+            return refused(exc)
         return RedirectResponse(card.url, 303, headers=HEADERS)
 
     async def past(request: HttpRequest, nonce: str) -> Response:

@@ -23,6 +23,7 @@ from loopkit.escalation.repair import escalate as escalate_after_repair
 from loopkit.mcp_server.models import Asked, Category, Escalated, HumanRequest, Kind, TimeoutAction
 from loopkit.mcp_server.preview import PreviewStore
 from loopkit.mcp_server.workspace import ServedWorkspace
+from loopkit.requests.models import Kind as RequestKind
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 
@@ -126,7 +127,7 @@ class AskingTools:
             on_timeout=on_timeout,
             attach=tuple(context_refs),
             key=request_key,
-            kind=kind,
+            kind=RequestKind(kind),
             block=block and not dry_run,
         )
         config = self.served.config()
@@ -187,7 +188,7 @@ class AskingTools:
         question = Question(
             situation=reason,
             prompt=title,
-            kind="review",
+            kind=RequestKind.REVIEW,
             check_target=check_target,
             criteria=(criteria,) if isinstance(criteria, str) else tuple(criteria),
             artifact_url=artifact_url,

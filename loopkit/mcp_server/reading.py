@@ -42,7 +42,7 @@ def waited(record: Request) -> Waited:
     res = record.resolution or Resolution()
     return Waited(
         request_id=record.request_id,
-        status=record.status,
+        status=record.status.value,
         outcome=cast(Outcome, outcome_of(record)),
         parsed_decision=res.parsed_decision,
         reason=res.reason,

@@ -9,19 +9,20 @@
   ``changes_requested`` with the text as its reason — never as an approval.
 - A review's *Defer* is not an answer: the request stays open, ``status: deferred``.
 
-Every write goes through :meth:`RequestStore.resolve` under the store lock, so of many
-concurrent answers exactly one wins; the others get :class:`RequestConflict` (exit 4) and the
-first answer is never touched.
+Pure, on one record in memory: the answering service (:mod:`loopkit.answering.service`) is
+the one door an answer comes in by — who may answer, the store's lock and the hub's claim
+(of many concurrent answers exactly one wins; the others get :class:`RequestConflict`,
+exit 4), lifting the block, telling the other surfaces.
 """
 
 from __future__ import annotations
 
 from loopkit import clock
 from loopkit.datarecord import replace
-from loopkit.errors import RequestConflict, UsageError
+from loopkit.errors import RequestConflict
 from loopkit.message import clean, fold
 from loopkit.requests.answered import Answer as Answer
-from loopkit.requests.models import Option, Resolution
+from loopkit.requests.models import Option, Resolution, Status
 from loopkit.requests.replies import parse_reply, parse_verdict
 
 TYPE_CHECKING = False
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
     from loopkit.requests.record import Request
     from loopkit.requests.replies import Decision
-    from loopkit.requests.store import RequestStore
 
 APPROVAL_OPTIONS = (
     Option("Approve", "approved"),
@@ -72,44 +72,6 @@ def parse_for(record: Request, reply: str) -> tuple[Decision, dict[str, Any]]:
     return decision, extra
 
 
-def answer(
-    store: RequestStore,
-    request_id: str,
-    reply: str,
-    *,
-    by: str,
-    via: str,
-    expected_updated_at: str | None = None,
-    about: dict[str, Any] | None = None,
-) -> Answer:
-    """Parse ``reply`` for the request and record it; RequestConflict when already answered.
-
-    ``about`` adds fields to the resolution (who answered, in a channel's own terms).
-    """
-    reply = clean(reply)
-    if not reply.strip():
-        # An unset variable (`--reply "$ANSWER"`) must not use up the one answer.
-        raise UsageError("empty reply: nothing to record; give the answer (a letter, a label, "
-                         "your words), or lift the block with `loopkit unblock`")  # fmt: skip
-    if expected_updated_at is not None:
-        try:
-            clock.parse_iso(expected_updated_at)
-        except ValueError:
-            raise UsageError(
-                f"--expected-updated-at {expected_updated_at!r} is not a time; pass the "
-                "record's updated_at as read (e.g. 2026-12-02T13:11:06.123456Z)"
-            ) from None
-    outcome: list[Answer] = []
-
-    def record_it(record: Request) -> None:
-        outcome.append(apply_reply(record, reply, by=by, via=via, about=about))
-        # With a fleet, the answer is claimed fleet-wide first: exactly one wins (SPEC §13).
-        store.hub.claim(store.workspace, record)
-
-    store.update(request_id, record_it, expected_updated_at=expected_updated_at)
-    return outcome[0]
-
-
 def apply_reply(
     record: Request, reply: str, *, by: str, via: str, about: dict[str, Any] | None = None
 ) -> Answer:
@@ -123,10 +85,10 @@ def apply_reply(
     now = clock.iso_seconds()
     payload = _decision_json(record.request_id, decision, now)
     if record.kind == "review" and decision.chosen_option == "deferred":
-        record.status = "deferred"
+        record.status = Status.DEFERRED
         record.deferrals.append({"at": now, "by": by, "via": via, "reason": extra.get("reason")})
         return Answer(record, payload, deferred=True)
-    record.status = "resolved"
+    record.status = Status.RESOLVED
     resolution = Resolution(
         request_id=record.request_id,
         chosen_option=decision.chosen_option,
@@ -220,7 +182,7 @@ def dismiss_record(record: Request, *, by: str, via: str, reason: str | None = N
     if not record.is_open:
         raise already_answered(record)
     why = " ".join(clean(reason or "").split())[:1000]
-    record.status = "dismissed"
+    record.status = Status.DISMISSED
     record.resolution = Resolution(
         request_id=record.request_id,
         parsed_decision="dismissed",

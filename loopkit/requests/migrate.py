@@ -11,13 +11,12 @@ four booleans and a tri-state).
 
 from __future__ import annotations
 
+from loopkit.requests.models import Block
 from loopkit.requests.shape import V1_LIFECYCLE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-    from loopkit.requests.models import Block
 
 
 def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
@@ -41,15 +40,15 @@ def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
     joined_to: str | None = None
     block: Block
     if data.get("adopted"):
-        block = "adopted"
+        block = Block.ADOPTED
     elif data.get("block_pending"):
-        block = "pending"
+        block = Block.PENDING
     elif data.get("raised_block"):
-        block = "raised"
+        block = Block.RAISED
     elif "joined_block" in data:
-        block, joined_to = "joined", data["joined_block"] or None
+        block, joined_to = Block.JOINED, data["joined_block"] or None
     else:
-        block = "none"
+        block = Block.NONE
     migrated["block"] = block
     if joined_to is not None:
         migrated["joined_to"] = joined_to

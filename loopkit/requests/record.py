@@ -11,43 +11,45 @@ import os
 import re
 
 from loopkit import clock
-from loopkit.datarecord import field, fields, record
+from loopkit.datarecord import field, record
 from loopkit.errors import BadInput
+from loopkit.message import Message
 from loopkit.requests import shape
 from loopkit.requests.migrate import migrate_v1
-from loopkit.requests.models import OWN_BLOCKS, DeliveryAttempt, Option, Resolution
+from loopkit.requests.models import (
+    OPEN_STATUSES,
+    OWN_BLOCKS,
+    Block,
+    DeliveryAttempt,
+    Kind,
+    Option,
+    Resolution,
+    Status,
+)
+from loopkit.requests.shape import (
+    OPT_TEXT,
+    as_object,
+    https,
+    list_of,
+    maybe,
+    number,
+    obj,
+    of,
+    one_of,
+    text,
+    time,
+    whole_number,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Literal
-
-    from loopkit.requests.models import Block
+    from typing import Any
 
 SCHEMA_VERSION = 2
 # \Z: "x\n" is not "x". Compiled on first use, by re's cache (not at import: SPEC §20).
 ID_PATTERN = r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z"
-KINDS = ("question", "approval", "review")
-STATUSES = ("open", "deferred", "resolved", "expired", "dismissed")
-
-
-_ORDER = (
-    "schema_version",
-    "request_id",
-    "request_key",
-    "created_at",
-    "updated_at",
-    "kind",
-    "situation",
-    "policy",
-    "prompt",
-    "options",
-    "recommendation",
-    "timeout_default",
-    "context_refs",
-    "status",
-    "delivery",
-    "resolution",
-)
+KINDS = tuple(k.value for k in Kind)  # the values, as a command line gives them
+STATUSES = tuple(s.value for s in Status)
 
 
 def is_id(text: str) -> bool:
@@ -68,80 +70,87 @@ def new_id() -> str:
     return os.urandom(6).hex()  # secrets.token_hex, without its imports (SPEC §20)
 
 
-if TYPE_CHECKING:
-    Kind = Literal["question", "approval", "review"]
-    Status = Literal["open", "deferred", "resolved", "expired", "dismissed"]
+def _spec(order: int, check: shape.Check, **default: Any) -> Any:
+    """One of SPEC section 4's fields: its place in the record's order, its shape."""
+    return field(**default, metadata=of(check, order=order))
 
-# Fields loopkit owns beyond SPEC section 4's: written only when set, so a record carries
-# what happened to it and nothing else.
-_WHEN_SET = (
-    "raised_by",
-    "joined_to",
-    "task",
-    "iteration",
-    "summary",
-    "needs_human",
-    "gate",
-    "raised_at",
-    "joined",
-    "deferrals",
-    "timed_out_at",
-    "applied_at",
-    "consumed_at",
-    "review",
-)
-_LISTS = ("options", "delivery", "context_refs", "attempted", "joined", "deferrals")
-_DICTS = ("timeout_default", "summary", "needs_human", "gate", "review")
+
+def _own(check: shape.Check, **default: Any) -> Any:
+    """A field loopkit owns beyond SPEC section 4's: written only when set, so a record
+    carries what happened to it and nothing else."""
+    return field(**default, metadata=of(check, when_set=True))
+
+
+_TIMEOUT = obj({"after_minutes": maybe(number), "action": OPT_TEXT})
+_REVIEW = obj({"check_target": OPT_TEXT, "completion_criteria": maybe(list_of(text)),
+               "artifact_url": maybe(https)})  # fmt: skip
+_JOINED = obj({"question": OPT_TEXT, "request_id": OPT_TEXT})
 
 
 @record(slots=True)
 class Request:
     """One question to a human. SPEC section 4's fields first, then loopkit's own."""
 
-    request_id: str
-    prompt: str
-    created_at: str = field(default_factory=clock.iso_seconds)
-    updated_at: str = field(default_factory=clock.iso_millis)
-    request_key: str | None = None
-    kind: Kind = "question"
-    situation: str = ""
-    policy: str = ""
-    options: list[Option] = field(default_factory=list)
-    recommendation: str | None = None
-    timeout_default: dict[str, Any] = field(
-        default_factory=lambda: {"after_minutes": 30, "action": "abort"}
+    request_id: str = _spec(1, text)
+    prompt: str = _spec(8, text)
+    created_at: str = _spec(3, time, default_factory=clock.iso_seconds)
+    updated_at: str = _spec(4, time, default_factory=clock.iso_millis)
+    request_key: str | None = _spec(2, OPT_TEXT, default=None)
+    kind: Kind = _spec(5, one_of(Kind), default=Kind.QUESTION)
+    situation: str = _spec(6, text, default="")
+    policy: str = _spec(7, text, default="")
+    options: list[Option] = field(
+        default_factory=list,
+        metadata=of(maybe(list_of(as_object(Option))), order=9, items=Option),
     )
-    context_refs: list[str] = field(default_factory=list)
-    status: Status = "open"
-    delivery: list[DeliveryAttempt] = field(default_factory=list)
-    resolution: Resolution | None = None
-    trigger: str | None = None  # what raised it: agent, verify-failures, missing-env, ...
-    attempted: list[str] = field(default_factory=list)
+    recommendation: str | None = _spec(10, OPT_TEXT, default=None)
+    timeout_default: dict[str, Any] = _spec(
+        11, maybe(_TIMEOUT), default_factory=lambda: {"after_minutes": 30, "action": "abort"}
+    )
+    context_refs: list[str] = _spec(12, maybe(list_of(text)), default_factory=list)
+    status: Status = _spec(13, one_of(Status), default=Status.OPEN)
+    delivery: list[DeliveryAttempt] = field(
+        default_factory=list,
+        metadata=of(maybe(list_of(as_object(DeliveryAttempt))), order=14, items=DeliveryAttempt),
+    )
+    resolution: Resolution | None = field(
+        default=None, metadata=of(maybe(as_object(Resolution)), order=15, one=Resolution)
+    )
+    # what raised it: agent, verify-failures, missing-env, ...
+    trigger: str | None = field(default=None, metadata=of(OPT_TEXT))
+    attempted: list[str] = field(default_factory=list, metadata=of(maybe(list_of(text))))
     # Who raised it: "supervisor" for the loop's own blocks (its choices are acted on).
-    raised_by: str | None = None
-    block: Block = "none"  # its place in the block lifecycle (see models.Block)
+    raised_by: str | None = _own(OPT_TEXT, default=None)
+    # its place in the block lifecycle (models.Block)
+    block: Block = field(default=Block.NONE, metadata=of(one_of(Block)))
     # block "joined": the request id of the open block it joined (None: that block names no
     # request — a hand-written BLOCKED.md).
-    joined_to: str | None = None
-    task: str | None = None  # the supervisor's task and iteration when it raised the block
-    iteration: int | None = None
-    summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
-    needs_human: dict[str, Any] | None = None  # ask's policy verdict
-    gate: dict[str, Any] | None = None  # gate's binding: masked argv, cwd, sha256 of the real
-    raised_at: str | None = None  # when it was asked, if later than created (it joined first)
-    joined: list[dict[str, Any]] = field(default_factory=list)  # questions that joined this
-    deferrals: list[dict[str, Any]] = field(default_factory=list)  # a review's Defer answers
-    timed_out_at: str | None = None  # a queue timeout passed: it waits with no deadline
-    applied_at: str | None = None  # the supervisor acted on its ending: never again
-    consumed_at: str | None = None  # a gate's approval was used: once
+    joined_to: str | None = _own(OPT_TEXT, default=None)
+    # the supervisor's task and iteration when it raised the block
+    task: str | None = _own(OPT_TEXT, default=None)
+    iteration: int | None = _own(maybe(whole_number), default=None)
+    summary: dict[str, str] | None = _own(maybe(obj(values=text)), default=None)  # lines 3, 4
+    needs_human: dict[str, Any] | None = _own(maybe(obj()), default=None)  # ask's verdict
+    # gate's binding: masked argv, cwd, sha256 of the real
+    gate: dict[str, Any] | None = _own(maybe(obj()), default=None)
+    # when it was asked, if later than created (it joined first)
+    raised_at: str | None = _own(maybe(time), default=None)
+    # questions that joined this
+    joined: list[dict[str, Any]] = _own(maybe(list_of(_JOINED)), default_factory=list)
+    # a review's Defer answers
+    deferrals: list[dict[str, Any]] = _own(maybe(list_of(obj())), default_factory=list)
+    # a queue timeout passed: it waits with no deadline
+    timed_out_at: str | None = _own(maybe(time), default=None)
+    applied_at: str | None = _own(maybe(time), default=None)  # the loop acted on its ending
+    consumed_at: str | None = _own(maybe(time), default=None)  # a gate's approval was used
     # A review's check target, completion criteria and artifact link (https).
-    review: dict[str, Any] | None = None
-    schema_version: int = SCHEMA_VERSION
+    review: dict[str, Any] | None = _own(maybe(_REVIEW), default=None)
+    schema_version: int = _spec(0, maybe(whole_number), default=SCHEMA_VERSION)
     extra: dict[str, Any] = field(default_factory=dict)  # fields this code does not know
 
     @property
     def is_open(self) -> bool:
-        return self.status in ("open", "deferred")
+        return self.status in OPEN_STATUSES
 
     @property
     def has_own_block(self) -> bool:
@@ -153,50 +162,46 @@ class Request:
         """When the human was asked: a request that first joined another block is asked later."""
         return self.raised_at or self.created_at
 
+    def message(self, repo: str, link: str | None = None) -> Message:
+        """The five lines for this request, asked in ``repo``; a short ``summary`` (when
+        given) feeds lines 3 and 4. ``link``: the request's page in the web inbox."""
+        summary = self.summary or {}
+        attempted = summary.get("attempted")
+        return Message(
+            request_id=self.request_id,
+            repo=repo,
+            at=self.asked_at,
+            question=self.prompt,
+            context=str(summary.get("context") or self.situation),
+            attempted=(str(attempted),) if attempted else tuple(self.attempted),
+            choices=tuple(o.label for o in self.options),
+            link=link,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """Known fields in SPEC order (loopkit's own only when set), then unknown ones unchanged."""
-        names = [f.name for f in fields(self) if f.name != "extra"]
-        names.sort(key=lambda n: _ORDER.index(n) if n in _ORDER else len(_ORDER))
-        data: dict[str, Any] = {}
-        for name in names:
-            value = getattr(self, name)
-            if name in _WHEN_SET and value in (None, False, [], {}):
-                continue
-            data[name] = value
-        data["options"] = [option.to_dict() for option in self.options]
-        data["delivery"] = [attempt.to_dict() for attempt in self.delivery]
-        data["resolution"] = None if self.resolution is None else self.resolution.to_dict()
-        data.update(self.extra)
-        return data
+        """Known fields in SPEC order (loopkit's own only when set), then unknown ones
+        unchanged."""
+        return shape.written(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "record") -> Request:
-        known = {f.name for f in fields(cls)} - {"extra"}
         if not isinstance(data.get("request_id"), str) or not isinstance(data.get("prompt"), str):
             raise BadInput(f"{source}: missing request_id or prompt; restore it from a backup")
         shape.check(data, source, shape.VERSION)
         if (data.get("schema_version") or 0) < 2:
             shape.check(data, source, shape.V1_LIFECYCLE)
             data = migrate_v1(data)
-        shape.check(data, source)
-        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
+        shape.check(data, source, RULES)
+        values = shape.read(cls, data, source)
         values.setdefault("updated_at", data.get("created_at") or clock.iso_millis())
         values.setdefault("created_at", values["updated_at"])
         values["schema_version"] = max(int(data.get("schema_version") or 0), SCHEMA_VERSION)
-        for names, kind, what in ((_LISTS, list, "a list"), (_DICTS, dict, "an object")):
-            for name in names:
-                if values.get(name) is None:
-                    values.pop(name, None)
-                elif not isinstance(values[name], kind):
-                    raise BadInput(f"{source}: {name!r} must be {what}; fix or restore the file")
-        if "options" in values:
-            values["options"] = [Option.from_dict(o) for o in values["options"]]
-        if "delivery" in values:
-            values["delivery"] = [DeliveryAttempt.from_dict(d) for d in values["delivery"]]
-        if isinstance(values.get("resolution"), dict):
-            values["resolution"] = Resolution.from_dict(values["resolution"])
-        if values.get("status") not in STATUSES:
-            raise BadInput(f"{source}: unknown status {values.get('status')!r}; fix the file")
-        record = cls(**values)
-        record.extra = {k: v for k, v in data.items() if k not in known}
-        return record
+        values["kind"], values["status"] = (
+            Kind(values.get("kind", "question")),
+            Status(values.get("status", "open")),
+        )
+        values["block"] = Block(values.get("block", "none"))
+        return cls(**values)
+
+
+RULES = shape.rules(Request)  # every field's shape, from its declaration

@@ -1,32 +1,40 @@
-"""The shape a request record must have before any code touches it.
+"""The shape a request record must have before any code touches it, and how it is written.
 
 A record is a file anyone can edit, restore from a backup or break. Every field loopkit
-reads is checked here, once, at load: a wrong shape is a one-line error naming the file and
-the field (``BadInput``, exit 65), never an exception deep in some command. Fields loopkit
-does not know are not looked at (they are kept and written back unchanged).
+reads is checked once, at load: a wrong shape is a one-line error naming the file and the
+field (``BadInput``, exit 65), never an exception deep in some command. Fields loopkit does
+not know are not looked at (they are kept and written back unchanged).
+
+Each field declares its own shape in its metadata (:func:`of`): the check, whether it is
+written only when set, its place in SPEC section 4's order, the records it holds. The
+record classes (:mod:`~loopkit.requests.models`, :mod:`~loopkit.requests.record`) are the
+one list of their fields; :func:`rules`, :func:`written` and :func:`read` read them there.
 """
 
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 
 from loopkit import clock
+from loopkit.datarecord import fields
 from loopkit.errors import BadInput
-from loopkit.requests.models import BLOCKS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
+
+    from loopkit.datarecord import Field
 
     Check = Callable[[Any], str | None]  # None when fine, else what it must be
 
 
-def _text(value: Any) -> str | None:
+def text(value: Any) -> str | None:
     return None if isinstance(value, str) else "a string"
 
 
-def _maybe(check: Check) -> Check:
+def maybe(check: Check) -> Check:
     def maybe(value: Any) -> str | None:
         problem = check(value)
         return None if value is None or problem is None else f"{problem} or null"
@@ -34,7 +42,7 @@ def _maybe(check: Check) -> Check:
     return maybe
 
 
-def _time(value: Any) -> str | None:
+def time(value: Any) -> str | None:
     if not isinstance(value, str):
         return "an ISO-8601 time string"
     try:
@@ -44,17 +52,17 @@ def _time(value: Any) -> str | None:
     return None
 
 
-def _https(value: Any) -> str | None:
+def https(value: Any) -> str | None:
     ok = isinstance(value, str) and value.startswith("https://")
     return None if ok else "an https:// URL"
 
 
-def _int(value: Any) -> str | None:
+def whole_number(value: Any) -> str | None:
     ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
     return None if ok else "a whole number ≥ 0"
 
 
-def _number(value: Any) -> str | None:
+def number(value: Any) -> str | None:
     ok = (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -64,18 +72,21 @@ def _number(value: Any) -> str | None:
     return None if ok else "a finite number ≥ 0"
 
 
-def _bool(value: Any) -> str | None:
+def flag(value: Any) -> str | None:
     return None if isinstance(value, bool) else "true or false"
 
 
-def _one_of(*allowed: str) -> Check:
+def one_of(allowed: Iterable[str]) -> Check:
+    """One of ``allowed`` (an enum's values, say), as written."""
+    names = tuple(str(a) for a in allowed)
+
     def one_of(value: Any) -> str | None:
-        return None if value in allowed else "one of " + ", ".join(allowed)
+        return None if isinstance(value, str) and value in names else "one of " + ", ".join(names)
 
     return one_of
 
 
-def _object(fields: dict[str, Check] | None = None, values: Check | None = None) -> Check:
+def obj(fields: dict[str, Check] | None = None, values: Check | None = None) -> Check:
     """An object whose listed ``fields`` (when present) pass their checks."""
 
     def check(value: Any) -> str | None:
@@ -93,7 +104,7 @@ def _object(fields: dict[str, Check] | None = None, values: Check | None = None)
     return check
 
 
-def _list(item: Check) -> Check:
+def list_of(item: Check) -> Check:
     def check(value: Any) -> str | None:
         if not isinstance(value, list):
             return "a list"
@@ -105,16 +116,16 @@ def _list(item: Check) -> Check:
     return check
 
 
-_OPT_TEXT = _maybe(_text)
-_OPT_FLAG = _maybe(_bool)
+OPT_TEXT = maybe(text)
+OPT_FLAG = maybe(flag)
 
 
-def _whole(value: Any) -> str | None:
+def whole(value: Any) -> str | None:
     ok = isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**53
     return None if ok else "a whole number"
 
 
-def _either(*checks: Check) -> Check:
+def either(*checks: Check) -> Check:
     """Passes when one of ``checks`` does; the problem names what each wanted."""
 
     def either(value: Any) -> str | None:
@@ -124,104 +135,118 @@ def _either(*checks: Check) -> Check:
     return either
 
 
-_OPT_ID = _maybe(_either(_whole, _text))
+OPT_ID = maybe(either(whole, text))
 
-OPTION: dict[str, Check] = {
-    "label": _text,
-    "value": _OPT_TEXT,
-    "consequence": _OPT_TEXT,
-    "aliases": _maybe(_list(_text)),
-}
-DELIVERY_ATTEMPT: dict[str, Check] = {
-    "channel": _OPT_TEXT,
-    "at": _OPT_TEXT,
-    "ok": _OPT_FLAG,
-    "status": _OPT_ID,
-    "error": _OPT_TEXT,
-    "message_id": _OPT_ID,
-    "repeat": _OPT_FLAG,
-    "reminder": _OPT_FLAG,
-    "within_send": _OPT_FLAG,
-    "hard": _OPT_FLAG,
-}
-_RESOLUTION_TEXTS = (
-    "request_id",
-    "chosen_option",
-    "free_text",
-    "parsed_decision",
-    "resolved_at",
-    "outcome",
-    "reason",
-    "note",
-    "matched_by",
-    "action",
-    "by",
-    "via",
-    "by_name",
-    "reply",
-)
-RESOLUTION: dict[str, Check] = {**dict.fromkeys(_RESOLUTION_TEXTS, _OPT_TEXT), "by_id": _OPT_ID}
+# --- what a field says of itself -------------------------------------------------------------
 
-FIELDS: dict[str, Check] = {
-    "schema_version": _maybe(_int),
-    "request_id": _text,
-    "prompt": _text,
-    "created_at": _time,
-    "updated_at": _time,
-    "request_key": _OPT_TEXT,
-    "kind": _one_of("question", "approval", "review"),
-    "situation": _text,
-    "policy": _text,
-    "options": _maybe(_list(_object(OPTION))),
-    "recommendation": _OPT_TEXT,
-    "timeout_default": _maybe(_object({"after_minutes": _maybe(_number), "action": _OPT_TEXT})),
-    "context_refs": _maybe(_list(_text)),
-    "status": _one_of("open", "deferred", "resolved", "expired", "dismissed"),
-    "delivery": _maybe(_list(_object(DELIVERY_ATTEMPT))),
-    "resolution": _maybe(_object(RESOLUTION)),
-    "trigger": _OPT_TEXT,
-    "attempted": _maybe(_list(_text)),
-    "raised_by": _OPT_TEXT,
-    "block": _one_of(*BLOCKS),
-    "joined_to": _OPT_TEXT,
-    "task": _OPT_TEXT,
-    "iteration": _maybe(_int),
-    "summary": _maybe(_object(values=_text)),
-    "needs_human": _maybe(_object()),
-    "gate": _maybe(_object()),
-    "review": _maybe(
-        _object(
-            {
-                "check_target": _OPT_TEXT,
-                "completion_criteria": _maybe(_list(_text)),
-                "artifact_url": _maybe(_https),
-            }
-        )
-    ),
-    "raised_at": _maybe(_time),
-    "joined": _maybe(_list(_object({"question": _OPT_TEXT, "request_id": _OPT_TEXT}))),
-    "deferrals": _maybe(_list(_object())),
-    "timed_out_at": _maybe(_time),
-    "applied_at": _maybe(_time),
-    "consumed_at": _maybe(_time),
-}
-VERSION: dict[str, Check] = {"schema_version": FIELDS["schema_version"]}
-# Version 1's lifecycle fields, checked before they are migrated (loopkit.requests.migrate).
-V1_LIFECYCLE: dict[str, Check] = {
-    "adopted": _OPT_FLAG,
-    "raised_block": _OPT_FLAG,
-    "block_pending": _OPT_FLAG,
-    "not_raised": _OPT_FLAG,
-    "joined_block": _OPT_TEXT,
-}
+SHAPE = "shape"  # its check: None when fine, else what it must be
+WHEN_SET = "when_set"  # written only when set (not None, false or empty)
+ORDER = "order"  # its place in SPEC section 4's order of a record's keys
+ITEMS = "items"  # a list of these records (their ``from_dict``)
+ONE = "one"  # one such record, or null
 
 
-def check(data: dict[str, Any], source: str, rules: dict[str, Check] | None = None) -> None:
-    """Raise ``BadInput`` naming ``source`` and the first field of the wrong shape: of
-    ``rules``' fields, by default every field of a current record."""
-    for name, rule in (FIELDS if rules is None else rules).items():
+def of(
+    check: Check,
+    *,
+    when_set: bool = False,
+    order: int | None = None,
+    items: type | None = None,
+    one: type | None = None,
+) -> dict[str, Any]:
+    """A field's metadata: how it is checked at load and written at save."""
+    meta: dict[str, Any] = {SHAPE: check}
+    if when_set:
+        meta[WHEN_SET] = True
+    if order is not None:
+        meta[ORDER] = order
+    if items is not None:
+        meta[ITEMS] = items
+    if one is not None:
+        meta[ONE] = one
+    return meta
+
+
+def rules(cls: type) -> dict[str, Check]:
+    """Every field of ``cls`` that declares a shape, and its check (in field order)."""
+    return {f.name: f.metadata[SHAPE] for f in fields(cls) if SHAPE in f.metadata}
+
+
+def as_object(cls: type) -> Check:
+    """An object whose fields have the shapes ``cls`` declares."""
+    return obj(rules(cls))
+
+
+def _ordered(cls: type) -> list[Field]:
+    found = [f for f in fields(cls) if f.name != "extra"]
+    last = len(found)
+    return sorted(found, key=lambda f: f.metadata.get(ORDER, last))
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, StrEnum):
+        return value.value
+    return value
+
+
+def written(record: Any) -> dict[str, Any]:
+    """``record`` as its JSON object: its fields in their declared order (SPEC's first), one
+    written only when set left out when it is not, nested records as theirs; then the keys
+    it did not know (``extra``) unchanged."""
+    data: dict[str, Any] = {}
+    for f in _ordered(type(record)):
+        value = getattr(record, f.name)
+        if f.metadata.get(WHEN_SET) and value in (None, False, [], {}, ()):
+            continue
+        data[f.name] = _plain(value)
+    data.update(record.extra)
+    return data
+
+
+def read(cls: type, data: dict[str, Any], source: str) -> dict[str, Any]:
+    """The constructor's keywords of ``cls`` from ``data`` (its shape checked before):
+    nested records built, a list or object given as null left to its default, and ``extra``
+    — the keys ``cls`` does not know."""
+    known = {f.name: f for f in fields(cls) if f.name != "extra"}
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        f = known.get(name)
+        if f is None:
+            continue
+        if value is None and f.default_factory in (list, dict, tuple):
+            continue
+        if ITEMS in f.metadata:
+            value = [f.metadata[ITEMS].from_dict(item) for item in value]
+        elif ONE in f.metadata and isinstance(value, dict):
+            value = f.metadata[ONE].from_dict(value)
+        elif f.default_factory is tuple:
+            value = tuple(value)
+        values[name] = value
+    values["extra"] = {k: v for k, v in data.items() if k not in known}
+    return values
+
+
+def check(data: dict[str, Any], source: str, rules: dict[str, Check]) -> None:
+    """Raise ``BadInput`` naming ``source`` and the first field of the wrong shape (of
+    ``rules``' fields; one absent is not looked at)."""
+    for name, rule in rules.items():
         if name in data and (problem := rule(data[name])):
             raise BadInput(
                 f"{source}: field {name!r} must be {problem}; fix the file or restore it "
                 "from a backup"
             )
+
+
+VERSION: dict[str, Check] = {"schema_version": maybe(whole_number)}
+# Version 1's lifecycle fields, checked before they are migrated (loopkit.requests.migrate).
+V1_LIFECYCLE: dict[str, Check] = {
+    "adopted": OPT_FLAG,
+    "raised_block": OPT_FLAG,
+    "block_pending": OPT_FLAG,
+    "not_raised": OPT_FLAG,
+    "joined_block": OPT_TEXT,
+}

@@ -14,6 +14,7 @@ import threading
 from loopkit import atomicfile, clock, readfile
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, WorkspaceError
 from loopkit.requests.hub import LocalHub
+from loopkit.requests.models import Status
 from loopkit.requests.record import Request, is_id, validate_id
 
 TYPE_CHECKING = False
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
     from loopkit.requests.hub import Hub
     from loopkit.requests.models import Resolution
-    from loopkit.requests.record import Status
     from loopkit.workspace import Workspace
 
 
@@ -153,7 +153,7 @@ class RequestStore:
             return record
 
     def resolve(
-        self, request_id: str, resolution: Resolution, *, status: Status = "resolved"
+        self, request_id: str, resolution: Resolution, *, status: Status = Status.RESOLVED
     ) -> tuple[Request, bool]:
         """Close an open request, once. Returns the record and whether this call closed it.
 

@@ -21,6 +21,7 @@ from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
+from loopkit.requests.models import Status
 from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING
 from loopkit.supervisor.stuck_watch import block_ended
 from loopkit.watch.waits import wait_unblock
@@ -276,7 +277,9 @@ class BlockedPhase:
             self.parts.store.update(record.request_id, queued)
             return KEEP_WAITING
         resolution = timed_out(record.request_id, action)
-        fresh, changed = self.parts.store.resolve(record.request_id, resolution, status="expired")
+        fresh, changed = self.parts.store.resolve(
+            record.request_id, resolution, status=Status.EXPIRED
+        )
         if not changed:  # a human answered at the last moment: that answer stands
             return self._unblocked(fresh, removed=False)
         self.parts.announce(fresh, now=action == "abort")
@@ -343,7 +346,7 @@ class BlockedPhase:
             if not fresh.is_open or fresh.status == "deferred":
                 return False
             resolution = unblocked_by_hand(fresh.request_id, by="human", via="blocked-file-removed")
-            fresh.status, fresh.resolution, fresh.applied_at = "resolved", resolution, stamp
+            fresh.status, fresh.resolution, fresh.applied_at = Status.RESOLVED, resolution, stamp
             seen["closed"] = True
             return True
 

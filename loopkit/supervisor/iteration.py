@@ -17,7 +17,6 @@ from loopkit.config import AGENT_HIDDEN_ENV
 from loopkit.datarecord import replace
 from loopkit.errors import EXIT_OK, ConfigError, LoopkitError
 from loopkit.escalation import adoption, blockfile, evidence
-from loopkit.escalation.sender import message_for
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
@@ -554,7 +553,7 @@ class Iteration:
             sent = f"sent via {outcome.channel}"
         else:
             sent = f"{outcome.channel}: not sent"
-        text = message_for(result.request, self.parts.workspace.repo_name()).text
+        text = result.request.message(self.parts.workspace.repo_name()).text
         lines = "\n".join(f"    {line}" for line in text.splitlines())
         log.info(
             "message",

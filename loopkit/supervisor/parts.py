@@ -13,6 +13,7 @@ import sys
 import threading
 from typing import Protocol
 
+from loopkit.answering.service import Answering
 from loopkit.datarecord import record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.log import get_logger
@@ -25,7 +26,6 @@ from loopkit.workspace.state import State, StateFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Literal
 
     from loopkit.clock import Clock
@@ -134,6 +134,9 @@ class Parts:
         self.store = RequestStore(self.workspace, hub=hub)  # the one store of this process
         self.stores = Stores(self.hubs.for_config)  # every other registered workspace's
         self.stores.add(config, self.store)
+        # The one door for answers in this process: the relays answer through it, and it
+        # tells each of them how a block ended (SPEC §27).
+        self.answering = Answering(stores=self.stores, hubs=self.hubs, here=self.store)
         self.escalator = self._escalator_for(config, store=self.store)
         self.runner.kill_grace = config.loop.kill_grace
         self.runner.max_output = config.loop.max_log
@@ -161,7 +164,7 @@ class Parts:
                 hubs=self.hubs,
                 stores=self.stores,
                 hub=self.store.hub,
-                here=self.store,
+                answering=self.answering,
                 clock=self.clock,
             )
             self._poller.start()
@@ -183,7 +186,7 @@ class Parts:
                 hubs=self.hubs,
                 stores=self.stores,
                 hub=self.store.hub,
-                here=self.store,
+                answering=self.answering,
                 clock=self.clock,
             )
             self._slack.start()
@@ -200,24 +203,14 @@ class Parts:
             self._slack.stop()
 
     def announce(self, record: Request, *, now: bool = False) -> None:
-        """Edit the phone's (and Slack's) message to show how a block ended (a tap or a click
-        edits it itself)."""
-        answered = record.resolution
+        """Show how a block ended on the phone's (and Slack's) message, whoever ended it: the
+        answering service tells each relay once (the surface that answered showed it)."""
         if record.is_open:
             return
-        via = answered.via if answered is not None else None
-        shows: list[Callable[[Request], None]] = []
-        phone = self.phone()
-        if phone is not None and via != "telegram":
-            shows.append(phone.show_outcome)
-        slack = self.slack()
-        if slack is not None and via != "slack":
-            shows.append(slack.show_outcome)
-        for show in shows:
-            if now:
-                show(record)
-            else:
-                threading.Thread(target=show, args=(record,), daemon=True).start()
+        self.phone()
+        self.slack()
+        via = record.resolution.via if record.resolution is not None else None
+        self.answering.tell(record, skip=via, background=not now)
 
     def save(self, *, durable: bool = True) -> None:
         self.state_file.save(self.state, durable=durable)

@@ -106,17 +106,18 @@ def wait_unblock(
 ) -> Outcome:
     """Until ``path`` is gone (confirmed over ``window``, or :data:`MOVED_OUT_WINDOW` when the
     watch saw it moved out of the folder), ``answered()``, a stop, or the
-    deadline (a ``clock.monotonic()`` value) — whichever comes first, looked at in that order."""
+    deadline (a ``clock.monotonic()`` value) — whichever comes first; a stop is looked at
+    first, then an answer, then the file."""
     clock = clock or SystemClock()
     watch.follow(path)
 
     def look() -> Outcome | None:
         if stop.is_set():
             return "stopped"
+        if answered():  # an answer lifts its block itself: nothing to confirm
+            return "answered"
         if is_gone(path) and _confirmed(path, watch, wake, stop, window, clock):
             return "gone"
-        if stop.is_set():
-            return "stopped"
-        return "answered" if answered() else None
+        return "stopped" if stop.is_set() else None
 
     return wait_until(look, watch, wake, deadline=deadline, clock=clock) or "timeout"

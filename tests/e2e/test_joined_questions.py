@@ -19,8 +19,10 @@ def test_a_question_joining_an_answered_block_is_asked_next(ws: Path) -> None:
     write_config(ws, f'[loop]\nagent = ["{sys.executable}", "-c", "pass"]\npause = "0s"\n')
     assert escalate(ws, "First question?") == 2
     first = json.loads(loopkit("-C", str(ws), "check", "--json").stdout)["request_id"]
+    standing = (ws / "BLOCKED.md").read_text()
     answered = loopkit("-C", str(ws), "reply", "--request-id", first, "--reply", "A")
-    assert answered.returncode == 0  # answered; BLOCKED.md still stands (nobody waited)
+    assert answered.returncode == 0 and not (ws / "BLOCKED.md").exists()  # the answer lifts it
+    (ws / "BLOCKED.md").write_text(standing)  # a copy brought back (a sync, a backup): it stands
     assert escalate(ws, "Second question?") == 2  # joins the answered block...
     records = {json.loads(p.read_text())["prompt"]: json.loads(p.read_text())
                for p in (ws / "requests").glob("*.json")}  # fmt: skip

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from loopkit import config as config_mod
+from loopkit.answering import answer
 from loopkit.config import Config
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput
 from loopkit.escalation.gate import GateResult, command_hash, gate
 from loopkit.redact import mask_command
-from loopkit.requests.answer import answer, timed_out
+from loopkit.requests.answer import timed_out
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from loopkit import config, loops
+from loopkit.answering import answer
 from loopkit.errors import RequestConflict
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.fleet import Hubs, LoopRows
@@ -34,7 +35,6 @@ from loopkit.inbox.auth import InboxToken, Throttle
 from loopkit.inbox.pages import remote_key
 from loopkit.inbox.web import Inbox, app
 from loopkit.liveness import start_ticks
-from loopkit.requests.answer import answer
 from loopkit.requests.hub import LocalHub
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore

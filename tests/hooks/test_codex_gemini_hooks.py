@@ -255,7 +255,7 @@ def test_the_no_match_path_imports_almost_nothing(
     assert not imported & {"click", "pathlib", "tomllib", "json", "loopkit.config"}
     assert {name for name in imported if name.startswith("loopkit")} == {
         "loopkit", "loopkit.main", "loopkit.hooks", "loopkit.discover", "loopkit.hooks.rules",
-        "loopkit.hooks.pretooluse", module,
+        "loopkit.hooks.pretooluse", module, "loopkit.cli", "loopkit.cli.commandtable",
     }  # fmt: skip
 
 

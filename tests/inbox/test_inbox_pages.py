@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from loopkit import config
+from loopkit.answering import answer
 from loopkit.escalation import gate
 from loopkit.escalation.ask import Question
 from loopkit.escalation.ask import ask as do_ask
@@ -21,7 +22,6 @@ from loopkit.fleet import Hubs
 from loopkit.home import Registry, home, workspace_id
 from loopkit.inbox.auth import InboxToken, Throttle
 from loopkit.inbox.web import Inbox, app
-from loopkit.requests.answer import answer
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace

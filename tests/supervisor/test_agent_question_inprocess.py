@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from fakes import Call, FakeClock, FakeRunner, RecordingChannel, Run, loop_config, supervisor
 
+from loopkit.answering import answer
 from loopkit.channels import Outcome
 from loopkit.config import Config
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK, EXIT_SIGTERM
 from loopkit.escalation.blockfile import remove_block
 from loopkit.escalation.escalator import Escalation, Escalator
 from loopkit.message import Note
-from loopkit.requests.answer import answer
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from fakes import FakeClock, FakeRunner, loop_config, supervisor
 
+from loopkit.answering import answer
 from loopkit.clock import parse_iso
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, EXIT_SIGTERM
-from loopkit.requests.answer import answer
 from loopkit.requests.record import Request
 from loopkit.supervisor import triggers
 from loopkit.supervisor.loop import Supervisor
@@ -318,7 +318,7 @@ def test_a_stop_ends_the_wait(ws: Path) -> None:
 def test_an_answer_given_while_no_supervisor_waited_is_applied_at_start(ws: Path) -> None:
     block = Blocked(ws)
     answer(block.sup.parts.store, block.request_id, "A", by="ana", via="cli")
-    block.blocked.unlink()  # `loopkit unblock --reply A` removes it too
+    assert not block.blocked.exists()  # an answer lifts its block
     assert block.sup.blocked.apply_answered() == CONTINUE
     [decision] = block.saved()["pending_decisions"]
     assert decision["parsed_decision"] == "retry"

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from fakes import Call, FakeClock, FakeRunner, Run, loop_config, supervisor
 
+from loopkit.answering import answer
 from loopkit.config import Config
 from loopkit.errors import EXIT_OK
 from loopkit.escalation import gate
 from loopkit.escalation.ask import Question, ask
 from loopkit.escalation.escalator import Escalation, Escalator
-from loopkit.requests.answer import answer
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
@@ -57,11 +57,11 @@ def hook_approval(config: Config, *, agent_session: bool) -> Request:
 
 
 def approve_as_the_hook_does(config: Config, record: Request) -> None:
-    """The human approves from the phone (the relay removes BLOCKED.md); the hook, waiting
+    """The human approves from the phone (the answer lifts BLOCKED.md); the hook, waiting
     outside any supervisor, takes its approval."""
     store = RequestStore(Workspace.of(config))
     answer(store, record.request_id, "approve", by="ana", via="telegram")
-    (config.workspace / "BLOCKED.md").unlink()
+    assert not (config.workspace / "BLOCKED.md").exists()
     assert gate.consume(store, store.load(record.request_id), DIGEST).state == "approved"
 
 

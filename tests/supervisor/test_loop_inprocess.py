@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from fakes import FakeClock, FakeRunner, RecordingChannel, Run, loop_config, supervisor
 
+from loopkit.answering import answer
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.escalation import blockfile
-from loopkit.requests.answer import answer
 from loopkit.watch.waits import CONFIRM_WINDOW
 
 pytestmark = pytest.mark.usefixtures("no_subprocesses")

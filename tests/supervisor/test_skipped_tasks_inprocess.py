@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from fakes import Call, FakeClock, FakeRunner, Run, loop_config, supervisor
 
+from loopkit.answering import answer
 from loopkit.clock import iso_seconds
 from loopkit.errors import EXIT_OK, TaskNotFound
-from loopkit.requests.answer import answer
 from loopkit.supervisor.status import render, status
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from fakes import Call, FakeClock, FakeRunner, Run, loop_config, supervisor
 
+from loopkit.answering import answer
 from loopkit.config import StuckConfig
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK
 from loopkit.escalation import blockfile
-from loopkit.requests.answer import answer
 from loopkit.requests.record import Request
 from loopkit.supervisor.loop import Supervisor
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from loopkit import config
+from loopkit.answering import answer
 from loopkit.escalation.escalator import Escalator
-from loopkit.requests.answer import answer
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor import triggers
 

@@ -29,12 +29,14 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+from loopkit.answering.service import Answering
+from loopkit.answering.who import TelegramAllowed
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.clock import SystemClock
 from loopkit.errors import LoopkitError
 from loopkit.home.bot import Position
+from loopkit.inbox.relay.base import LeasedThread
 from loopkit.inbox.relay.router import Router
-from loopkit.inbox.relay.senders import Allowed
 from loopkit.log import get_logger
 
 TYPE_CHECKING = False
@@ -63,15 +65,16 @@ QUIET = timedelta(days=6)
 ALREADY = "already answered"
 
 
-class UpdatePoller:
+class UpdatePoller(LeasedThread):
     """One bot's update poller, for every registered workspace of the machine.
 
     Telegram allows one ``getUpdates`` consumer per bot, so the thread first takes the bot's
-    lease — an ``flock`` in ``LOOPKIT_HOME`` — and only then polls; the other processes'
-    threads wait in that ``flock``, which the kernel hands over the moment the holder exits
-    or dies. The holder routes each update to whichever registered workspace holds its
-    request (by the id on the button, or by the replied-to message), applies it there
-    exactly once, and removes that block's BLOCKED.md, supervised or not."""
+    lease — an ``flock`` in ``LOOPKIT_HOME`` — and only then polls (:class:`LeasedThread`);
+    the other processes' threads wait in that ``flock``, which the kernel hands over the
+    moment the holder exits or dies. The holder routes each update to whichever registered
+    workspace holds its request (by the id on the button, or by the replied-to message),
+    applies it there exactly once, and removes that block's BLOCKED.md, supervised or
+    not."""
 
     def __init__(
         self,
@@ -88,14 +91,11 @@ class UpdatePoller:
         # One poller per bot: this machine's flock, or the fleet's advisory lock (SPEC §13),
         # as the hub it was handed keeps them.
         self.offsets = hub.offsets(settings.telegram_token)
-        self.lease = hub.bot_lease(self.offsets.bot)
+        super().__init__(hub.bot_lease(self.offsets.bot))
         self.poll_timeout = poll_timeout
         self.clock = clock or SystemClock()
-        self.active = threading.Event()
-        self.stopped = threading.Event()
         self._busy = threading.Event()  # set while a fetched batch is being handled
         self._wait = wait or self.stopped.wait
-        self._thread: threading.Thread | None = None
         self._reported: str | None = None  # the kind of failure already reported
         self._dropped: int | None = None  # the stale offset already reported
 
@@ -108,15 +108,19 @@ class UpdatePoller:
         stores: Stores,
         hub: Hub | None = None,
         here: RequestStore | None = None,
+        answering: Answering | None = None,
         client: httpx.Client | None = None,
         wait: Callable[[float], bool] | None = None,
         poll_timeout: int = POLL_TIMEOUT,
         clock: Clock | None = None,
     ) -> UpdatePoller:
-        """The relay as ``run`` and ``serve`` assemble it: the bot's poller and its router.
-        ``hub`` keeps the bot's lease and offset (default: the fleet ``settings`` name)."""
+        """The relay as ``run`` and ``serve`` assemble it: the bot's poller and its router,
+        answering through ``answering`` (default: a service of its own over ``stores``,
+        ``hubs`` and ``here``). ``hub`` keeps the bot's lease and offset (default: the fleet
+        ``settings`` name)."""
         bot = BotApi(settings, client=client)
-        router = Router(bot, Allowed.of(settings), stores=stores, hubs=hubs, here=here)
+        answering = answering or Answering(stores=stores, hubs=hubs, here=here)
+        router = Router(bot, TelegramAllowed.of(settings), answering=answering)
         return cls(
             settings,
             router,
@@ -134,10 +138,7 @@ class UpdatePoller:
 
     # --- the thread -----------------------------------------------------------------------
 
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, daemon=True, name="loopkit-tg")
-            self._thread.start()
+    thread_name = "loopkit-tg"
 
     def stop(self, wait: float = 5.0) -> None:
         """Stop polling; a batch being handled is finished first (its acks, edits, offset)."""
@@ -146,19 +147,7 @@ class UpdatePoller:
         if self._busy.is_set() and self._thread is not None:
             self._thread.join(wait)
 
-    def _run(self) -> None:
-        if not self.active.is_set():
-            self.active.wait()  # not before this process first waits on a block
-        if self.stopped.is_set():
-            return
-        self.lease.take()
-        try:
-            if not self.stopped.is_set():
-                self._poll()
-        finally:
-            self.lease.release()  # a stopped poller hands the lease on
-
-    def _poll(self) -> None:
+    def serve(self) -> None:
         log.info("telegram_lease", msg=f"telegram: polling bot {self.offsets.bot} for this machine")
         backoff = 1.0
         while not self.stopped.is_set():

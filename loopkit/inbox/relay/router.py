@@ -4,14 +4,14 @@ A tap names its request on the button (``<request_id>:<index>``); a reply names 
 message it replies to; a plain message answers the one open block, when exactly one is open
 across the machine. Bot commands (``/loops``, ``/pause <repo>`` …), ``@repo`` notes and
 replies to a message about one loop steer loops (:mod:`~loopkit.inbox.relay.commands`).
-The answer is recorded through
-:func:`~loopkit.fleet.route.answer_anywhere` — this machine's workspaces first (each store
-with its own hub), then the fleets — exactly once, and the block's ``BLOCKED.md`` goes. Who
-may answer is :class:`~loopkit.inbox.relay.senders.Allowed`'s to say.
+The answer goes through the answering service (:mod:`loopkit.answering.service`) — this
+machine's workspaces first, then the fleets — exactly once, and the block's ``BLOCKED.md``
+goes. Who may answer is :class:`~loopkit.answering.who.TelegramUser`'s to say.
 """
 
 from __future__ import annotations
 
+from loopkit.answering.who import Answerer, TelegramUser
 from loopkit.channels.telegram import (
     CALLBACK_DATA_MAX,
     CONFIRM,
@@ -19,10 +19,7 @@ from loopkit.channels.telegram import (
     confirm_data,
     keyboard,
 )
-from loopkit.errors import LoopkitError, RequestConflict
-from loopkit.escalation.blockfile import remove_block
-from loopkit.escalation.sender import message_for
-from loopkit.fleet.route import answer_anywhere
+from loopkit.inbox.relay.base import AnswerRouter
 from loopkit.inbox.relay.commands import LoopCommands
 from loopkit.inbox.relay.senders import (
     outcome_line,
@@ -31,26 +28,18 @@ from loopkit.inbox.relay.senders import (
 )
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
-from loopkit.requests.irreversible import (
-    approves,
-    confirm_question,
-    is_irreversible,
-    needs_second_tap,
-)
+from loopkit.requests.irreversible import approves, is_irreversible
 from loopkit.requests.record import Request
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from loopkit.answering.service import Answering, Confirm
+    from loopkit.answering.who import TelegramAllowed
     from loopkit.channels.telegram_api import BotApi
-    from loopkit.fleet import Hubs
-    from loopkit.inbox.relay.senders import (
-        Allowed,
-        Sender,
-    )
-    from loopkit.message import Message
-    from loopkit.requests.locate import Stores
+    from loopkit.inbox.relay.base import Decided
+    from loopkit.inbox.relay.senders import Sender
     from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.phone")
@@ -77,32 +66,34 @@ def parse_button(data: Any) -> tuple[str, int, bool] | None:
     return request_id, int(index_text), confirmed
 
 
-class Router:
-    """Routes a bot's updates to the requests they answer.
+class Router(AnswerRouter):
+    """Routes a bot's updates to the requests they answer, through the answering service
+    (which looks at the assembling workspace's store first, then every registered one's,
+    then the fleets')."""
 
-    ``here`` is the assembling workspace's own store (looked at first; None for ``serve``),
-    ``stores`` every registered workspace's, ``hubs`` the fleets for other machines'."""
+    via = "telegram"
 
-    def __init__(
-        self,
-        bot: BotApi,
-        allowed: Allowed,
-        *,
-        stores: Stores,
-        hubs: Hubs,
-        here: RequestStore | None = None,
-    ) -> None:
+    def __init__(self, bot: BotApi, allowed: TelegramAllowed, *, answering: Answering) -> None:
+        super().__init__(answering)
         self.bot = bot
         self.allowed = allowed
-        self.stores = stores
-        self.hubs = hubs
-        self.here = here
         # /loops, /pause …, @repo notes: any machine's loop, with a fleet
-        self.loop_commands = LoopCommands(bot, allowed.chat, fleet=hubs)
+        self.loop_commands = LoopCommands(bot, allowed.chat, fleet=answering.hubs)
 
     @property
     def chat(self) -> str:
         return self.allowed.chat
+
+    def _who(self, user: Any, chat: Any) -> tuple[Sender, Answerer]:
+        """The update's sender, and who they are to the answering service."""
+        sender = sender_of(user)
+        who = Answerer(
+            by=sender.by,
+            via="telegram",
+            origin=TelegramUser(self.allowed, chat, sender.user_id),
+            about={"by_id": sender.user_id, "by_name": sender.name},
+        )
+        return sender, who
 
     def handle(self, update: dict[str, Any]) -> None:
         if isinstance(update.get("callback_query"), dict):
@@ -111,11 +102,11 @@ class Router:
             self._text(update["message"])
 
     def _tap(self, query: dict[str, Any]) -> None:
-        sender = sender_of(query.get("from"))
         raw = query.get("message")
         message: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        sender, who = self._who(query.get("from"), message.get("chat"))
         query_id = query.get("id")
-        if not (self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender)):
+        if who.refusal() is not None:
             log.warning(
                 "telegram_not_allowed",
                 user=sender.user_id,
@@ -128,7 +119,7 @@ class Router:
             self._ack(query_id, "unknown button")
             return
         request_id, index, confirmed = button
-        target = self._find(request_id)
+        target = self.find(request_id)
         if target is None:
             self._ack(query_id, "unknown request")
             return
@@ -148,38 +139,22 @@ class Router:
             # request that needs no second tap, or away from the request's own message.
             self._ack(query_id, "unknown button")
             return
-        if not confirmed and needs_second_tap(target, reply):
-            self._ask_again(target, query_id=query_id)
-            return
-        applied = self._apply(request_id, reply, sender)
-        if applied is None:
-            self._ack(query_id, "unknown request")
-            return
-        record, already = applied
-        if already:
-            self._ack(query_id, already)
-            return
-        self._ack(query_id, outcome_line(record))
-        self.show_outcome(record, message.get("text"))
-
-    def _find(self, request_id: str) -> Request | None:
-        """The request wherever it is: this machine's workspaces, else the fleet's."""
-        try:
-            store = self.stores.holding(request_id, self.here)
-            if store is not None:
-                return store.load(request_id)
-        except LoopkitError:
-            pass
-        found = self.hubs.find(request_id)
-        return found[1].record if found else None
+        decided = self.decide(request_id, reply, who, confirmed=confirmed)
+        if decided.confirm is not None:
+            self._ask_again(decided.confirm, query_id=query_id)
+        elif decided.answered is None:
+            self._ack(query_id, decided.already or "unknown request")
+        else:
+            self._ack(query_id, outcome_line(decided.answered.record))
+            self.show_outcome(decided.answered.record, message.get("text"))
 
     def _text(self, message: dict[str, Any]) -> None:
-        sender = sender_of(message.get("from"))
+        sender, who = self._who(message.get("from"), message.get("chat"))
         replied = message.get("reply_to_message")
         text = message.get("text")
         if not isinstance(text, str):
             return  # a sticker, a photo: nothing to answer with
-        allowed = self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender)
+        allowed = who.refusal() is None
         if text.startswith("/"):  # a bot command: steering a loop (SPEC §22)
             if allowed:
                 self.loop_commands.command(text, sender, message.get("message_id"))
@@ -191,9 +166,9 @@ class Router:
             if allowed and not self.loop_commands.addressed(
                 text, sender, message.get("message_id")
             ):
-                self._plain(text, sender, message.get("message_id"))
+                self._plain(text, who, message.get("message_id"))
             return
-        if not (self.allowed.chat_ok(message.get("chat")) and self.allowed.user_ok(sender)):
+        if not allowed:
             log.warning(
                 "telegram_not_allowed",
                 user=sender.user_id,
@@ -211,14 +186,18 @@ class Router:
                 msg="telegram: ignored a reply to a message that is no block's",
             )
             return
-        if needs_second_tap(record, text):
-            self._ask_again(record, answer_to=message.get("message_id"))
-            return
-        applied = self._apply(record.request_id, text, sender)
-        if applied is not None and not applied[1]:
-            self.show_outcome(applied[0], replied.get("text"))
-        elif applied is not None and applied[1]:
-            self._tell(applied[1], answer_to=message.get("message_id"))  # "already resolved …"
+        decided = self.decide(record.request_id, text, who, confirmed=False)
+        self._decided(decided, message.get("message_id"), replied.get("text"))
+
+    def _decided(self, decided: Decided, answer_to: Any, original: Any = None) -> None:
+        """A typed reply's outcome in the chat: the block's message edited, a second tap
+        asked for, or "already resolved …" in reply to the human's message."""
+        if decided.confirm is not None:
+            self._ask_again(decided.confirm, answer_to=answer_to)
+        elif decided.answered is not None:
+            self.show_outcome(decided.answered.record, original)
+        elif decided.already and decided.record is not None:
+            self._tell(decided.already, answer_to=answer_to)
 
     def _open_blocks(self) -> list[tuple[Request, RequestStore]]:
         """Every open block sent to this chat, across the machine's workspaces."""
@@ -231,18 +210,15 @@ class Router:
                     found.append((record, store))
         return found
 
-    def _plain(self, text: str, sender: Sender, message_id: Any = None) -> None:
+    def _plain(self, text: str, who: Answerer, message_id: Any = None) -> None:
         """A message that replies to nothing: it answers the open block when exactly one is
         open across the machine; with several, the bot lists them and says how to answer."""
         blocks = self._open_blocks()
         if len(blocks) == 1:
             record, _ = blocks[0]
-            if needs_second_tap(record, text):
-                self._ask_again(record, answer_to=message_id)
-                return
-            applied = self._apply(record.request_id, text, sender)
-            if applied is not None and not applied[1]:
-                self.show_outcome(applied[0])
+            decided = self.decide(record.request_id, text, who, confirmed=False)
+            if decided.already is None:
+                self._decided(decided, message_id)
             return
         if not blocks:
             log.info("telegram_chatter", msg="telegram: a message, and no block is open")
@@ -255,7 +231,7 @@ class Router:
 
     def _stores(self) -> list[RequestStore]:
         """This workspace's store first, then every other registered workspace's."""
-        return self.stores.all(self.here)
+        return self.answering.stores.all(self.answering.here)
 
     def _request_for_message(self, message_id: Any) -> Request | None:
         if not isinstance(message_id, int):
@@ -266,55 +242,19 @@ class Router:
                     return record
         return None
 
-    def _apply(
-        self, request_id: str, reply: str, sender: Sender
-    ) -> tuple[Request, str | None] | None:
-        """Record the answer. Returns the record and, if it was answered already, why not."""
-        about = {"by_id": sender.user_id, "by_name": sender.name}
-        try:
-            result, store = answer_anywhere(request_id, reply, by=sender.by, via="telegram",
-                                            here=self.here, stores=self.stores, hubs=self.hubs,
-                                            about=about)  # fmt: skip
-        except RequestConflict as conflict:
-            found = self._find(request_id)
-            return (found, fold(str(conflict), 190)) if found else None
-        except LoopkitError:
-            return None
-        if store is not None and not result.deferred:
-            # As `loopkit unblock --reply` does: the block goes, supervised or not; a waiting
-            # supervisor sees the answer either way and hands it on once.
-            remove_block(store.workspace.blocked, result.record)
-        log.info(
-            "telegram_answer",
-            request_id=request_id,
-            by=sender.by,
-            msg=f"telegram: {sender.name} answered {request_id}",
-        )
-        return result.record, None
-
     def _ack(self, query_id: Any, text: str) -> None:
         if query_id is not None:
             self.bot.try_call(
                 "answerCallbackQuery", {"callback_query_id": query_id, "text": fold(text, 190)}
             )
 
-    def _message(self, record: Request) -> Message:
-        """The block's five lines, as they were sent."""
-        try:
-            holder = self.stores.holding(record.request_id, self.here)
-        except LoopkitError:
-            holder = None
-        holder = holder or self.here
-        repo = holder.workspace.repo_name() if holder is not None else "loopkit"
-        return message_for(record, repo)
-
-    def _ask_again(self, record: Request, *, query_id: Any = None, answer_to: Any = None) -> None:
+    def _ask_again(self, confirm: Confirm, *, query_id: Any = None, answer_to: Any = None) -> None:
         """An irreversible approval takes two taps (SPEC §16): nothing is recorded. The
         block's message is edited to end with "Approve <the command>? This cannot be
         undone." and its Approve button becomes "Yes, approve" (``<id>:<index>:confirm``);
         the tap (or the text reply, answered as a reply) is told the same."""
-        question = confirm_question(record)
-        message = self._message(record)
+        record, question = confirm.record, confirm.question
+        message = self.message_of(record)
         markup = keyboard(message) or {"inline_keyboard": []}
         confirming = {
             callback_data(record.request_id, index): confirm_data(record.request_id, index)
@@ -370,7 +310,7 @@ class Router:
         if message_id is None or not self.chat:
             return
         if not isinstance(original, str):
-            original = self._message(record).text
+            original = self.message_of(record).text
         self.bot.try_call(
             "editMessageText",
             {

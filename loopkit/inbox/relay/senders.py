@@ -1,11 +1,7 @@
-"""Who may answer, and what the relay knows of one bot's messages: who sent an update,
-whether that chat and user may decide (:class:`Allowed`), which message a request went out
-as, and the lines a message is edited to end with once its request is answered (the
-outcome, and how the reply was read).
-
-Who may answer: only updates from ``LOOPKIT_HITL_TELEGRAM_CHAT`` and, when set, from a user
-in ``LOOPKIT_HITL_TELEGRAM_ALLOWED_USERS`` (numeric ids: usernames change). Anything else
-decides nothing."""
+"""What the relay knows of one bot's messages: who sent an update, which message a request
+went out as, and the lines a message is edited to end with once its request is answered
+(the outcome, and how the reply was read). Who may answer is
+:class:`~loopkit.answering.who.TelegramUser`'s to say."""
 
 from __future__ import annotations
 
@@ -20,35 +16,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from loopkit.config import ChannelSettings
     from loopkit.requests.record import Request
 
 log = get_logger("loopkit.phone")
-
-
-@record(frozen=True, slots=True)
-class Allowed:
-    """The chat the bot answers in, and the users who may decide (none listed: anyone in
-    that chat)."""
-
-    chat: str
-    users: frozenset[int]
-
-    @classmethod
-    def of(cls, settings: ChannelSettings) -> Allowed:
-        chat = (settings.telegram_chat or "").strip()
-        return cls(chat, frozenset(settings.telegram_allowed_users))
-
-    def chat_ok(self, chat: Any) -> bool:
-        if not isinstance(chat, dict) or not self.chat:
-            return False
-        if str(chat.get("id")) == self.chat:
-            return True
-        username = chat.get("username")
-        return bool(username) and self.chat.lstrip("@").lower() == str(username).lower()
-
-    def user_ok(self, sender: Sender) -> bool:
-        return not self.users or (sender.user_id is not None and sender.user_id in self.users)
 
 
 @record(frozen=True, slots=True)

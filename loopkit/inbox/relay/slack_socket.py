@@ -32,10 +32,13 @@ import socket
 import threading
 from collections import deque
 
+from loopkit.answering.service import Answering
+from loopkit.answering.who import SlackAllowed
 from loopkit.channels.slack_web import SlackWeb, app_id
 from loopkit.clock import SystemClock
 from loopkit.errors import LoopkitError
-from loopkit.inbox.relay.slack_router import SlackAllowed, SlackRouter
+from loopkit.inbox.relay.base import LeasedThread
+from loopkit.inbox.relay.slack_router import SlackRouter
 from loopkit.log import get_logger
 
 TYPE_CHECKING = False
@@ -75,10 +78,13 @@ def payload_key(kind: str, payload: dict[str, Any], envelope_id: str) -> str:
     return f"slack:env:{envelope_id}"
 
 
-class SlackRelay:
+class SlackRelay(LeasedThread):
     """One Slack app's Socket Mode connection, for every registered workspace of the
     machine. :meth:`start` makes the thread; it connects once ``active`` is set (the
-    first time this process waits on a block) and it holds the app's lease."""
+    first time this process waits on a block) and it holds the app's lease
+    (:class:`LeasedThread`)."""
+
+    thread_name = "loopkit-slack"
 
     def __init__(
         self,
@@ -93,18 +99,15 @@ class SlackRelay:
         self.first_backoff = backoff  # the first wait after a refused connection, doubled
         self.router = router
         self.app = f"slack-{app_id(settings.slack_app_token)}"
-        self.lease = hub.bot_lease(self.app)
+        super().__init__(hub.bot_lease(self.app))
         self.handled_keys = hub.offsets(self.app)
         self.clock = clock or SystemClock()
-        self.active = threading.Event()
-        self.stopped = threading.Event()
         self.connected = threading.Event()  # set while a connection is open
         self.connections = 0  # connections opened so far
         self.applied = 0  # payloads routed (tests and the benchmark read it)
         self._wake = threading.Event()  # a connection closed, or stop
         self._queue: queue.Queue[tuple[str, dict[str, Any], str] | None] = queue.Queue()
         self._recent: deque[str] = deque(maxlen=REMEMBERED)
-        self._thread: threading.Thread | None = None
         self._worker: threading.Thread | None = None
         self._reported: str | None = None
         self._client: Any = None
@@ -118,24 +121,21 @@ class SlackRelay:
         stores: Stores,
         hub: Hub | None = None,
         here: RequestStore | None = None,
+        answering: Answering | None = None,
         clock: Clock | None = None,
     ) -> SlackRelay:
         """The relay as ``run`` and ``serve`` assemble it: the app's connection and its
-        router. ``hub`` keeps the app's lease and handled payloads (default: the fleet)."""
-        router = SlackRouter(
-            SlackWeb(settings), SlackAllowed.of(settings), stores=stores, hubs=hubs, here=here
-        )
+        router, answering through ``answering`` (default: a service of its own over
+        ``stores``, ``hubs`` and ``here``). ``hub`` keeps the app's lease and handled
+        payloads (default: the fleet)."""
+        answering = answering or Answering(stores=stores, hubs=hubs, here=here)
+        router = SlackRouter(SlackWeb(settings), SlackAllowed.of(settings), answering=answering)
         return cls(settings, router, hub=hub or hubs.for_dsn(settings.fleet_dsn), clock=clock)
 
     def show_outcome(self, record: Request) -> None:
         self.router.show_outcome(record)
 
     # --- the threads ----------------------------------------------------------------------
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, daemon=True, name="loopkit-slack")
-            self._thread.start()
 
     def stop(self, wait: float = 5.0) -> None:
         """Close the connection; what was acknowledged is routed first (then the lease goes)."""
@@ -145,19 +145,7 @@ class SlackRelay:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(wait)
 
-    def _run(self) -> None:
-        if not self.active.is_set():
-            self.active.wait()
-        if self.stopped.is_set():
-            return
-        self.lease.take()
-        try:
-            if not self.stopped.is_set():
-                self._serve()
-        finally:
-            self.lease.release()
-
-    def _serve(self) -> None:
+    def serve(self) -> None:
         from slack_sdk.socket_mode.builtin import SocketModeClient
         from slack_sdk.web import WebClient
 

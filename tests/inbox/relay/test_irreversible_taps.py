@@ -169,7 +169,7 @@ def test_a_text_reply_that_approves_asks_again_too(
 def test_a_tap_on_a_dismissed_request_says_so_and_changes_nothing(
     ws: Path, server: FakeServer, config: Config
 ) -> None:
-    from loopkit.escalation.dismiss import dismiss
+    from loopkit.answering import dismiss
     from loopkit.inbox.relay.senders import outcome_line
 
     rid, message_id = drop_table(config)

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from loopkit import config as config_mod
+from loopkit.answering import answer
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, UsageError
 from loopkit.requests.answer import (
     APPROVAL_OPTIONS,
     QUESTION_OPTIONS,
     REVIEW_OPTIONS,
     already_answered,
-    answer,
     outcome_of,
     timed_out,
 )

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from loopkit import config as config_mod
+from loopkit.answering import answer, dismiss
 from loopkit.config import Config
 from loopkit.errors import EXIT_ABORTED, RequestConflict, RequestNotFound
 from loopkit.escalation.ask import Question, ask
-from loopkit.escalation.dismiss import dismiss, ghosts
+from loopkit.escalation.dismiss import ghosts
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
 from loopkit.escalation.gate import gate
-from loopkit.requests.answer import answer, is_human_decision, outcome_of
+from loopkit.requests.answer import is_human_decision, outcome_of
 from loopkit.requests.outcome import exit_code
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore

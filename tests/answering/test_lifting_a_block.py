@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from loopkit import config as config_mod
+from loopkit.answering import Unblocked, unblock
 from loopkit.config import Config
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, UsageError
 from loopkit.escalation.ask import Question, ask
 from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
-from loopkit.escalation.unblock import unblock
-from loopkit.requests.answer import answer, timed_out
+from loopkit.requests.answer import apply_reply, timed_out
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
@@ -20,6 +20,11 @@ from loopkit.workspace import Workspace
 def setup(ws: Path) -> tuple[Config, RequestStore]:
     cfg = config_mod.load(ws)
     return cfg, RequestStore(Workspace.of(cfg))
+
+
+def lift(cfg: Config, *, reply: str | None) -> Unblocked:
+    """``loopkit unblock [--reply …]`` by ana, through the answering service."""
+    return unblock(RequestStore(Workspace.of(cfg)), reply=reply, by="ana", via="cli")
 
 
 def block(cfg: Config, store: RequestStore) -> str:
@@ -38,17 +43,17 @@ def block(cfg: Config, store: RequestStore) -> str:
 
 def test_not_blocked(ws: Path) -> None:
     cfg, _ = setup(ws)
-    done = unblock(cfg, reply=None, by="ana")
+    done = lift(cfg, reply=None)
     assert "not blocked" in done.message and done.decision is None
     with pytest.raises(RequestNotFound, match="not blocked"):
-        unblock(cfg, reply="A", by="ana")
+        lift(cfg, reply="A")
     assert not (ws / "requests").exists() and not (ws / "BLOCKED.md").exists()
 
 
 def test_unblock_with_a_reply(ws: Path) -> None:
     cfg, store = setup(ws)
     request_id = block(cfg, store)
-    done = unblock(cfg, reply="B", by="ana")
+    done = lift(cfg, reply="B")
     assert done.decision is not None and done.decision["chosen_option"] == "flow-b"
     assert done.decision["request_id"] == request_id
     assert "answered" in done.message and not (ws / "BLOCKED.md").exists()
@@ -56,13 +61,13 @@ def test_unblock_with_a_reply(ws: Path) -> None:
     res = record.resolution
     assert res is not None
     assert record.status == "resolved" and (res.by, res.via) == ("ana", "cli")
-    assert "not blocked" in unblock(cfg, reply=None, by="ana").message
+    assert "not blocked" in lift(cfg, reply=None).message
 
 
 def test_unblock_without_a_reply(ws: Path) -> None:
     cfg, store = setup(ws)
     request_id = block(cfg, store)
-    done = unblock(cfg, reply=None, by="ana")
+    done = lift(cfg, reply=None)
     assert done.decision is None and "unblocked by hand" in done.message
     assert not (ws / "BLOCKED.md").exists()
     res = store.load(request_id).resolution
@@ -74,12 +79,13 @@ def test_unblock_without_a_reply(ws: Path) -> None:
 def test_a_reply_after_a_reply_says_how_to_lift_the_block(ws: Path) -> None:
     cfg, store = setup(ws)
     request_id = block(cfg, store)
-    answer(store, request_id, "A", by="bo", via="cli")
+    # Answered while its BLOCKED.md stands (on another machine: its follower lifts it later)
+    store.update(request_id, lambda r: apply_reply(r, "A", by="bo", via="telegram"))
     before = store.path(request_id).read_text()
     with pytest.raises(RequestConflict, match="`loopkit unblock` without --reply"):
-        unblock(cfg, reply="B", by="ana")
+        lift(cfg, reply="B")
     assert (ws / "BLOCKED.md").exists() and store.path(request_id).read_text() == before
-    done = unblock(cfg, reply=None, by="ana")
+    done = lift(cfg, reply=None)
     assert "already resolved" in done.message and not (ws / "BLOCKED.md").exists()
     res = store.load(request_id).resolution
     assert res is not None and res.chosen_option == "flow-a"
@@ -91,12 +97,12 @@ def test_an_expired_request_takes_no_reply_but_its_block_can_be_lifted(ws: Path)
     store.resolve(request_id, timed_out(request_id, "abort"), status="expired")
     before = store.path(request_id).read_text()
     with pytest.raises(RequestConflict) as caught:
-        unblock(cfg, reply="A", by="ana")
+        lift(cfg, reply="A")
     message = str(caught.value)
     assert "expired" in message and "loopkit unblock" in message
     assert "first answer stands" not in message
     assert (ws / "BLOCKED.md").exists() and store.path(request_id).read_text() == before
-    done = unblock(cfg, reply=None, by="ana")
+    done = lift(cfg, reply=None)
     assert "already expired" in done.message and not (ws / "BLOCKED.md").exists()
     assert store.load(request_id).status == "expired"
 
@@ -106,7 +112,7 @@ def test_an_empty_reply_uses_up_nothing(ws: Path, empty: str) -> None:
     cfg, store = setup(ws)
     request_id = block(cfg, store)
     with pytest.raises(UsageError, match="empty reply"):
-        unblock(cfg, reply=empty, by="ana")
+        lift(cfg, reply=empty)
     assert store.load(request_id).status == "open" and (ws / "BLOCKED.md").exists()
 
 
@@ -124,7 +130,7 @@ def test_a_deferred_review_stays_open(ws: Path) -> None:
         store=store,
     )
     assert asked.record is not None and (ws / "BLOCKED.md").exists()
-    done = unblock(cfg, reply="defer: no phone at hand", by="ana")
+    done = lift(cfg, reply="defer: no phone at hand")
     assert "deferred (it stays open)" in done.message and not (ws / "BLOCKED.md").exists()
     record = store.load(asked.record.request_id)
     assert record.status == "deferred" and record.resolution is None
@@ -134,9 +140,9 @@ def test_a_hand_written_block_names_no_request(ws: Path) -> None:
     cfg, _ = setup(ws)
     (ws / "BLOCKED.md").write_text("Waiting for the design review.\n")
     with pytest.raises(RequestNotFound, match="names no loopkit request"):
-        unblock(cfg, reply="A", by="ana")
+        lift(cfg, reply="A")
     assert (ws / "BLOCKED.md").read_text() == "Waiting for the design review.\n"
-    done = unblock(cfg, reply=None, by="ana")
+    done = lift(cfg, reply=None)
     assert "named no loopkit request" in done.message and not (ws / "BLOCKED.md").exists()
     assert not (ws / "requests").exists()
 
@@ -145,9 +151,9 @@ def test_a_block_naming_a_missing_request(ws: Path) -> None:
     cfg, _ = setup(ws)
     (ws / "BLOCKED.md").write_text("# Blocked\n<!-- loopkit request: gone1 -->\n")
     with pytest.raises(RequestNotFound, match="gone1"):
-        unblock(cfg, reply="A", by="ana")
+        lift(cfg, reply="A")
     assert (ws / "BLOCKED.md").exists()
-    done = unblock(cfg, reply=None, by="ana")
+    done = lift(cfg, reply=None)
     assert "not found" in done.message and not (ws / "BLOCKED.md").exists()
 
 
@@ -156,7 +162,7 @@ def test_a_folder_at_blocked_md_is_refused(ws: Path, reply: str | None) -> None:
     cfg, _ = setup(ws)
     (ws / "BLOCKED.md").mkdir()
     with pytest.raises(BadInput, match="not a regular file"):
-        unblock(cfg, reply=reply, by="ana")
+        lift(cfg, reply=reply)
     assert (ws / "BLOCKED.md").is_dir()
 
 
@@ -166,6 +172,6 @@ def test_the_configured_blocked_file_is_the_one_lifted(ws: Path) -> None:
     request_id = block(cfg, store)
     assert (ws / "STOP.md").exists() and not (ws / "BLOCKED.md").exists()
     (ws / "BLOCKED.md").write_text("not loopkit's\n")
-    assert unblock(cfg, reply="A", by="ana").decision is not None
+    assert lift(cfg, reply="A").decision is not None
     assert not (ws / "STOP.md").exists() and (ws / "BLOCKED.md").exists()
     assert store.load(request_id).status == "resolved"

@@ -1,0 +1,371 @@
+"""The one door an answer comes in by (SPEC section 27): every surface — ``loopkit reply``,
+``unblock`` and ``dismiss``, the Telegram and Slack relays, the web inbox, the Python API —
+turns its input into one call of :class:`Answering` and its result into its own reply.
+
+What happens here, in this order, for every answer:
+
+1. **Who.** :meth:`~loopkit.answering.who.Answerer.check`: an agent's process, a browser
+   driven by one, a chat or user not allowed — refused (exit 77) before anything is read.
+2. **Where.** The request is found on this machine (the assembling workspace's store first,
+   then every registered one's) or, with a fleet, on another machine.
+3. **The second tap.** Approving a P0 request (a gate, ``--irreversible``, the supervisor's
+   destructive asks) is recorded only when the surface says it was confirmed; otherwise
+   nothing is recorded and :class:`Confirm` says what to ask.
+4. **Once.** The reply is read (:mod:`loopkit.requests.replies`) and recorded under the
+   store's lock and the hub's claim: of many answers exactly one wins; the others get
+   :class:`~loopkit.errors.RequestConflict` and the first answer is never touched.
+5. **The block goes.** The request's own ``BLOCKED.md`` is removed (never another request's,
+   never a human's own pause); another machine's owner lifts its block when it applies the
+   answer.
+6. **The others are told.** Every surface this process runs (the relays of ``loopkit run``
+   and ``loopkit serve``) but the one that answered shows the outcome, once per ending.
+
+A dismissal (nobody will answer) and lifting a block by hand (``loopkit unblock``) come in
+by the same door.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from loopkit import clock
+from loopkit.datarecord import record
+from loopkit.errors import LoopkitError, RequestConflict, RequestNotFound, UsageError
+from loopkit.escalation import adoption, blockfile
+from loopkit.log import get_logger
+from loopkit.message import clean
+from loopkit.requests.answer import apply_reply, dismiss_record, unblocked_by_hand
+from loopkit.requests.irreversible import confirm_question, needs_second_tap
+from loopkit.requests.reading import told_back
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    from loopkit.answering.who import Answerer
+    from loopkit.fleet import Hubs
+    from loopkit.message import Message
+    from loopkit.requests.locate import Stores
+    from loopkit.requests.record import Request
+    from loopkit.requests.store import RequestStore
+
+    class Teller(Protocol):
+        """A surface that shows how a request ended (the Telegram message edited, the Slack
+        message updated …)."""
+
+        via: str
+
+        def show_outcome(self, record: Request) -> None: ...
+
+
+log = get_logger("loopkit.answer")
+
+
+@record(frozen=True, slots=True)
+class Answered:
+    """An answer recorded: the record as answered, the SPEC's decision JSON (section 4),
+    whether it was a review's *Defer* (the request stays open), the local store that holds
+    it (None: another machine's), and whether its ``BLOCKED.md`` was removed here."""
+
+    record: Request
+    decision: dict[str, Any]
+    deferred: bool
+    store: RequestStore | None
+    lifted: bool
+
+    @property
+    def reading(self) -> str:
+        """How the reply was read, told back (``→ B) Skip the task (letter B)``)."""
+        return told_back(self.record)
+
+
+@record(frozen=True, slots=True)
+class Confirm:
+    """Nothing recorded: approving this request takes a second, confirming tap."""
+
+    record: Request
+    question: str  # "Approve `rm -rf build`? This cannot be undone."
+
+
+@record(frozen=True, slots=True)
+class Dismissed:
+    record: Request
+    removed: bool  # its BLOCKED.md was removed here
+    machine: str | None = None  # the machine that holds it, when another one does
+
+    @property
+    def message(self) -> str:
+        lifted = "; BLOCKED.md removed" if self.removed else ""
+        where = f" on {self.machine} (it lifts its block)" if self.machine else ""
+        return f"request {self.record.request_id} dismissed{where}{lifted}"
+
+
+@record(frozen=True, slots=True)
+class Unblocked:
+    message: str
+    answered: Answered | None = None  # with a reply: the answer recorded
+
+    @property
+    def decision(self) -> dict[str, Any] | None:
+        return self.answered.decision if self.answered is not None else None
+
+    @property
+    def reading(self) -> str | None:
+        return self.answered.reading if self.answered is not None else None
+
+
+class Answering:
+    """Answers, dismissals and lifted blocks for one process.
+
+    ``stores`` are the machine's registered workspaces, ``hubs`` the fleets (other machines'
+    requests), ``here`` the assembling workspace's own store (looked at first; None for
+    ``serve``). Surfaces that can show an outcome register with :meth:`add_teller`."""
+
+    def __init__(self, *, stores: Stores, hubs: Hubs, here: RequestStore | None = None) -> None:
+        self.stores = stores
+        self.hubs = hubs
+        self.here = here
+        self._tellers: list[Teller] = []
+        self._told: set[tuple[str, ...]] = set()
+        self._lock = threading.Lock()
+
+    # --- finding --------------------------------------------------------------------------
+
+    def holder(self, request_id: str) -> RequestStore | None:
+        """The local store that holds ``request_id`` (None: not on this machine)."""
+        return self.stores.holding(request_id, self.here)
+
+    def find(self, request_id: str) -> Request | None:
+        """The request wherever it is — this machine's workspaces, else the fleets' — or
+        None (unknown, or unreadable)."""
+        with contextlib.suppress(LoopkitError, OSError, ValueError):
+            store = self.holder(request_id)
+            if store is not None:
+                return store.load(request_id)
+        found = self.hubs.find(request_id)
+        return found[1].record if found else None
+
+    def message_of(self, record: Request) -> Message:
+        """The request's five lines, as they were sent (with its repository's name)."""
+        try:
+            store = self.holder(record.request_id) or self.here
+        except Exception:
+            store = self.here
+        return record.message(store.workspace.repo_name() if store else "loopkit")
+
+    def _not_found(self, request_id: str) -> RequestNotFound:
+        where = "on this machine or in the fleet" if self.hubs.fleets() else "on this machine"
+        return RequestNotFound(
+            f"no request {request_id!r} {where}; `loopkit inbox` lists the open ones"
+        )
+
+    # --- answering ------------------------------------------------------------------------
+
+    def answer(
+        self,
+        request_id: str,
+        reply: str,
+        who: Answerer,
+        *,
+        confirmed: bool,
+        expected_updated_at: str | None = None,
+    ) -> Answered | Confirm:
+        """Record ``reply`` to ``request_id`` for ``who`` (see the module for the order).
+
+        ``confirmed``: the surface asked the second tap already (or needs none: a reply
+        typed on the command line is deliberate). Raises AgentAnswer / NotAllowed (77),
+        UsageError (an empty reply, a bad ``expected_updated_at``), RequestNotFound (66),
+        RequestConflict (4: answered already, or changed since ``expected_updated_at``)."""
+        who.check()
+        reply = _checked_reply(reply, expected_updated_at)
+        store = self.holder(request_id)
+        if store is None:
+            found = self.hubs.find(request_id)
+            if found is None:
+                raise self._not_found(request_id)  # before any lock: nothing is created
+            hub, remote = found
+            if not confirmed and needs_second_tap(remote.record, reply):
+                return Confirm(remote.record, confirm_question(remote.record))
+            done = hub.answer_remote(remote, reply, by=who.by, via=who.via, about=who.about)
+            answered = Answered(done.record, done.decision, done.deferred, None, False)
+        else:
+            if not confirmed:
+                current = store.load(request_id)
+                if needs_second_tap(current, reply):
+                    return Confirm(current, confirm_question(current))
+            answered = self._record(store, request_id, reply, who, expected_updated_at)
+        log.info(
+            "answer",
+            request_id=request_id,
+            by=who.by,
+            via=who.via,
+            outcome="deferred" if answered.deferred else answered.record.status,
+            msg=f"{who.via}: {who.by} answered {request_id}",
+        )
+        if not answered.deferred:
+            self.tell(answered.record, skip=who.via, background=True)
+        return answered
+
+    def _record(
+        self,
+        store: RequestStore,
+        request_id: str,
+        reply: str,
+        who: Answerer,
+        expected_updated_at: str | None,
+    ) -> Answered:
+        outcome: list[Any] = []
+
+        def record_it(current: Request) -> None:
+            outcome.append(apply_reply(current, reply, by=who.by, via=who.via, about=who.about))
+            # With a fleet the answer is claimed fleet-wide first: exactly one wins (SPEC §13).
+            store.hub.claim(store.workspace, current)
+
+        store.update(request_id, record_it, expected_updated_at=expected_updated_at)
+        done = outcome[0]
+        lifted = False
+        if not done.deferred:
+            # The block goes, supervised or not: a waiting supervisor sees the answer either
+            # way and hands it on once.
+            lifted = blockfile.remove_block(store.workspace.blocked, done.record)
+        return Answered(done.record, done.decision, done.deferred, store, lifted)
+
+    def dismiss(self, request_id: str, who: Answerer, *, reason: str | None = None) -> Dismissed:
+        """Close ``request_id``, which nobody will answer (SPEC §16): never an answer.
+        RequestNotFound (66), RequestConflict (4: closed already, the first ending stands)."""
+        who.check()
+        store = self.holder(request_id)
+        if store is None:
+            found = self.hubs.find(request_id)
+            if found is None:
+                raise self._not_found(request_id)
+            hub, remote = found
+            closed = hub.dismiss_remote(remote, by=who.by, via=who.via, reason=reason)
+            done = Dismissed(closed, False, remote.machine)
+        else:
+
+            def close(current: Request) -> None:
+                dismiss_record(current, by=who.by, via=who.via, reason=reason)
+                store.hub.claim(store.workspace, current)  # fleet-wide, as an answer is
+
+            closed = store.update(request_id, close)
+            done = Dismissed(closed, blockfile.remove_block(store.workspace.blocked, closed))
+        log.info(
+            "dismiss",
+            request_id=request_id,
+            by=who.by,
+            via=who.via,
+            msg=f"{who.via}: {who.by} dismissed {request_id}",
+        )
+        self.tell(done.record, skip=who.via, background=True)
+        return done
+
+    def unblock(self, store: RequestStore, who: Answerer, *, reply: str | None = None) -> Unblocked:
+        """Lift the block of ``store``'s workspace (``loopkit unblock``): with ``reply``,
+        answer its request first (as :meth:`answer`, confirmed: typed on purpose); without,
+        resolve it as "unblocked by hand". Then ``BLOCKED.md`` goes — only if it still
+        names what it named when this began."""
+        who.check()
+        path = store.workspace.blocked
+        state = blockfile.state(path)
+        if state == "other":
+            raise blockfile.not_a_file(path)
+        if state == "absent":
+            if reply is not None:
+                raise RequestNotFound(
+                    f"not blocked ({path.name} is absent): nothing to answer; "
+                    "answer a request with `loopkit reply --request-id ID --reply …`"
+                )
+            return Unblocked(f"not blocked: {path.name} is absent; nothing to do")
+        marked = blockfile.request_id_of(path)
+        request_id = adoption.block_request(path, store)
+        answered: Answered | None = None
+        if reply is not None:
+            if request_id is None:
+                raise RequestNotFound(
+                    f"{path} names no loopkit request to answer; delete it to unblock"
+                )
+            try:
+                result = self.answer(request_id, reply, who, confirmed=True)
+            except RequestConflict as conflict:
+                if store.load(request_id).status == "expired":
+                    raise  # its message already says how to lift the block
+                hint = "`loopkit unblock` without --reply lifts the block"
+                raise RequestConflict(f"{conflict}; {hint}") from None
+            assert isinstance(result, Answered)  # confirmed: never a Confirm
+            answered = result
+            what = "deferred (it stays open)" if result.deferred else "answered"
+            message = f"request {request_id} {what}; {path.name} removed"
+        elif request_id is not None:
+            message = self._lift(store, request_id, who, path.name)
+        else:
+            message = f"{path.name} removed (it named no loopkit request)"
+        if blockfile.request_id_of(path) == marked:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        return Unblocked(message, answered)
+
+    def _lift(self, store: RequestStore, request_id: str, who: Answerer, name: str) -> str:
+        """Resolve ``request_id`` as unblocked by hand, if it is open."""
+        try:
+            current = store.load(request_id)
+        except RequestNotFound:
+            return f"request {request_id} not found; {name} removed"
+        if current.status != "open":
+            return f"request {request_id} was already {current.status}; {name} removed"
+        lifted, _ = store.resolve(request_id, unblocked_by_hand(request_id, by=who.by, via=who.via))
+        self.tell(lifted, skip=who.via, background=True)
+        return f"request {request_id} resolved as unblocked by hand; {name} removed"
+
+    # --- telling the others ---------------------------------------------------------------
+
+    def add_teller(self, teller: Teller) -> None:
+        """A surface of this process that shows outcomes (a relay)."""
+        with self._lock:
+            if teller not in self._tellers:
+                self._tellers.append(teller)
+
+    def tell(self, record: Request, *, skip: str | None = None, background: bool = False) -> None:
+        """Show how ``record`` ended on every surface of this process but ``skip`` (the one
+        that answered shows it itself) — once per surface and ending, however often asked.
+        ``background``: each in a thread of its own (an answer never waits on a network)."""
+        if record.is_open:
+            return
+        ended = record.resolution.resolved_at if record.resolution else None
+        with self._lock:
+            due = []
+            for teller in self._tellers:
+                key = (record.request_id, record.status, str(ended), teller.via)
+                if teller.via != skip and key not in self._told:
+                    self._told.add(key)
+                    due.append(teller)
+        for teller in due:
+            if background:
+                threading.Thread(target=_show, args=(teller, record), daemon=True).start()
+            else:
+                _show(teller, record)
+
+
+def _show(teller: Teller, record: Request) -> None:
+    try:
+        teller.show_outcome(record)
+    except Exception as exc:  # a surface that cannot show it must not fail the answer
+        log.warning("outcome_not_shown", via=teller.via, msg=f"{teller.via}: {exc!r}")
+
+
+def _checked_reply(reply: str, expected_updated_at: str | None) -> str:
+    reply = clean(reply)
+    if not reply.strip():
+        # An unset variable (`--reply "$ANSWER"`) must not use up the one answer.
+        raise UsageError("empty reply: nothing to record; give the answer (a letter, a label, "
+                         "your words), or lift the block with `loopkit unblock`")  # fmt: skip
+    if expected_updated_at is not None:
+        try:
+            clock.parse_iso(expected_updated_at)
+        except ValueError:
+            raise UsageError(
+                f"--expected-updated-at {expected_updated_at!r} is not a time; pass the "
+                "record's updated_at as read (e.g. 2026-12-02T13:11:06.123456Z)"
+            ) from None
+    return reply
