@@ -313,9 +313,10 @@ MEANINGS: dict[tuple[str, str], str] = {
         "output; the rest is dropped with a `[… N bytes cut]` line (a runaway agent cannot "
         "fill the disk)."
     ),
-    ("escalation", "channel"): "Where the question goes: `telegram`, `slack`, `dial`, "
-    '`none`, or a ladder such as `["telegram", "dial"]` (the next rung when one fails '
-    "hard, or with `escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it.",
+    ("escalation", "channel"): "Where the question goes: `telegram`, `slack`, `apprise`, "
+    '`dial`, `none`, or a ladder such as `["telegram", "dial"]` (the next rung when one fails '
+    "hard, or with `escalate_after`); each channel's settings: [channels](channels.md). "
+    "`LOOPKIT_HITL_CHANNEL` overrides it.",
     ("escalation", "blocked_file"): "The block file. A path inside the workspace: an "
     "absolute path or one climbing out with `..` is a config error.",
     ("escalation", "timeout_minutes"): "A request's `timeout_default` for blocks without one "
