@@ -57,6 +57,8 @@ def read_all(corpus: dict[str, Any]) -> list[dict[str, Any]]:
             options=[option(o) for o in shape["options"]],
             recommendation=shape.get("recommendation"),
         )
+        # A P0 request (SPEC §28) carries its gate binding or ask's P0 verdict.
+        record.gate, record.needs_human = shape.get("gate"), shape.get("needs_human")
         decision, extra = parse_for(record, case["reply"])
         free = decision.matched_by == "free_text"
         reading = decision.chosen_option if shape["kind"] == "question" else extra.get("outcome")

@@ -294,7 +294,9 @@ MEANINGS: dict[tuple[str, str], str] = {
     "loopkit escalates.",
     ("loop", "task_file"): "Where the current task is read: the first line matching "
     "`task_pattern` (its group 1). A path inside the workspace. Absent: one task.",
-    ("loop", "task_pattern"): "The pattern that finds the current task in `task_file`.",
+    ("loop", "task_pattern"): "The pattern that finds the current task in `task_file`. One "
+    "of your own is given 5 s on the file: one that backtracks without end (`(a+)+`) stops "
+    "the loop with a config error (78), never hangs it.",
     ("loop", "required_env"): "Variables that must be set and non-empty at the head of each "
     "iteration; one missing escalates (missing credential).",
     ("loop", "preflight"): "Commands run before the agent; one failing 3 times in a row "

@@ -1,4 +1,5 @@
-"""``loopkit check``: is the workspace blocked? Exit 2 (printing BLOCKED.md's head) or 0.
+"""``loopkit check``: is the workspace blocked? Exit 2 (printing BLOCKED.md's head — its
+control characters shown escaped, long lines cut: the agent wrote it) or 0.
 
 Imports only the standard library's cheapest modules. ``loopkit.toml`` is parsed (and
 validated, exit 78 when invalid) only when it sets ``blocked_file`` to something other than
@@ -78,7 +79,7 @@ def check(explicit: str | None, as_json: bool = False) -> int:
     path = os.path.join(workspace, name)
     if os.path.isfile(path):
         try:
-            head = marker.read_head(path)
+            head = marker.shown_head(path)
         except OSError as exc:
             head = f"({name} exists but cannot be read: {exc.strerror})\n"
         if as_json:

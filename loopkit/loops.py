@@ -49,7 +49,7 @@ from loopkit.escalation import marker
 from loopkit.home import Registry, machine, sha256_hex, workspace_id
 from loopkit.message import age, fold
 from loopkit.workspace import Workspace
-from loopkit.workspace.state import State, StateFile
+from loopkit.workspace.state import ALIVE, State, StateFile
 from loopkit.workspace.steer import Notes, Steering
 
 TYPE_CHECKING = False
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
     from loopkit.requests.hub import Remote
     from loopkit.workspace.steer import Command
 
-ALIVE = ("running", "blocked", "paused")  # what state.json says while a supervisor runs
 COST_KEYS = ("total_cost_usd", "cost_usd", "spend_usd")  # state.json keys that may carry spend
 
 

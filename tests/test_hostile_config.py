@@ -67,3 +67,24 @@ def test_any_config_loads_or_is_one_config_error(ws: Path, entries: list[Any]) -
             assert "\n" not in str(exc) and "loopkit.toml" in str(exc)
         else:
             assert loaded.loop.pause >= 0 and loaded.escalation.timeout_minutes > 0
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["[loop]\npause = 1e10", "[loop]\niteration_timeout = 1e300", '[loop]\nkill_grace = "9999999h"',
+     "[escalation]\ntimeout_minutes = 1e10", "[escalation]\nretry_backoff = 31708800",
+     '[escalation]\nremind_every = "8785h"'],
+)  # fmt: skip
+def test_a_duration_past_a_year_is_a_config_error(ws: Path, line: str) -> None:
+    """SPEC §28: ``pause = 1e10`` (317 years) was accepted and crashed the loop mid-run (a
+    clock cannot hold it): every duration is at most a year, refused at load."""
+    (ws / "loopkit.toml").write_text(line + "\n")
+    with pytest.raises(ConfigError, match=r"loopkit.toml:2: .*(over a year|at most)"):
+        config_mod.load(ws)
+
+
+def test_a_year_itself_is_a_duration(ws: Path) -> None:
+    text = '[loop]\npause = "8784h"\n[escalation]\ntimeout_minutes = 527040\n'
+    (ws / "loopkit.toml").write_text(text)
+    loaded = config_mod.load(ws)
+    assert loaded.loop.pause == 366 * 86400 and loaded.escalation.timeout_minutes == 527040

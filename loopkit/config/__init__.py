@@ -208,7 +208,7 @@ _SCHEMA: dict[str, dict[str, Validator]] = {
     "escalation": {
         "channel": config_values.ladder,
         "blocked_file": config_values.relative_file,
-        "timeout_minutes": config_values.positive_number,
+        "timeout_minutes": config_values.minutes,
         "timeout_action": config_values.timeout_action,
         "send_timeout": config_values.parse_duration,
         "retry_backoff": config_values.parse_duration,

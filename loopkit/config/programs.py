@@ -31,6 +31,7 @@ missing one it cannot follow, but "missing" means ``sh -c`` would fail to find i
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -409,10 +410,19 @@ def on_path(name: str, state: State) -> bool | None:
         folder = Path(entry or ".")
         if not folder.is_absolute() and state.cwd is not None:
             folder = state.cwd / folder
-        candidate = folder / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
+        if _kind(folder / name) == "file" and os.access(folder / name, os.X_OK):
             return True
-    return False
+    return False  # an entry that cannot be read is passed over, as execvp passes it over
+
+
+def _kind(path: Path) -> str | None:
+    """``file``, ``folder``, ``other`` — or None: not there, or not to be reached (a folder
+    on the way that cannot be searched, a name too long, a loop of links): never an error."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return None
+    return "file" if stat.S_ISREG(mode) else "folder" if stat.S_ISDIR(mode) else "other"
 
 
 def _set_flags(arg: str) -> bool:
@@ -429,7 +439,7 @@ def _cd(args: list[Token], state: State, env: Mapping[str, str]) -> _Ran:
         if env.get("CDPATH") and not text.startswith(("./", "../")):
             return _Ran(replace(state, cwd=None))
         target = state.cwd / target
-    if target.is_dir() and os.access(target, os.X_OK):
+    if _kind(target) == "folder" and os.access(target, os.X_OK):
         return _Ran(replace(state, cwd=Path(os.path.normpath(target))), succeeded=True)
     return _Ran(state)  # it fails: the folder stays
 
@@ -440,10 +450,15 @@ def path_missing(name: str, cwd: Path | None) -> Missing | None:
         if cwd is None:
             return None
         path = cwd / path
-    if not path.exists():
+    try:
+        path.stat()
+    except FileNotFoundError:
         where = "" if Path(name).is_absolute() else f" in {cwd}"
         return Missing(name, f"is not found (no such file{where})", "fix the path")
-    if path.is_dir() or not os.access(path, os.X_OK):
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        return Missing(name, f"cannot be reached ({why})", "fix the path or its folders' modes")
+    if _kind(path) != "file" or not os.access(path, os.X_OK):
         return Missing(name, "is not executable", f"chmod +x {name}, or fix the command")
     return None
 

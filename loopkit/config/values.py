@@ -21,10 +21,14 @@ Command = str | tuple[str, ...]
 
 _DURATION_PART = r"(\d+(?:\.\d+)?)(ms|s|m|h)"  # compiled on first use (SPEC §20)
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+# The longest duration of any setting: a year. Longer is a slip (``pause = 1e10`` is 317
+# years, past what a clock or a timer can hold), refused at load, never a crash mid-run.
+MAX_DURATION = 366 * 86400.0
 
 
 def parse_duration(value: object) -> float:
-    """``5`` / ``2.5`` (seconds), ``"500ms"``, ``"5s"``, ``"60m"``, ``"1h30m"`` → seconds."""
+    """``5`` / ``2.5`` (seconds), ``"500ms"``, ``"5s"``, ``"60m"``, ``"1h30m"`` → seconds;
+    a year (``"8784h"``) at most."""
     if isinstance(value, bool):
         raise ValueError('expected a duration such as 5, "5s", "10m" or "1h"')
     if isinstance(value, int | float):
@@ -32,7 +36,7 @@ def parse_duration(value: object) -> float:
             raise ValueError("a duration must be a finite number (not nan or inf)")
         if value < 0:
             raise ValueError("a duration cannot be negative")
-        return float(value)
+        return _at_most_a_year(float(value), value)
     if isinstance(value, str):
         text = value.strip().replace(" ", "")
         pos, total = 0, 0.0
@@ -42,8 +46,14 @@ def parse_duration(value: object) -> float:
             total += float(m.group(1)) * _UNIT[m.group(2)]
             pos = m.end()
         if text and pos == len(text) and math.isfinite(total):
-            return total
+            return _at_most_a_year(total, value)
     raise ValueError(f'{value!r} is not a duration such as "5s", "10m" or "1h"')
+
+
+def _at_most_a_year(seconds: float, value: object) -> float:
+    if seconds > MAX_DURATION:
+        raise ValueError(f'{value!r} is over a year; a duration is at most "8784h" (366 days)')
+    return seconds
 
 
 _SIZE = r"(?i)(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?"
@@ -151,6 +161,14 @@ def positive_number(value: object) -> float:
     if not math.isfinite(value):
         raise ValueError("expected a finite number (not inf)")
     return value
+
+
+def minutes(value: object) -> float:
+    """A number of minutes greater than 0, at most a year's (as every duration)."""
+    number = positive_number(value)
+    if number * 60 > MAX_DURATION:
+        raise ValueError(f"{value!r} minutes is over a year; at most {MAX_DURATION / 60:g}")
+    return number
 
 
 def gate_rules(value: object) -> tuple[str, ...]:

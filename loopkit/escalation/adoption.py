@@ -8,7 +8,8 @@ request (``trigger: "agent-file"``, ``block: "adopted"``) without touching the f
 Anything goes in such a file, so :func:`parse` never fails: the four sections are found by
 their headings (``## Question:``, ``## Context:``, ``## Attempted:``, ``## Choices:``, any
 case, the colon optional); missing ones are empty; choices are ``- A) label — consequence``
-lines (the letter optional), at most three, duplicates made distinct; with no question
+lines (the letter optional; where some lines are a list, only those), at most three,
+duplicates made distinct; with no question
 section the question is the file's first line of text. Only the first :data:`READ_LIMIT`
 bytes are read, undecodable bytes replaced.
 """
@@ -117,7 +118,10 @@ def _choices(lines: list[str]) -> list[Choice]:
 
     found: list[Choice] = []
     labels: set[str] = set()
-    for line in _text(lines):
+    # Where some lines are a list, the list is the choices: a line of prose after it (the
+    # answer hint loopkit writes, the agent's remark) is none.
+    listed = [line for line in _text(lines) if _BULLET.match(line)]
+    for line in listed or _text(lines):
         match = _CHOICE.match(line)
         if match is None or len(found) == MAX_CHOICES:
             continue

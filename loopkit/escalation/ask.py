@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from loopkit.channels import Outcome
     from loopkit.config import Config
 
+MAX_MINUTES = 366 * 24 * 60  # a timeout of a year at most, as every duration (config)
+
 
 @record(frozen=True, slots=True)
 class Question:
@@ -129,6 +131,11 @@ def ask(
         raise UsageError(f"--kind {question.kind!r} is not one of {', '.join(KINDS)}")
     if question.request_id is not None:
         validate_id(question.request_id)
+    if question.timeout_minutes is not None and question.timeout_minutes > MAX_MINUTES:
+        # A record with it could not be read back: its block would stand with no question.
+        raise UsageError(
+            f"--timeout {question.timeout_minutes:g}: at most a year ({MAX_MINUTES:g} minutes)"
+        )
     if not question.situation.strip():
         raise BadInput("the situation is empty; say in 1-3 sentences what blocks you")
     try:

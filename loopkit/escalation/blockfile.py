@@ -241,6 +241,11 @@ def read_head(path: Path, lines: int = marker.HEAD_LINES) -> str:
     return marker.read_head(str(path), lines)
 
 
+def shown_head(path: Path) -> str:
+    """BLOCKED.md's head as a terminal may print it (:func:`marker.shown_head`)."""
+    return marker.shown_head(str(path))
+
+
 def request_id_of(path: Path) -> str | None:
     """The request id in BLOCKED.md's marker comment, if the file has one."""
     return marker.request_id_of(str(path))

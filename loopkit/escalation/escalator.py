@@ -242,13 +242,18 @@ class Escalator:
         escalation = replace(escalation.cleaned(), request_id=request_id, trigger="restored")
         record = self._new_record(escalation)
         record.block = Block.RAISED
+        # Sent already by this process (the agent deleted the record after): the attempts
+        # are its again — the message is not sent twice, and a tap on it still answers.
+        record.delivery = list(self.sender.sent(request_id))
         self.store.create(record)
+        sent = any(attempt.ok for attempt in record.delivery)
         log.warning(
             "block_restored",
             request_id=request_id,
             question=fold(record.prompt),
             msg=f"{self.workspace.blocked.name} names request {request_id}, whose record is "
-            f"gone: raised again from the file as requests/{request_id}.json and sent",
+            f"gone: raised again from the file as requests/{request_id}.json"
+            + (" (its message was sent already: not again)" if sent else " and sent"),
         )
         outcome = self.sender.deliver(record)
         return Result(self.store.load(request_id), None, outcome)

@@ -70,6 +70,13 @@ class Sender:
         self.channel_factory = channel_factory or default_factory(config)
         self.redactor = Redactor(config.channels.secrets())
         self.leave_to_supervisor = leave_to_supervisor
+        # What this process sent of each request, as recorded: a record the agent deletes
+        # after its send is raised again knowing it (SPEC §28: sent once, its buttons live).
+        self._sent: dict[str, tuple[DeliveryAttempt, ...]] = {}
+
+    def sent(self, request_id: str) -> tuple[DeliveryAttempt, ...]:
+        """The attempts this process recorded for ``request_id`` (none: it sent nothing)."""
+        return self._sent.get(request_id, ())
 
     def deliver(self, record: Request, *, reminders: bool = False) -> Outcome | None:
         """Steps 3 and 4: send what is due now and record each attempt. Never raises for a
@@ -237,7 +244,8 @@ class Sender:
                 entries.append(entry)
             record.delivery[index : index + 1] = entries
 
-        self.store.update(request_id, finish)
+        done = self.store.update(request_id, finish)
+        self._sent[request_id] = tuple(done.delivery)
 
     def recover(self, record: Request, *, restarted: bool = False) -> Outcome | None:
         """What a crash left undone: a block's message never tried is sent; an attempt left

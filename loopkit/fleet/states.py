@@ -34,6 +34,7 @@ from loopkit import clock
 from loopkit.fleet.publishing import BEAT, STALE_BEATS
 from loopkit.fleet.schema import LOOPS_VERSION
 from loopkit.log import get_logger
+from loopkit.workspace import state as state_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 log = get_logger("loopkit.fleet")
 
-ALIVE = ("running", "blocked", "paused")  # states that say a supervisor runs
+ALIVE = tuple(status.value for status in state_file.ALIVE)  # a supervisor runs
 # The row's fields as loopkit.loops.Loop names them (and the table's columns).
 FIELDS = ("repo", "state", "pid", "iteration", "task", "since", "last_verify", "question",
           "request_id", "spend_usd", "paused_by", "guidance_pending", "problem")  # fmt: skip

@@ -111,8 +111,11 @@ class Sessions:
 
 
 class Throttle:
-    """Wrong tokens from one address: after ``limit`` in ``window`` seconds, refused for
-    ``window`` seconds (429), so the token cannot be guessed by trying."""
+    """Wrong tokens from one address: after ``limit`` in ``window`` seconds, its wrong tokens
+    are refused (429) for ``window`` seconds, unlogged — a brake on guessing that locks out
+    the presenter of the wrong tokens, never the token (SPEC §28): the right token is let in
+    whoever presents it, so a stranger's guesses cannot lock the human's own link out (the
+    token is 256 random bits: the brake is against noise, not against a lucky guess)."""
 
     def __init__(self, limit: int = 5, window: float = 60.0) -> None:
         self.limit = limit
@@ -130,9 +133,15 @@ class Throttle:
         with self._lock:
             return len(self._recent(client, time.monotonic())) >= self.limit
 
-    def miss(self, client: str) -> None:
+    def miss(self, client: str) -> bool:
+        """Count a wrong token from ``client``; whether it is locked out (it was already)."""
         with self._lock:
             now = time.monotonic()
-            self._recent(client, now).append(now)
+            recent = self._recent(client, now)
+            locked = len(recent) >= self.limit
+            recent.append(now)
+            while len(recent) > self.limit:  # a lockout's misses: the window's last ones
+                recent.popleft()
             if len(self._misses) > 10_000:  # a flood of addresses: forget the oldest
                 self._misses.pop(next(iter(self._misses)))
+            return locked

@@ -13,6 +13,10 @@ waiting: a byte at a time does not stretch it), and the server holds at most
 ``max_connections``: a connection over the bound closes the oldest one still waiting for
 its headers (a real client's arrive with its first packet, so the oldest waiting are the
 ones that stall), or itself when every other is busy with a request.
+
+And a request's body is read as it arrives, up to a cap (:func:`body_within`): one over it
+is refused (413) the moment it passes the cap (or at once, when it says so in its
+``Content-Length``), never read whole into memory first (SPEC §28).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from typing import Any
+
+    from starlette.requests import Request
 
 HEADER_TIMEOUT = 5.0  # seconds for a request's headers to arrive
 MAX_CONNECTIONS = 256  # one human's inbox: a few phones and browsers, with room to spare
@@ -134,3 +140,18 @@ def guarded(guard: ConnectionGuard) -> type[GuardedProtocol]:
     reports to ``guard``."""
     attributes: dict[str, Any] = {"guard": guard}
     return type("Guarded", (GuardedProtocol,), attributes)
+
+
+async def body_within(request: Request, limit: int) -> bytes | None:
+    """``request``'s body, read chunk by chunk as it arrives — or None once it is over
+    ``limit`` bytes (said by its ``Content-Length`` or counted), the rest left unread: the
+    caller answers 413, and uvicorn closes a connection whose body was not read."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)

@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from loopkit import loops
 from loopkit.errors import LoopkitError
+from loopkit.inbox.guard import body_within
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,8 +73,11 @@ def routes(
         return page(name, cards=cards, csrf=csrf(nonce), title="Loops", told=told)
 
     async def form_of(request: HttpRequest, nonce: str) -> dict[str, str] | Response:
-        body = await request.body()
-        form = {k: v[0] for k, v in parse_qs(body[:MAX_FORM].decode("utf-8", "replace")).items()}
+        body = await body_within(request, MAX_FORM)
+        if body is None:
+            too_large = f"413 Content Too Large: a form is at most {MAX_FORM // 1024} KiB\n"
+            return PlainTextResponse(too_large, 413, headers={**headers, "Connection": "close"})
+        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
         if not csrf_matches(nonce, form.get("csrf", "")):
             stale = "403 Forbidden: stale or missing form token; reload the page\n"
             return PlainTextResponse(stale, 403, headers=headers)

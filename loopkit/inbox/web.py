@@ -34,6 +34,7 @@ from loopkit.datarecord import field, record
 from loopkit.errors import AgentAnswer, LoopkitError, RequestConflict
 from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, Sessions
+from loopkit.inbox.guard import body_within
 from loopkit.inbox.loops import routes as loop_routes
 from loopkit.log import get_logger
 from loopkit.requests.answer import parse_for
@@ -57,7 +58,9 @@ HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self'; style-src 'self'; "
     "script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 }
-MAX_FORM = 64 * 1024
+MAX_FORM = 64 * 1024  # a form's body: more is refused while it is read (413)
+TOO_LARGE = f"413 Content Too Large: a form is at most {MAX_FORM // 1024} KiB\n"
+CLOSE = {"Connection": "close"}  # the rest of a body too large is not read: the link closes
 
 Handler = Callable[[HttpRequest, str], Awaitable[Response]]
 
@@ -117,10 +120,12 @@ def app(inbox: Inbox) -> Starlette:
             client = _client(request)
             given = request.query_params.get("token")
             if given is not None:
-                if inbox.throttle.blocked(client):
-                    return PlainTextResponse("429 Too Many Requests\n", 429, headers=HEADERS)
                 if not inbox.sessions.token_matches(given):
-                    inbox.throttle.miss(client)
+                    # Wrong tokens lock out whoever presents them, never the token: the right
+                    # one is let in from anywhere (SPEC §28; behind a loopback proxy every
+                    # presenter has one address, the human's phone too).
+                    if inbox.throttle.miss(client):
+                        return PlainTextResponse("429 Too Many Requests\n", 429, headers=HEADERS)
                     log.warning(
                         "inbox_bad_token", client=client, msg=f"inbox: wrong token from {client}"
                     )
@@ -171,8 +176,10 @@ def app(inbox: Inbox) -> Starlette:
     ) -> tuple[dict[str, str], pages.Card] | Response:
         """A change's form and its request — or the refusal: a stale form token (403), no
         such request (404), a browser inside a supervised agent's session (403)."""
-        body = await request.body()
-        form = {k: v[0] for k, v in parse_qs(body[:MAX_FORM].decode("utf-8", "replace")).items()}
+        body = await body_within(request, MAX_FORM)
+        if body is None:
+            return PlainTextResponse(TOO_LARGE, 413, headers={**HEADERS, **CLOSE})
+        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
         if not inbox.sessions.csrf_matches(nonce, form.get("csrf", "")):
             stale = "403 Forbidden: stale or missing form token; reload the page\n"
             return PlainTextResponse(stale, 403, headers=HEADERS)

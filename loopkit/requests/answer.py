@@ -58,12 +58,14 @@ def parse_for(record: Request, reply: str) -> tuple[Decision, dict[str, Any]]:
     question's ``note`` (the words after its option); an approval's or review's outcome and
     the words kept as its ``reason`` (and ``note``; feedback: the reason only)."""
     if record.kind not in ("approval", "review"):
-        decision = parse_reply(reply, record.options, record.recommendation)
+        decision = parse_reply(reply, record.options, record.recommendation, p0=record.is_p0)
         extra: dict[str, Any] = {"outcome": "answered"}
         if decision.note:
             extra["note"] = decision.note
         return decision, extra
-    decision = parse_verdict(reply, record.options, record.kind, record.recommendation)
+    decision = parse_verdict(
+        reply, record.options, record.kind, record.recommendation, p0=record.is_p0
+    )
     extra = {"outcome": decision.chosen_option}
     if decision.note:
         extra["reason"] = decision.note

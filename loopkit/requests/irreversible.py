@@ -25,9 +25,7 @@ if TYPE_CHECKING:
 
 def is_irreversible(record: Request) -> bool:
     """Whether approving ``record`` cannot be undone (a P0 approval)."""
-    if record.kind != "approval":
-        return False
-    return record.gate is not None or bool((record.needs_human or {}).get("p0"))
+    return record.kind == "approval" and record.is_p0
 
 
 def approves(record: Request, reply: str) -> bool:

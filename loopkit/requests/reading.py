@@ -11,6 +11,10 @@ message) and the web inbox::
     → no option matched: kept as free text; the agent gets it as a hint with Retry
     → approved ("lgtm")
     → changes requested: no option, no unconditional yes or no; your words are the reason
+    → not approved: reply `approve` alone to approve; your words are kept as the reason …
+
+The last is a P0 request's (SPEC §28): only a yes, the approve label or its letter alone
+approves one, and the human is told so whatever else they wrote.
 
 Pure: no I/O, no clock.
 """
@@ -58,6 +62,11 @@ def reading(record: Request) -> str:
             return f"{fold(res.chosen_option, _QUOTE)}{_how(res, None, None)}"
         retry = any(o.value == "retry" for o in record.options)
         gets = "a hint with Retry" if retry else "your answer, in your words"
+        if record.is_p0:
+            return (
+                "not chosen: an irreversible choice takes the option alone (its letter or "
+                f"label); kept as free text; the agent gets it as {gets}"
+            )
         return f"no option matched: kept as free text; the agent gets it as {gets}"
     index, option = chosen
     return f"{_named(index, option)}{_how(res, index, option)}{_words('note', res.note)}"
@@ -66,6 +75,11 @@ def reading(record: Request) -> str:
 def _verdict(record: Request, res: Resolution) -> str:
     outcome = str(res.outcome or res.chosen_option or "rejected")
     said = outcome.replace("_", " ")
+    if res.matched_by == "free_text" and record.is_p0:  # SPEC §28: the yes alone approves
+        return (
+            "not approved: reply `approve` alone to approve; your words are kept as the reason "
+            f"({said})"
+        )
     if res.matched_by == "free_text":  # feedback: changes requested
         return f"{said}: no option, no unconditional yes or no; your words are the reason"
     if res.matched_by in ("yes", "no"):

@@ -153,6 +153,14 @@ class Request:
         return self.status in OPEN_STATUSES
 
     @property
+    def is_p0(self) -> bool:
+        """Whether what its answer lets happen cannot be undone (SPEC §28: P0): an action bound
+        by a gate (``loopkit gate``, a hook's gated call, Claude Code's permission dialog) or
+        an ask found P0 (``--irreversible``, data loss, security, legal, a one-way door). Only
+        the option alone chooses it (:mod:`~loopkit.requests.replies`)."""
+        return self.gate is not None or bool((self.needs_human or {}).get("p0"))
+
+    @property
     def has_own_block(self) -> bool:
         """It has (or is about to write) a BLOCKED.md of its own: its answer is for the loop."""
         return self.block in OWN_BLOCKS

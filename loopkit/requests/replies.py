@@ -57,9 +57,14 @@ import string
 import unicodedata
 
 from loopkit.datarecord import record
+from loopkit.requests.dictionary import inflected, is_word
 from loopkit.requests.models import Option
 from loopkit.requests.typos import slips
 from loopkit.requests.words import (
+    ALONE_TAKE_BACK,
+    NO_EMOJI,
+    NOTHING,
+    QUALIFIERS,
     STOPWORDS,
     TURN,
     WORD,
@@ -68,6 +73,7 @@ from loopkit.requests.words import (
     negations,
     normalise,
     numbers_in,
+    taken_back,
     words_of,
 )
 
@@ -110,24 +116,45 @@ _LONE_INDEX = re.compile(
     r"(?<![\w'’-])(?:(?P<letter>[A-Z])|(?P<number>[0-9]{1,2}))(?![\w'’-])"
     r"(?P<end>\s*(?:[).,;:!?]|$))?"
 )
+# An index with quotes or brackets around it, or a mark after it: "(A)", "“B”", "A!", "A 👍".
+# Never a "?" (a question back) nor a sign before it ("-1", "+1": a vote, not option 1).
+_AROUND = "\\s\"'“”‘’«»\u200b\ufe0f👍✅\U0001f3fb-\U0001f3ff"
+_DECORATED_INDEX = rf"[{_AROUND}(\[{{]*(?P<index>[a-z]|[0-9]{{1,2}})[{_AROUND})\]}}.!,;:…]*"
 _DELEGATION = re.compile(r"(?:work on it|your call|you decide)[\s.!]*")
 # Words that make an approval conditional or second-guessed: feedback, never an approval.
-_HEDGES = frozenset({
-    "if", "unless", "when", "whenever", "once", "after", "before", "until", "till", "provided",
-    "providing", "assuming", "only", "but", "except", "however", "though", "although", "wait",
-    "hold", "later", "maybe", "perhaps", "probably", "tomorrow", "tonight", "yet", "reject",
-    "rejected", "deny", "denied",
+_HEDGES = QUALIFIERS | NOTHING | frozenset({
+    "when", "whenever", "once", "after", "before", "until", "till", "wait", "hold", "later",
+    "maybe", "perhaps", "probably", "tomorrow", "tonight", "yet", "reject", "rejected", "deny",
+    "denied",
 })  # fmt: skip
 _HEDGE_PHRASES = ("as long as", "as soon as")
-YES_WORDS = frozenset({"yes", "y", "approve", "approved", "ok", "lgtm", "👍"})
-NO_WORDS = frozenset({"no", "n", "reject", "rejected", "deny"})
+YES_WORDS = frozenset({"yes", "y", "approve", "approved", "ok", "lgtm", "👍", "✅"})
+NO_WORDS = frozenset({"no", "n", "reject", "rejected", "deny", "👎"})
+# An option that says yes (a negation after it takes it back, SPEC §28) or no (a negation
+# after it agrees: "no, not yet").
+_SAYS_YES = YES_WORDS | {"allow", "proceed", "continue", "confirm", "accept", "go", "sure"}
+_SAYS_NO = NO_WORDS | {"denied", "decline", "nope"}
 _NEGATED_APPROVAL = re.compile(
     r"(?:not|never|do not|don't|dont) (?:approve|approved|ok|okay|lgtm|yes)"
     r"|(?:dis|un)approved?|disapproval"
 )
 _MIN_PREFIX = 2  # characters: a single one is only ever an index
 _MIN_TYPO_PREFIX = 4  # the start of a label a typo may be of ("postgres" of "PostgreSQL")
-_MIN_TYPO_TEXT = 3  # a shorter reply or option text is never fuzzy-matched
+_MIN_TYPO_TEXT = 3  # a shorter option text is never fuzzy-matched
+_MIN_TYPO_LETTERS = 5  # a reply of fewer letters (or digits) is never a typo (SPEC §28)
+# What may stand beside a P0 request's yes: punctuation, and a thumbs-up or a check mark
+# (skin tones and emoji presentation included). Zero-width characters are nothing.
+_THUMBS = "👍✅"
+_BESIDE = "\ufe0f\u200b\u200c\u200d\u2060\ufeff"
+_SKIN_TONES = ("\U0001f3fb", "\U0001f3ff")
+_ENDINGS = " .!" + _THUMBS + _BESIDE + "".join(map(chr, range(0x1F3FB, 0x1F400)))
+_APPROVING = ("approved", "always")  # a verdict that lets the action happen
+# Words of an order or a change of mind, never of a reason that opens with "no".
+_ORDERS = frozenset({
+    "i", "i'm", "im", "we", "let", "let's", "lets", "go", "keep", "pick", "choose", "take",
+    "use", "do", "other", "another", "different", "continue", "proceed", "stop", "want",
+    "meant", "mean", "should", "rather", "don't", "dont",
+})  # fmt: skip
 
 
 @record(frozen=True, slots=True)
@@ -170,37 +197,94 @@ _FREE = _Read((), "free_text")
 
 
 def parse_reply(
-    reply: str, options: Sequence[Option], recommendation: str | None = None
+    reply: str,
+    options: Sequence[Option],
+    recommendation: str | None = None,
+    *,
+    p0: bool = False,
 ) -> Decision:
-    """Match ``reply`` against ``options`` as the module states (steps 1–7)."""
-    return _decide(reply, _read(reply, options, recommendation, loose=False))
+    """Match ``reply`` against ``options`` as the module states (steps 1–7); ``p0``: only
+    the option alone chooses it."""
+    decision = _decide(reply, _read(reply, options, recommendation, loose=False))
+    if p0 and decision.chosen_option is not None and not alone(reply, options, decision):
+        return _decide(reply, _FREE)
+    return decision
 
 
 def parse_verdict(
-    reply: str, options: Sequence[Option], kind: str, recommendation: str | None = None
+    reply: str,
+    options: Sequence[Option],
+    kind: str,
+    recommendation: str | None = None,
+    *,
+    p0: bool = False,
 ) -> Decision:
     """An approval's or a review's decision: ``chosen_option`` is the outcome (approved,
     rejected, changes_requested, deferred); feedback is ``changes_requested`` with
-    ``matched_by == "free_text"`` and the reply as ``note``."""
+    ``matched_by == "free_text"`` and the reply as ``note``. ``p0``: only a yes, the
+    approve label, value, letter or number alone approves."""
+    words = " ".join(reply.split())
+    feedback = Decision("changes_requested", None, "changes_requested", "free_text", words or None)
     read = _read(reply, options, recommendation, loose=True)
     if read.found and read.found[0].value == "approved" and not unconditional(read.note):
         read = _FREE
-    if read.found:
-        return _decide(reply, read)
-    words = " ".join(reply.split())
-    if kind == "approval":
+    decision = _decide(reply, read) if read.found else None
+    if decision is None and kind == "approval":
         verdict = _yes_or_no(reply)
         if verdict is not None:
             outcome, note = verdict
             matched_by: MatchedBy = "yes" if outcome == "approved" else "no"
-            return Decision(outcome, None, outcome, matched_by, note)
-    return Decision("changes_requested", None, "changes_requested", "free_text", words or None)
+            decision = Decision(outcome, None, outcome, matched_by, note)
+    if decision is None or decision.chosen_option is None:
+        return feedback
+    if p0 and decision.chosen_option in _APPROVING and not alone(reply, options, decision):
+        return feedback
+    return decision
+
+
+def alone(reply: str, options: Sequence[Option], decision: Decision) -> bool:
+    """Whether ``reply`` is the chosen option alone (SPEC §28, P0): its letter, number,
+    label, value or an alias — for an approval, also yes words — with nothing beside them
+    but punctuation, 👍 or ✅. ``approve 👍`` and ``A)`` are alone; ``approve nothing``,
+    ``approve 0``, ``approve: false`` and ``aprove`` are not."""
+    bare, thumbs = _bare(reply)
+    for index, option in enumerate(options):
+        choice = _option(index, option)
+        if choice.value != decision.chosen_option:
+            continue
+        if choice.value == "approved" and (
+            (not bare and thumbs) or (bare and set(bare.split()) <= YES_WORDS)
+        ):
+            return True
+        names = {_bare(t)[0] for t in (option.label, choice.value, *option.aliases)}
+        if bare in names | {string.ascii_lowercase[index] if index < 26 else "", str(index + 1)}:
+            return True
+    return False
+
+
+def _bare(text: str) -> tuple[str, bool]:
+    """``text`` without its punctuation, thumbs-up and check marks (as :func:`normalise`
+    gives it), and whether it had a thumbs-up or a check mark."""
+    kept, thumbs = [], False
+    for char in unicodedata.normalize("NFKC", text):
+        if char in _THUMBS:
+            thumbs = True
+        elif not (
+            unicodedata.category(char).startswith("P")
+            or char in _BESIDE
+            or _SKIN_TONES[0] <= char <= _SKIN_TONES[1]
+        ):
+            kept.append(char)
+            continue
+        kept.append(" ")
+    return normalise("".join(kept)), thumbs
 
 
 def unconditional(words: str | None) -> bool:
     """Whether the words after an approval leave it standing: no condition (``if``,
-    ``once``, ``as long as``), no second thoughts (``but``, ``wait``), no negation, no
-    rejection, no question."""
+    ``once``, ``as long as``), no contrast or alternative (``but``, ``only``, ``instead``),
+    no second thoughts (``wait``, ``scratch that``), no negation, nothing that says nothing
+    (``nothing``, ``false``, ``0``), no rejection, no question."""
     if not words:
         return True
     key = normalise(words)
@@ -210,6 +294,7 @@ def unconditional(words: str | None) -> bool:
         or negations(tokens)
         or any(t in _HEDGES for t in tokens)
         or any(phrase in key for phrase in _HEDGE_PHRASES)
+        or bool(taken_back(key))
     )
 
 
@@ -231,19 +316,27 @@ def _read(
     exact = [c for c in choices if c.label == text]
     if exact:
         return _Read(tuple(exact), "label")
-    if asks_back(text):
-        return _FREE
+    if asks_back(text) or NO_EMOJI & set(text):
+        return _FREE  # a question back; a 👎 or ❌ beside an option (on its own, it rejects)
     read = _by_index(reply, text, choices) or _by_name(text, choices)
     read = read or _by_head(reply, choices, loose=loose)
     if read is not None:
         return read
     if _DELEGATION.fullmatch(text):
         return _Read(tuple(_by_recommendation(recommendation, choices)), "recommendation")
+    bare = text.rstrip(_ENDINGS)  # "STOP!", "skip 👍": the name, an ending set aside
+    named = _named_by(bare, choices) if bare and bare != text else None
+    if named is not None:
+        return _Read(tuple(named[0]), named[1])
     return _Read(tuple(_by_typo(text, choices)), "fuzzy")
 
 
 def _by_index(reply: str, text: str, choices: list[_Option]) -> _Read | None:
-    """Step 1: an index alone, or an index, a separator and words."""
+    """Step 1: an index alone (quoted, bracketed, with a ``!`` or a 👍 beside it), or an
+    index, a separator and words."""
+    decorated = re.fullmatch(_DECORATED_INDEX, text)
+    if decorated is not None:
+        text = decorated["index"]
     alone = _INDEX.fullmatch(text)
     if alone is not None:
         core = text.rstrip(").:")
@@ -315,6 +408,12 @@ def _is_prefix(key: str, label: str) -> bool:
         return False
     if key[-1].isdigit() and label[len(key)].isdigit():
         return False
+    if key[-1].isalpha() and label[len(key)].isalpha():
+        # The reply ends inside a word of the label: an English word that is not that word
+        # is meant as it is ("ski" is no start of "Skip the task", nor "rest" of "Restart").
+        part, word = words_of(key)[-1], words_of(label)[len(words_of(key)) - 1]
+        if is_word(part) and not inflected(part, word):
+            return False
     last = words_of(key)[-1:] or [""]
     whole = words_of(label)[len(words_of(key)) - 1 : len(words_of(key))]
     return not (negations(last) and last != whole)
@@ -361,7 +460,57 @@ def _with_words(
         return _FREE  # "A - stay on v1": the letter and the words disagree
     if chosen.index in negated:
         return _FREE  # "A - don't use the v2 API"
+    if _takes_back(note, chosen, choices):
+        return _FREE  # "Postgres — no", "A — scratch that", "yes, but only for staff"
     return _Read((chosen,), matched_by, note)
+
+
+def _takes_back(words: str, chosen: _Option, choices: list[_Option]) -> bool:
+    """Whether the words after ``chosen`` take it back or make it no choice yet (SPEC §28):
+    second thoughts anywhere (``scratch that``, ``never mind``, ``wait``, ``actually``,
+    ``or``); a contrast, condition or alternative (``but``, ``only``, ``if``, ``instead``);
+    a negation that ends them (``I guess not``) or opens them aimed at no other option
+    (``no``, ``NOT``, ``no, 7``; not
+    ``not postgres`` after MySQL, nor ``no phone at hand``: a reason) unless the option
+    itself says no (``no, not yet``); after an option that says yes, any negation or word
+    that says nothing (``yes, not now``, ``allow nothing``); words that only say nothing
+    (``A: false``) or, where the options are numbers, only another number (``B — 7``). A
+    word of the option's own
+    (``B, wait until Monday`` for *Wait*) is never one of these."""
+    key = normalise(words)
+    own = chosen.words
+    tokens = [t for t in words_of(key) if t not in own]
+    if not tokens:
+        return False
+    if any(t in QUALIFIERS for t in tokens) or set(tokens) <= ALONE_TAKE_BACK:
+        return True
+    if any(paused or not set(words_of(phrase)) <= own for phrase, paused in taken_back(key)):
+        return True  # "A — scratch that"; "Wait - wait, the other one" (its own word, a pause)
+    if all(t in NOTHING or negations([t]) for t in tokens):
+        return True  # "A: nothing", "deploy now - false"
+    if all(t.isdigit() for t in tokens) and any(numbers_in(c.label) for c in choices):
+        return True  # "B — 7" where the options are numbers: another number, not a note
+    says = [*words_of(chosen.label)[:1], chosen.value_key]
+    if any(w in _SAYS_NO for w in says) or negations(words_of(chosen.label)):
+        return False  # a negation after a no agrees with it
+    if any(w in _SAYS_YES for w in says) and (negations(tokens) or NOTHING & set(tokens)):
+        return True
+    spans = list(WORD.finditer(key))
+    everything = [m.group() for m in spans]
+    if negations(everything[-1:]):
+        return True  # a negation that ends them: "I guess not", "hmm, no", "A, don't"
+    opening = 2 if everything[:2] == ["do", "not"] else 1
+    if not negations(everything[:opening]):
+        return False
+    rest = everything[opening:]
+    # Denying the next word, not the choice: nothing but a space between them.
+    joined = bool(rest) and not key[spans[opening - 1].end() : spans[opening].start()].strip()
+    if joined and _foreign(rest[:1], chosen, choices):
+        return False  # "not postgres", "no retry please": the other option is what is denied
+    # "no" before a reason of three words or more is a determiner ("no phone at hand"); not
+    # before an order or a change of mind ("no let's keep going", "no I want the other").
+    reason = joined and everything[0] == "no" and len(rest) >= 3
+    return not (reason and not _ORDERS & set(rest))
 
 
 def _names(words: str, choices: list[_Option]) -> tuple[set[int], set[int]]:
@@ -419,21 +568,28 @@ def _by_recommendation(recommendation: str | None, choices: list[_Option]) -> li
 
 
 def _by_typo(text: str, choices: list[_Option]) -> list[_Option]:
-    """Step 6: the one option within a few slips of ``text`` (an ending ``!`` or ``.``
-    aside), or nothing."""
-    text = text.rstrip(" .!")
-    if len(text) < _MIN_TYPO_TEXT or not choices:
+    """Step 6: the one option whose label is within a few slips of ``text`` (an ending
+    ``!``, ``.``, 👍 or ✅ aside) — a reply of 5 letters or more that holds the label's
+    distinguishing word (:func:`_spelt_like`) — or nothing."""
+    text = text.rstrip(_ENDINGS)
+    if not text or not choices:
+        return []
+    if sum(char.isalnum() for char in text) < _MIN_TYPO_LETTERS:
         return []
     longest = max((len(t) for c in choices for t in c.texts), default=0)
     if len(text) > 2 * longest + 10:
         return []
     allowed = 1 if len(text) <= 10 else 2 if len(text) <= 20 else 3
     tokens = words_of(text)
+    if len(tokens) == 1 and is_word(tokens[0]):
+        return []  # an English word is meant as written: never a typo of what it resembles
     within, near = [], []
     for c in choices:
         if _foreign(tokens, c, choices):
             continue
-        if any(cost <= allowed for cost in _typo_costs(text, tokens, c, allowed)):
+        if _spelt_like(tokens, c, choices) and any(
+            cost <= allowed for cost in _typo_costs(text, tokens, c, allowed)
+        ):
             within.append(c)
         elif _but_for_numbers(text, c):
             near.append(c)
@@ -456,25 +612,66 @@ _ONE_DIGIT = str.maketrans("123456789", "000000000")
 
 
 def _typo_costs(text: str, tokens: Sequence[str], c: _Option, allowed: int) -> Iterator[int]:
-    """The slips from ``text`` to each of ``c``'s texts, and to the starts of its label that
-    end on the reply's last letter (``postgress`` of "PostgreSQL", never ``skip tesk`` of
-    "Skip tests"), that it may be a typo of: the same numbers, the same negations, a start
-    never cut inside a number."""
-    for target in c.texts:
-        if len(target) < _MIN_TYPO_TEXT:
+    """The slips from ``text`` to ``c``'s label, and to the starts of it that end on the
+    reply's last letter (``postgress`` of "PostgreSQL", never ``skip tesk`` of "Skip
+    tests"), that it may be a typo of: the same numbers, the same negations, a start never
+    cut inside a number. Never of a value or an alias: those match exactly (SPEC §28)."""
+    target = c.label
+    if len(target) < _MIN_TYPO_TEXT:
+        return
+    row = slips(text, target)
+    ends = [len(target)]
+    ends += [
+        end
+        for end in range(_MIN_TYPO_PREFIX, len(target))
+        if target[end - 1] == text[-1] and not (target[end - 1].isdigit() and target[end].isdigit())
+    ]
+    for end in ends:
+        if row[end] <= allowed and _same_sense(text, tokens, target[:end]):
+            yield row[end]
+
+
+def _spelt_like(tokens: Sequence[str], c: _Option, choices: list[_Option]) -> bool:
+    """Whether the reply may be a typo of ``c``'s label (SPEC §28): it holds the label's
+    distinguishing word — a word no other option has — as it is, with an ending
+    (``replica``), misspelt (``skp``, ``postgress``), run into a neighbour (``node18``) or
+    split (``my sql``); and it changes no ordinary word into another: an English word that
+    is none of the option's (``slip``, ``lop``) is meant as it is written."""
+    others = {w for o in choices if o.value != c.value for w in o.words}
+    label = [w for w in words_of(c.label) if w not in STOPWORDS] or words_of(c.label)
+    distinct = [w for w in label if w not in others]
+    # No word of its own ("2 deploy" beside "2 rollback" and "1 deploy"): all of its words.
+    keys, needed = (distinct, 1) if distinct else (label, len(set(label)))
+    own = c.words
+    found: set[str] = set()
+    split = set()
+    for at in range(len(tokens) - 1):
+        if tokens[at] + tokens[at + 1] in keys:  # a space slipped in: "my sql"
+            split |= {at, at + 1}
+            found.add(tokens[at] + tokens[at + 1])
+    for at, token in enumerate(tokens):
+        if at in split:
             continue
-        row = slips(text, target)
-        ends = [len(target)]
-        if target == c.label:
-            ends += [
-                end
-                for end in range(_MIN_TYPO_PREFIX, len(target))
-                if target[end - 1] == text[-1]
-                and not (target[end - 1].isdigit() and target[end].isdigit())
-            ]
-        for end in ends:
-            if row[end] <= allowed and _same_sense(text, tokens, target[:end]):
-                yield row[end]
+        # A space dropped: "node18" of "Node 18", "v1deploy" of "V1 deploy".
+        found |= {w for w in keys if w in token and w != token and (len(w) >= 3 or
+                                                                    not w.isalpha())}  # fmt: skip
+        if not token.isalpha() or any(inflected(token, w) for w in own):
+            found |= {w for w in keys if inflected(token, w)}
+            continue
+        if token in STOPWORDS or is_word(token):
+            return False
+        last = at == len(tokens) - 1
+        found |= {w for w in keys if _misspelt(token, w, start=last)}
+    return len(found) >= needed
+
+
+def _misspelt(token: str, word: str, *, start: bool) -> bool:
+    """Whether ``token`` is a slip or two from ``word`` (one for a word of five letters or
+    fewer) — or, ``start``, from the start of it (4 letters or more)."""
+    allowed = 1 if len(word) <= 5 else 2
+    row = slips(token, word)
+    ends = range(_MIN_TYPO_PREFIX, len(word) + 1) if start else [len(word)]
+    return any(row[end] <= allowed for end in ends if end < len(row))
 
 
 def _same_sense(text: str, tokens: Sequence[str], target: str) -> bool:
@@ -505,9 +702,11 @@ def _yes_or_no(reply: str) -> tuple[str, str | None] | None:
     key = normalise(reply).rstrip(" .!")
     if _NEGATED_APPROVAL.fullmatch(key):
         return "rejected", None
-    if key in YES_WORDS:
+    # Alone, but for punctuation, 👍 or ✅ (never a "?": a question back is no answer).
+    bare, thumbs = _bare(reply) if "?" not in key else (key, False)
+    if (bare and set(bare.split()) <= YES_WORDS) or (thumbs and not bare):
         return "approved", None
-    if key in NO_WORDS:
+    if bare in NO_WORDS:
         return "rejected", None
     display = unicodedata.normalize("NFKC", reply).strip()
     match = _SEPARATOR.search(display)

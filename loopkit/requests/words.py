@@ -1,8 +1,9 @@
 """What a reply's words say, for :mod:`~loopkit.requests.replies`: the text as compared
 (NFKC + casefold, whitespace collapsed), its words and numbers, its negations (``not``,
 ``no``, ``don't``, ``never``, ``without``, ``instead of``, ``rather than``, and ``un-``,
-``dis-``, ``non-`` before a word: ``unapproved``) and its second thoughts (``no wait``,
-``actually``, ``or``). Pure.
+``dis-``, ``non-`` before a word: ``unapproved``), its second thoughts (``no wait``, ``actually``,
+``or``), and what takes a choice back or makes it conditional (SPEC §28: ``scratch that``,
+``never mind``; ``but``, ``only``, ``if``, ``instead``). Pure.
 """
 
 from __future__ import annotations
@@ -23,6 +24,33 @@ TURN = re.compile(
     r"\b(?:wait|actually|or|i mean|sorry|scratch that|make (?:it|that)|rather|instead)\b"
     r"|\bno\s*[,.;:!—–-]"
 )
+# What takes back what was said before it (SPEC §28): "A — scratch that", "stop, never mind",
+# "C, actually let it run", "B, sorry, I mean A", "make it 7". Wherever it stands in the words.
+# A pattern, compiled on first use (by re's cache), not at import: SPEC §20.
+_TAKEN_BACK = (
+    r"\b(?:wait|hold on|hang on|actually|i mean|i meant|sorry|scratch (?:that|it|this)"
+    r"|strike (?:that|it|this)|never ?mind|nvm|make (?:it|that)|correction|oops|undo"
+    r"|ignore (?:that|it|this)|forget (?:that|it|this)|cancel (?:that|it|this)|jk"
+    r"|just kidding|(?:on )?second thoughts?|rather|instead|or|change(?:d)? my mind"
+    r"|change of plans?|my (?:bad|mistake)|wrong (?:one|option|button|choice)|misclick(?:ed)?"
+    r"|the other (?:one|option|choice)|the other|another (?:one|option|choice)"
+    r"|something else|anything else|disregard|retract|revoke|hm+|um+|uh+|erm)\b"
+)
+# A note of nothing but one of these takes the choice back too ("A - cancel", "B: undo").
+ALONE_TAKE_BACK = frozenset({
+    "cancel", "undo", "stop", "abort", "ignore", "nevermind", "nvm", "oops", "sorry", "nope",
+    "nah", "no", "not", "never", "false", "wrong", "mistake", "typo",
+})  # fmt: skip
+# Emoji that say no: in a reply they are a negation, never decoration.
+NO_EMOJI = frozenset("👎❌🚫✖⛔🛑✗✘🙅")
+# A contrast, a condition or an alternative: a choice with one of these is no choice yet
+# ("yes, but only for staff", "A, if the tests pass", "B, except staging").
+QUALIFIERS = frozenset({
+    "but", "except", "excepting", "only", "if", "unless", "rather", "instead", "however",
+    "though", "although", "otherwise", "alternatively", "provided", "providing", "assuming",
+})  # fmt: skip
+# Words that say "nothing" or "false" where a yes stands: "approve nothing", "approve: false".
+NOTHING = frozenset({"nothing", "none", "nobody", "false", "0", "zero", "null", "nil", "off"})
 _NEGATIONS = {
     "no": "not", "not": "not", "nope": "not", "nah": "not", "neither": "not", "nor": "not",
     "non": "not", "cannot": "not", "never": "never", "without": "without",
@@ -53,6 +81,15 @@ def words_of(text: str) -> list[str]:
 
 def numbers_in(text: str) -> list[str]:
     return sorted(re.findall(r"[0-9]+", text))
+
+
+def taken_back(key: str) -> list[tuple[str, bool]]:
+    """The phrases in the words (as :func:`normalise` gives them) that take back what was
+    said before them, each with whether a pause follows it (``wait,``: an interjection)."""
+    return [
+        (m.group(), re.match(r"\s*[,.;:!—–-]", key[m.end() :]) is not None)
+        for m in re.finditer(_TAKEN_BACK, key)
+    ]
 
 
 def negations(tokens: Sequence[str]) -> frozenset[str]:

@@ -25,6 +25,7 @@ from loopkit.requests.models import Status
 from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING
 from loopkit.supervisor.stuck_watch import block_ended
 from loopkit.watch.waits import wait_unblock
+from loopkit.workspace.state import LoopStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -141,12 +142,12 @@ class BlockedPhase:
             # --exit-on-block too): now, if the agent's turn ended before we sent it.
             self.parts.escalator.send_left(record)
         if state.status != "blocked" or state.open_request != request_id:
-            state.status, state.open_request = "blocked", request_id
+            state.status, state.open_request = LoopStatus.BLOCKED, request_id
             self.parts.save()
         if self.parts.options.exit_on_block:
             with contextlib.suppress(OSError):
-                self.print_head(blockfile.read_head(path))
-            return self.parts.finish("blocked", EXIT_BLOCKED, "blocked (--exit-on-block)")
+                self.print_head(blockfile.shown_head(path))
+            return self.parts.finish(LoopStatus.BLOCKED, EXIT_BLOCKED, "blocked (--exit-on-block)")
         question = f": {fold(record.prompt, 100)}" if record else ""
         log.info(
             "waiting",
@@ -284,7 +285,9 @@ class BlockedPhase:
             return self._unblocked(fresh, removed=False)
         self.parts.announce(fresh, now=action == "abort")
         if action == "abort":
-            return self.parts.finish("aborted", EXIT_ABORTED, "aborted: timeout action abort")
+            return self.parts.finish(
+                LoopStatus.ABORTED, EXIT_ABORTED, "aborted: timeout action abort"
+            )
         self._remove_block(record)
         if action == "skip":
             self._skip_task(record)
@@ -315,7 +318,7 @@ class BlockedPhase:
                 self.parts.state.failures, self.parts.state.failed_iterations = 0, []
                 block_ended(self.parts.state)
                 finished = self.parts.finish(
-                    "aborted", EXIT_ABORTED, "aborted by the human's answer"
+                    LoopStatus.ABORTED, EXIT_ABORTED, "aborted by the human's answer"
                 )
                 self._mark_applied(record)
                 return finished
@@ -383,7 +386,10 @@ class BlockedPhase:
                 log.error("raise_failed", msg=f"cannot raise request {waiting.request_id}: {exc}")
                 return
             state = self.parts.state
-            state.status, state.open_request = "blocked", placed.joined or waiting.request_id
+            state.status, state.open_request = (
+                LoopStatus.BLOCKED,
+                placed.joined or waiting.request_id,
+            )
             self.parts.save()
             if placed.joined is None:
                 what = f"asking the question that waited on {gone}: {waiting.prompt}"
@@ -469,7 +475,7 @@ class BlockedPhase:
         state.failures, state.failed_iterations = 0, []
         block_ended(state)  # the stuck signals it carried start counting afresh
         state.open_request = None
-        state.status = "running"
+        state.status = LoopStatus.RUNNING
         self.parts.save(durable=durable)
         return CONTINUE
 

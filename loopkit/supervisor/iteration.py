@@ -27,6 +27,7 @@ from loopkit.supervisor.pause import guidance_for_agent
 from loopkit.supervisor.runner import describe
 from loopkit.supervisor.stuck_watch import StuckWatch
 from loopkit.supervisor.tasks import read_tasks
+from loopkit.workspace.state import LoopStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,7 +83,8 @@ class Iteration:
             tasks = read_tasks(self.parts.workspace.root, loop.task_file, loop.task_pattern,
                                skipped)  # fmt: skip
             if tasks.none_left:  # never an agent run on "the current task" of none
-                return self.parts.finish("finished", EXIT_OK, _none_left(loop.task_file, tasks))
+                why = _none_left(loop.task_file, tasks)
+                return self.parts.finish(LoopStatus.FINISHED, EXIT_OK, why)
             task = tasks.current
         state.iteration += 1
         changed = task != state.task or state.status != "running"
@@ -90,7 +92,7 @@ class Iteration:
             state.task_base = evidence.head(self.parts.workspace.root)  # no git: no subprocess
         if task != state.task:
             state.task, state.failures, state.failed_iterations = task, 0, []
-        state.status = "running"
+        state.status = LoopStatus.RUNNING
         # A human's decision is consumed before anything runs, durably: a crash at any later
         # point never hands it to a second agent run (at most once, across any crash).
         self._decisions, state.pending_decisions = state.pending_decisions, []
@@ -271,7 +273,7 @@ class Iteration:
             request_id = blockfile.request_id_of(blocked_path)
             if request_id is None and blockfile.state(blocked_path) == "file":
                 request_id = self._adopt(task)
-            self.parts.state.status = "blocked"
+            self.parts.state.status = LoopStatus.BLOCKED
             self.parts.state.open_request = request_id
             self.parts.save()
             return CONTINUE
@@ -282,7 +284,7 @@ class Iteration:
             # agent run.
             log.info("agent_blocked", msg="the agent's block was answered during its turn; "
                      "verify skipped")  # fmt: skip
-            self.parts.state.status = "blocked"
+            self.parts.state.status = LoopStatus.BLOCKED
             self.parts.state.open_request = self._asked
             self.parts.save()
             return CONTINUE
@@ -309,7 +311,9 @@ class Iteration:
             if self.parts.stop.is_set():
                 return self.parts.stopped()
             if done.ok:
-                return self.parts.finish("finished", EXIT_OK, "done: the done command exited 0")
+                return self.parts.finish(
+                    LoopStatus.FINISHED, EXIT_OK, "done: the done command exited 0"
+                )
         return CONTINUE
 
     def _agent_turn(self, agent: Command, log_file: IterationLog) -> Finished:
@@ -539,7 +543,7 @@ class Iteration:
             log.error("escalation_failed", error=str(exc), msg=f"cannot block: {exc}")
             raise
         self.parts.state.open_request = result.joined or result.request.request_id
-        self.parts.state.status = "blocked"
+        self.parts.state.status = LoopStatus.BLOCKED
         self.parts.save()
         if not result.joined:
             self._announce(result)

@@ -35,7 +35,7 @@ from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
 from loopkit.supervisor.containment import KILL_WAIT, Containment, label
 from loopkit.workspace import Workspace
-from loopkit.workspace.state import StateFile, SupervisorLock
+from loopkit.workspace.state import LoopStatus, StateFile, SupervisorLock
 from loopkit.workspace.steer import record_event
 
 TYPE_CHECKING = False
@@ -174,8 +174,8 @@ def end_dead_loop(root: Path, *, grace: float, by: str, via: str) -> Stopped | N
         stopped = stop_left_behind(containment, grace=grace)
         states = StateFile(workspace)
         state = states.load()
-        if state.status in ("running", "blocked", "paused"):
-            state.status = "stopped"
+        if state.status in (LoopStatus.RUNNING, LoopStatus.BLOCKED, LoopStatus.PAUSED):
+            state.status = LoopStatus.STOPPED
             states.save(state)
         record_event(workspace, "steer_stop_given", f"stop by {by} via {via}: its supervisor was "
                      f"gone; {stopped.count} process(es) its agent left stopped",

@@ -47,7 +47,7 @@ from loopkit.supervisor.runner import Runner
 from loopkit.watch.folder import FolderWatch
 from loopkit.watch.wake import Wake
 from loopkit.workspace import Workspace
-from loopkit.workspace.state import SupervisorLock
+from loopkit.workspace.state import LoopStatus, SupervisorLock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ class Supervisor:
         parts.state.pid = os.getpid()
         parts.state.pid_start = liveness.start_ticks(os.getpid())
         parts.state.started_at = clock.iso_seconds(self.clock.now())
-        parts.state.status = "running"
+        parts.state.status = LoopStatus.RUNNING
         parts.save()
         log.info("started", pid=os.getpid(), msg=f"supervising {parts.workspace.root}")
         left = stop_left_behind(
@@ -219,7 +219,9 @@ class Supervisor:
                 continue
             resumed = True
             if limit is not None and done >= limit:
-                return _code(parts.finish("idle", EXIT_OK, f"stopped after {done} iteration(s)"))
+                return _code(
+                    parts.finish(LoopStatus.IDLE, EXIT_OK, f"stopped after {done} iteration(s)")
+                )
             held = self.controls.hold()  # paused: the last iteration ended, the next waits
             if held == "stopped":
                 return _code(parts.stopped())

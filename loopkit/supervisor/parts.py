@@ -22,7 +22,7 @@ from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks
-from loopkit.workspace.state import State, StateFile
+from loopkit.workspace.state import LoopStatus, State, StateFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ class Parts:
         self.state_file.save(self.state, durable=durable)
         self.changed.set()
 
-    def finish(self, status: str, code: int, why: str) -> Step:
+    def finish(self, status: LoopStatus, code: int, why: str) -> Step:
         self.state.status = status
         self.state.last_exit = code
         self.save()
@@ -226,4 +226,4 @@ class Parts:
     def stopped(self) -> Step:
         code = EXIT_SIGINT if self.signal_received == signal.SIGINT else EXIT_SIGTERM
         name = signal.Signals(self.signal_received or signal.SIGTERM).name
-        return self.finish("stopped", code, f"stopped by {name}")
+        return self.finish(LoopStatus.STOPPED, code, f"stopped by {name}")

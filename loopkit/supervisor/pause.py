@@ -20,6 +20,7 @@ from typing import Literal
 from loopkit import clock
 from loopkit.log import get_logger
 from loopkit.watch.folder import FolderWatch
+from loopkit.workspace.state import LoopStatus
 from loopkit.workspace.steer import (
     Notes,
     Steering,
@@ -127,7 +128,7 @@ class Controls:
             return "stopped"
         if order is None:
             return None
-        parts.state.status = "paused"
+        parts.state.status = LoopStatus.PAUSED
         parts.save()
         log.info("steer_pause", by=order.by, via=order.via, at=order.at,
                  msg=f"paused: {order.line()}; `loopkit resume` goes on")  # fmt: skip
@@ -142,7 +143,7 @@ class Controls:
         how = resumed.line() if resumed is not None else "its pause was withdrawn"
         log.info("steer_resume", by=resumed.by if resumed else None,
                  via=resumed.via if resumed else None, msg=f"resumed: {how}")  # fmt: skip
-        parts.state.status = "running"
+        parts.state.status = LoopStatus.RUNNING
         parts.save()
         return "resumed"
 

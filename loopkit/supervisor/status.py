@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from loopkit import clock
 from loopkit.errors import LoopkitError
-from loopkit.escalation import adoption, blockfile, delivery
+from loopkit.escalation import adoption, blockfile, delivery, marker
 from loopkit.escalation import dismiss as dismissal
 from loopkit.message import age, fold
 from loopkit.redact import Redactor
@@ -208,7 +208,12 @@ def render(info: dict[str, Any]) -> str:
             f"ghost:     {ghost['request_id']} (open): {fold(ghost['prompt'], 60)} — its "
             f"BLOCKED.md is gone; nobody will answer it: {ghost['dismiss']}"
         )
-    return "\n".join(lines)
+    # What the agent wrote (its question, task, output, file names) reaches a terminal here:
+    # its escapes shown, never acted on, and no line longer than a screen or two (SPEC §28).
+    return "\n".join(marker.visible(line, _WIDTH) for line in lines)
+
+
+_WIDTH = 300  # characters of a status line
 
 
 def _agent_lines(agent: dict[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ import contextlib
 import errno
 import fcntl
 import os
+from enum import StrEnum
 
 from loopkit import atomicfile, clock, readfile
 from loopkit.datarecord import asdict, field, fields, record
@@ -20,18 +21,32 @@ from loopkit.errors import AlreadyRunning, WorkspaceError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any, Literal
+    from typing import Any
 
     from loopkit.workspace import Workspace
 
 SCHEMA_VERSION = 1
-if TYPE_CHECKING:
-    Status = Literal["idle", "running", "blocked", "paused", "finished", "aborted", "stopped"]
+
+
+class LoopStatus(StrEnum):
+    """What ``state.json`` says of the loop (``loopkit status``; ``ps`` adds ``dead`` for a
+    supervisor that is gone)."""
+
+    IDLE = "idle"  # no supervisor yet, or stopped by --max-iterations
+    RUNNING = "running"
+    BLOCKED = "blocked"
+    PAUSED = "paused"
+    FINISHED = "finished"  # done said so
+    ABORTED = "aborted"
+    STOPPED = "stopped"
+
+
+ALIVE = (LoopStatus.RUNNING, LoopStatus.BLOCKED, LoopStatus.PAUSED)  # a supervisor runs
 
 
 @record(slots=True)
 class State:
-    status: str = "idle"
+    status: LoopStatus = LoopStatus.IDLE
     pid: int | None = None
     pid_start: int | None = None  # the supervisor's start (clock ticks): a pid is reused
     started_at: str | None = None
@@ -65,6 +80,7 @@ class State:
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if k != "extra"}
+        data["status"] = str(self.status)  # the value (a StrEnum's str)
         data.update(self.extra)
         return data
 
@@ -75,7 +91,12 @@ class State:
         if isinstance(one, dict) and "pending_decisions" not in data:
             data["pending_decisions"] = [one]
         known = {f.name for f in fields(cls)} - {"extra"}
-        state = cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        if "status" in values:  # a state this version does not know reads as idle
+            status = values["status"]
+            known_status = status in LoopStatus._value2member_map_
+            values["status"] = LoopStatus(status) if known_status else LoopStatus.IDLE
+        state = cls(**values)
         state.extra = {k: v for k, v in data.items() if k not in known}
         return state
 

@@ -3,10 +3,14 @@ the shell would run called missing — held against a real ``/bin/sh`` running e
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -177,3 +181,60 @@ def test_what_it_says_names_the_fix(place: tuple[Path, dict[str, str]]) -> None:
     assert noexec.fix.startswith("chmod +x ./noexec.sh")
     nope = missing_program("./nope.sh", cwd=ws, env=env)
     assert nope is not None and nope.text() == f"'./nope.sh' is not found (no such file in {ws})"
+
+
+UNREACHABLE_PROBE = """
+import json, sys
+from pathlib import Path
+from loopkit.config.programs import missing_program
+env = {"PATH": sys.argv[1]}
+found = [missing_program(command, cwd=Path(sys.argv[2]), env=env)
+         for command in (("sh",), ("lk-gone-7f3",), "sh -c true && true",
+                         (sys.argv[2] + "/locked/agent.sh",))]
+print(json.dumps([None if m is None else m.text() for m in found]))
+"""
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A folder any user can reach (pytest's own are its user's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="lk-shared-"))
+    folder.chmod(0o755)
+    yield folder
+    for path in folder.rglob("*"):
+        path.chmod(0o755)
+    shutil.rmtree(folder)
+
+
+def test_a_path_folder_that_cannot_be_read_is_passed_over_as_the_shell_does(
+    place: tuple[Path, dict[str, str]], shared: Path
+) -> None:
+    """SPEC §28: a PATH entry that cannot be searched (mode 000, as another user sees it) or
+    whose names are too long to look up crashed ``run`` and ``doctor``: it is passed over,
+    as execvp passes it over; a program behind it "cannot be reached"."""
+    _, env = place
+    locked = shared / "locked"
+    locked.mkdir()
+    (locked / "agent.sh").write_text("#!/bin/sh\nexit 0\n")
+    (locked / "agent.sh").chmod(0o755)
+    locked.chmod(0)
+    path = f"{locked}:/{'x' * 5000}:/usr/local/bin:/usr/bin:/bin"
+    # As root every folder can be read: the probe runs as nobody then (setpriv, util-linux).
+    root = os.geteuid() == 0
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if root else []
+    done = subprocess.run(
+        [*drop, sys.executable, "-c", UNREACHABLE_PROBE, path, str(shared)],
+        capture_output=True, text=True, env={**env, "PYTHONPATH": loopkit_root()}, timeout=60,
+        cwd="/",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found, gone, shell, behind = json.loads(done.stdout)
+    assert found is None and shell is None  # found further on PATH
+    assert gone == "'lk-gone-7f3' is not found on PATH"
+    assert behind is not None and "cannot be reached (Permission denied)" in behind
+
+
+def loopkit_root() -> str:
+    import loopkit
+
+    return str(Path(loopkit.__file__).resolve().parents[1])

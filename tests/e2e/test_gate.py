@@ -44,6 +44,17 @@ def test_gate_rejected_does_not_run(ws: Path) -> None:
     assert not (ws / "ran.txt").exists()
 
 
+def test_a_qualified_approval_never_runs_the_command(ws: Path) -> None:
+    """SPEC §28: ``approve in dry-run mode`` (and the like) is feedback, told back so."""
+    command = ["sh", "-c", "touch ran.txt"]
+    for reply in ("approve in dry-run mode", "approve nothing", "approve: false"):
+        assert gate(ws, *command).returncode == 2
+        answered = loopkit("-C", str(ws), "unblock", "--reply", reply)
+        assert answered.returncode == 0, answered.stderr
+        assert "not approved: reply `approve` alone to approve" in answered.stderr
+        assert gate(ws, *command).returncode == 3 and not (ws / "ran.txt").exists()
+
+
 def test_gate_changed_command_is_a_new_request(ws: Path, tmp_path: Path) -> None:
     assert gate(ws, "sh", "-c", "touch a.txt").returncode == 2
     first = open_gate_request(ws)

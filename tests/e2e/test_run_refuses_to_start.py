@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 from helpers import Daemon, clean_env, lk, loopkit, records, runs, setup
@@ -76,3 +77,27 @@ def test_shell_syntax_starts_the_loop(ws: Path) -> None:
     done = lk(ws, "run", "--max-iterations", "1")
     assert done.returncode == 0, done.stderr
     assert [run[0] for run in runs(ws)] == ["1"]
+
+
+def test_a_pause_of_centuries_is_a_config_error_not_a_crash(ws: Path) -> None:
+    """SPEC §28: ``pause = 1e10`` crashed the loop after its first iteration (exit 1)."""
+    setup(ws, "pause = 1e10")
+    done = loopkit("-C", str(ws), "run", "--max-iterations", "2")
+    assert done.returncode == 78, done.stderr
+    assert "over a year" in done.stderr and "Traceback" not in done.stderr
+    assert runs(ws) == []
+
+
+def test_a_task_pattern_that_backtracks_without_end_is_a_config_error_in_bounded_time(
+    ws: Path,
+) -> None:
+    """SPEC §28: a catastrophic ``task_pattern`` on a line of the task file hung ``run``
+    between two iterations for good; it is given a few seconds, then named (78)."""
+    (ws / "TASKS.md").write_text("- [ ] " + "a" * 64 + "!\n")
+    setup(ws, 'task_file = "TASKS.md"\ntask_pattern = "^- \\\\[ \\\\] (a|aa)+$"')
+    started = time.monotonic()
+    done = loopkit("-C", str(ws), "run", "--max-iterations", "1", timeout=60)
+    assert done.returncode == 78, done.stderr
+    assert "task_pattern" in done.stderr and "backtracks" in done.stderr
+    assert time.monotonic() - started < 30
+    assert runs(ws) == []  # never ran the agent on a task it could not name

@@ -76,3 +76,19 @@ def test_a_huge_or_binary_file_is_read_in_part_and_fits_five_lines(tmp_path: Pat
     lines = message.text.splitlines()
     assert len(lines) == 5 and len(lines[1]) <= len("Q: ") + 120
     assert read(tmp_path / "absent").question == "The agent wrote BLOCKED.md"
+
+
+def test_loopkits_own_block_read_again_has_its_choices_and_not_its_hint(tmp_path: Path) -> None:
+    """A BLOCKED.md loopkit wrote, raised again from its sections (its record deleted): the
+    answer hint under its choices is no choice C (SPEC §28: its buttons are the ones sent)."""
+    from loopkit import config as config_mod
+    from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+
+    config = config_mod.load(tmp_path, {"LOOPKIT_HITL_CHANNEL": "none"})
+    Escalator(config, commit=lambda _: None).escalate(
+        Escalation("Which flow?", "checkout", ["read PROMPT.md"],
+                   [parse_choice("Flow A — old API"), parse_choice("Flow B — migration")])
+    )  # fmt: skip
+    again = read(tmp_path / "BLOCKED.md")
+    assert [c.label for c in again.choices] == ["Flow A", "Flow B"]
+    assert (tmp_path / "BLOCKED.md").read_text().rstrip().splitlines()[-1].startswith("To answer")

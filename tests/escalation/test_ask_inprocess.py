@@ -246,3 +246,15 @@ def test_bad_input_is_refused_before_anything_is_written(
     with pytest.raises(BadInput, match="situation is empty"):
         asking(cfg, store, "   ")
     assert not (ws / "requests").exists()
+
+
+def test_a_timeout_past_a_year_is_refused_before_anything_is_written(ws: Path) -> None:
+    """SPEC §28's class: ``--timeout 1e10`` made a record loopkit could not read back, its
+    block standing with no question."""
+    cfg, store = setup(ws)
+    with pytest.raises(UsageError, match="at most a year"):
+        asking(cfg, store, "Rename a helper.", confidence=0.2, timeout_minutes=1e10, block=True)
+    assert not (ws / "BLOCKED.md").exists() and not list(ws.glob("requests/*.json"))
+    fine = asking(cfg, store, "Rename a helper.", prompt="Rename it?", confidence=0.2,
+                  timeout_minutes=527040)  # fmt: skip
+    assert fine.record is not None and fine.record.timeout_default["after_minutes"] == 527040

@@ -4,6 +4,7 @@ short header deadline and a small bound, so each rule is seen at work in well un
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import socket
 import threading
@@ -13,8 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.requests import Request
 
-from loopkit.inbox.guard import ConnectionGuard, Limits, limits, most_open
+from loopkit.inbox.guard import ConnectionGuard, Limits, body_within, limits, most_open
 from loopkit.inbox.serve import _Server
 
 from helpers import wait_until
@@ -24,7 +26,8 @@ HALF = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 
 
 class App:
-    """Answers 200 at once; ``/hang`` only once ``release`` is set (a request in progress)."""
+    """Answers 200 at once; ``/hang`` only once ``release`` is set (a request in progress);
+    ``/form`` reads its body as the inbox's forms are read (:func:`body_within`, 64 KiB)."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
@@ -32,7 +35,10 @@ class App:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         while scope["path"] == "/hang" and not self.release.is_set():
             await asyncio.sleep(0.01)
-        await send({"type": "http.response.start", "status": 200, "headers": []})
+        status, headers = 200, []
+        if scope["path"] == "/form" and await body_within(Request(scope, receive), 65536) is None:
+            status, headers = 413, [(b"connection", b"close")]  # as the inbox answers it
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"ok"})
 
 
@@ -140,6 +146,34 @@ def test_over_the_bound_with_every_connection_busy_the_newcomer_goes(serving: Ru
         conn.settimeout(5)
         assert conn.recv(1024).startswith(b"HTTP/1.1 200")
         conn.close()
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_body_over_the_cap_is_answered_413_before_it_is_all_sent(
+    serving: Running, declared: bool
+) -> None:
+    """SPEC §28: a real uvicorn, a body of up to 256 MiB sent a MiB at a time (said in its
+    Content-Length, or chunked): 413 comes back long before the end, and the connection
+    closes."""
+    size = 256 * 1024 * 1024
+    framing = f"Content-Length: {size}" if declared else "Transfer-Encoding: chunked"
+    conn = serving.connect(f"POST /form HTTP/1.1\r\nHost: x\r\n{framing}\r\n\r\n".encode())
+    chunk = b"x" * (1024 * 1024)
+    sent, answer = 0, b""
+    conn.setblocking(False)
+    deadline = time.monotonic() + 30
+    while not answer and sent < size and time.monotonic() < deadline:
+        try:
+            conn.sendall(chunk if declared else b"100000\r\n" + chunk + b"\r\n")
+            sent += len(chunk)
+        except (BlockingIOError, BrokenPipeError, ConnectionResetError):
+            time.sleep(0.01)  # the server reads no more: its answer is on its way
+        with contextlib.suppress(BlockingIOError):
+            answer = conn.recv(1024)
+    conn.setblocking(True)
+    assert answer.startswith(b"HTTP/1.1 413"), answer
+    assert sent < 32 * 1024 * 1024
+    assert closed_after(conn) < 5
 
 
 @pytest.mark.parametrize("nofile", [128, 256, 1024, 4096, 65536, 1048576])

@@ -7,8 +7,10 @@ cover every rule quickly and without one.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,10 +94,23 @@ def test_the_token_becomes_a_strict_httponly_cookie_and_leaves_the_url(
 
 
 def test_wrong_tokens_are_401_then_rate_limited(inbox: tuple[Browser, InboxToken]) -> None:
-    client, token = inbox
+    client, _ = inbox
     codes = [client.get("/?token=guess" + str(n)).status_code for n in range(7)]
     assert codes[:5] == [401] * 5 and codes[5:] == [429, 429]
-    assert client.get(f"/?token={token.value()}", follow_redirects=False).status_code == 429
+
+
+def test_wrong_tokens_lock_out_their_presenter_never_the_token(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    """SPEC §28: a stranger's guesses from the human's address (every client of a loopback
+    proxy has one) leave the human's own link working; the stranger stays locked out."""
+    client, token = inbox
+    for n in range(20):
+        client.get(f"/?token=guess{n}")
+    phone = Browser(client.transport.app)  # the same address, the right link
+    assert phone.get(f"/?token={token.value()}", follow_redirects=False).status_code == 303
+    assert phone.get("/").status_code == 200
+    assert client.get("/?token=guess-again").status_code == 429
 
 
 def test_rotating_the_token_signs_everyone_out(inbox: tuple[Browser, InboxToken]) -> None:
@@ -277,6 +292,23 @@ def test_approving_a_drop_table_gate_takes_two_posts(
     assert not (ws / "BLOCKED.md").exists()
 
 
+@pytest.mark.parametrize("reply", ["approve the rollback instead", "approve: false", "yes 0"])
+def test_a_qualified_approval_of_a_drop_table_gate_approves_nothing(
+    inbox: tuple[Browser, InboxToken], ws: Path, reply: str
+) -> None:
+    """SPEC §28: typed in the free-text box, it is feedback at once — never asked twice,
+    never an approval — and the answer page says how to approve."""
+    client, token = inbox
+    rid = drop_table_gate(ws)
+    login(client, token)
+    page = client.get(url_of(ws, rid)).text
+    done = client.post(url_of(ws, rid) + "/answer", data={"csrf": csrf_of(page), "reply": reply})
+    assert done.status_code == 200 and ASKED_TWICE not in done.text
+    assert "not approved: reply `approve` alone to approve" in done.text
+    resolution = record(ws, rid)["resolution"]
+    assert isinstance(resolution, dict) and resolution["outcome"] == "changes_requested"
+
+
 def test_rejecting_a_drop_table_gate_is_one_post(
     inbox: tuple[Browser, InboxToken], ws: Path
 ) -> None:
@@ -345,3 +377,55 @@ def test_a_ghost_says_it_can_be_dismissed(inbox: tuple[Browser, InboxToken], ws:
     for page in (client.get("/").text, client.get(url_of(ws, rid)).text):
         assert "Its BLOCKED.md is gone: nobody will answer it." in page
         assert f"loopkit dismiss {rid}" in page
+
+
+MIB = 1024 * 1024
+
+
+def post_streamed(
+    ws: Path, token: InboxToken, path: str, chunks: int, *, declared: int | None = None
+) -> tuple[int | None, int]:
+    """POST ``chunks`` MiB to ``path`` with a session, straight to the ASGI app as a server
+    would hand it over (chunk by chunk): the status, and how many chunks the app pulled."""
+    hubs = Hubs()
+    served = Inbox(token, "ana", Throttle(), Stores(hubs.for_config), hubs)
+    asgi = app(served)
+    cookie = f"loopkit_session={served.sessions.new_session()}".encode()
+    headers = [(b"cookie", cookie), (b"content-type", b"application/x-www-form-urlencoded")]
+    if declared is not None:
+        headers.append((b"content-length", str(declared).encode()))
+    scope = {"type": "http", "http_version": "1.1", "method": "POST", "path": path,
+             "raw_path": path.encode(), "query_string": b"", "headers": headers,
+             "client": ("203.0.113.9", 50000), "server": ("127.0.0.1", 8765), "scheme": "http",
+             "root_path": ""}  # fmt: skip
+    pulled, status = 0, None
+
+    async def receive() -> dict[str, Any]:
+        nonlocal pulled
+        pulled += 1
+        if pulled > chunks:
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": b"x" * MIB, "more_body": pulled < chunks}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    asyncio.run(asgi(scope, receive, send))
+    return status, pulled
+
+
+def test_a_body_over_the_cap_is_refused_while_it_is_read(
+    inbox: tuple[Browser, InboxToken], ws: Path
+) -> None:
+    """SPEC §28: 413 once a form passes 64 KiB — never read whole first (64 MiB sent)."""
+    _, token = inbox
+    rid = escalate(ws)
+    status, pulled = post_streamed(ws, token, url_of(ws, rid) + "/answer", 64)
+    assert (status, pulled) == (413, 1)
+    status, pulled = post_streamed(ws, token, url_of(ws, rid) + "/answer", 64, declared=64 * MIB)
+    assert (status, pulled) == (413, 0)
+    status, pulled = post_streamed(ws, token, "/loops/some-loop/pause", 64)
+    assert (status, pulled) == (413, 1)
+    assert record(ws, rid)["status"] == "open"

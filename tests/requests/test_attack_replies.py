@@ -1,7 +1,8 @@
 """SPEC §16, replies never guess: every reply of the attack corpus reads as the corpus says.
 
 ``attack_replies.json`` holds ordinary questions, the supervisor's Retry / Skip / Abort,
-approvals and reviews, and replies to them — the issue's cases, near misses (a digit
+approvals and reviews — P0 ones too (a gate, a permission dialog, an ask found P0) — and
+replies to them — the issue's cases, near misses (a digit
 changed, a negation added, another option's letter prepended, two labels joined, a ``?``
 appended) and the good cases that must still match — each with its reading: an option's
 value or ``null`` (free text), for approvals and reviews the outcome. ``benchmarks/replies.py``
@@ -25,17 +26,20 @@ CASES = CORPUS["cases"]
 
 
 def record_for(shape: dict[str, Any]) -> Request:
+    """The shape's request; a P0 one carries its gate binding or ask's P0 verdict."""
     return Request(
         request_id="r1",
         prompt=shape["prompt"],
         kind=shape["kind"],
         options=[Option.from_dict(o) for o in shape["options"]],
         recommendation=shape.get("recommendation"),
+        gate=shape.get("gate"),
+        needs_human=shape.get("needs_human"),
     )
 
 
 def test_the_corpus_is_big_and_covers_the_issue() -> None:
-    assert len(CASES) >= 170
+    assert len(CASES) >= 480
     replies = {(c["shape"], c["reply"]) for c in CASES}
     issue = [
         ("api", "use the v1 API"), ("api", "Stay on v2"), ("api", "don't use the v2 API"),
@@ -46,6 +50,12 @@ def test_the_corpus_is_big_and_covers_the_issue() -> None:
         ("approval", "yes?"), ("approval", "ok?"), ("approval", "lgtm?"),
         ("approval", "approve?"), ("deploy", "D"), ("loop", "stop"), ("db", "Postgress"),
         ("loop", "skp"), ("loop", "abrot"), ("loop", "B, this task is obsolete"),
+        # SPEC §28's
+        ("gate", "approve the rollback instead"), ("gate", "approve in dry-run mode"),
+        ("gate", "approve nothing"), ("gate", "approve 0"), ("gate", "approve: false"),
+        ("deploy", "Deploy now - NOT"), ("db", "Postgres — no"), ("replicas", "5 replicas — no, 7"),
+        ("loop", "A — scratch that"), ("loop", "stop — no, continue"), ("loop", "never mind"),
+        ("loop", "quite"), ("loop", "atop"), ("loop", "slip"), ("loop", "gain"),
     ]  # fmt: skip
     assert set(issue) <= replies
 

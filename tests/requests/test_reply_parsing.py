@@ -46,7 +46,7 @@ CHOSEN = [
     ("SKIP", LOOP, "skip", "prefix"),
     ("abort   the\tloop", LOOP, "abort", "label"),
     ("Retry with a hint", LOOP, "retry", "label"),
-    ("app", APPROVAL, "approved", "prefix"),
+    ("appr", APPROVAL, "approved", "prefix"),
     ("rej", APPROVAL, "rejected", "prefix"),
     ("req", APPROVAL, "changes_requested", "prefix"),
     ("skip", NESTED, "skip", "label"),  # an exact label beats being a prefix of another
@@ -62,7 +62,6 @@ CHOSEN = [
     ("aprove", APPROVAL, "approved", "fuzzy"),
     ("rejcet", APPROVAL, "rejected", "fuzzy"),
     ("reqest changes", APPROVAL, "changes_requested", "fuzzy"),
-    ("abort!", LOOP, "abort", "fuzzy"),
     # unicode: NFKC folds fullwidth forms and composes accents; casefold handles case
     ("Ａ", LOOP, "retry", "letter"),
     ("ｂ）", LOOP, "skip", "letter"),
@@ -73,12 +72,7 @@ CHOSEN = [
     ("Cafe\u0301", ACCENTS, "cafe_open", "prefix"),  # decomposed é
     ("crème", ACCENTS, "dessert", "prefix"),
     ("creme brûlée", ACCENTS, "dessert", "fuzzy"),  # one accent missing: a typo
-    (
-        "rtry",
-        [Option("Go", "retry"), Option("Stop", "stop")],
-        "retry",
-        "fuzzy",
-    ),
+    ("abort!", LOOP, "abort", "prefix"),  # the start of its label, the "!" aside
 ]
 
 FREE = [
@@ -100,10 +94,13 @@ FREE = [
     ("loop", LOOP),  # shares a word with a label, not a typo of it
     ("hint", LOOP),
     ("cafe", ACCENTS),  # an accent is not folded away: neither a prefix nor clearly a typo
-    (
-        "rty",
-        [Option("Go", "retry"), Option("Stop", "stop")],
-    ),  # under the bar
+    ("rty", [Option("Go", "retry"), Option("Stop", "stop")]),  # under the bar
+    # SPEC §28: a typo is of a label only (a value or an alias matches exactly), of 5
+    # letters or more, and never an English word that is not the option's own
+    ("rtry", [Option("Go", "retry"), Option("Stop", "stop")]),
+    ("retyr", [Option("Go", "retry"), Option("Stop", "stop")]),
+    ("app", APPROVAL),  # a word of its own, not the start of "Approve"
+    ("ski", LOOP),
     ("A", []),
     ("retry", []),
 ]

@@ -62,7 +62,7 @@ def test_a_tap_is_answered_with_its_reading(ws: Path, server: FakeServer) -> Non
          '→ C) Abort the loop ("stop": another word for it); note: "I\'ll fix it by hand"'),
         ("abort?",
          "→ no option matched: kept as free text; the agent gets it as a hint with Retry"),
-        ("skp", '→ B) Skip the task ("skp" read as a typo of it)'),
+        ("abrot", '→ C) Abort the loop ("abrot" read as a typo of it)'),
     ],
 )  # fmt: skip
 def test_a_text_reply_is_answered_with_its_reading(
