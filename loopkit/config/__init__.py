@@ -18,6 +18,7 @@ import re
 from loopkit import extras, readfile
 from loopkit.config import plaintoml
 from loopkit.config import values as config_values
+from loopkit.config.keys import KEYS
 from loopkit.config.values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
 from loopkit.config.values import Command as Command  # noqa: TC001 (a re-export)
 from loopkit.config.values import parse_duration as parse_duration
@@ -185,58 +186,10 @@ class Config:
 if TYPE_CHECKING:
     Validator = Callable[[object], Any]
 
+# The parser of each key, by table: read from the one table of keys (loopkit.config.keys),
+# which docs/generate.py and `loopkit init` read too.
 _SCHEMA: dict[str, dict[str, Validator]] = {
-    "loop": {
-        "agent": config_values.optional_command,
-        "resume": config_values.resume_command,
-        "verify": config_values.optional_command,
-        "done": config_values.optional_command,
-        "pause": config_values.parse_duration,
-        "iteration_timeout": config_values.parse_duration,
-        "max_verify_failures": config_values.positive_int,
-        "task_file": config_values.relative_file,
-        "task_pattern": config_values.pattern,
-        "required_env": config_values.strings,
-        "preflight": config_values.commands,
-        "preflight_backoff": config_values.parse_duration,
-        "dependency_wait": config_values.parse_duration,
-        "stop_agent_on_block": config_values.flag,
-        "block_grace": config_values.parse_duration,
-        "kill_grace": config_values.parse_duration,
-        "max_log": config_values.parse_size,
-    },
-    "escalation": {
-        "channel": config_values.ladder,
-        "blocked_file": config_values.relative_file,
-        "timeout_minutes": config_values.minutes,
-        "timeout_action": config_values.timeout_action,
-        "send_timeout": config_values.parse_duration,
-        "retry_backoff": config_values.parse_duration,
-        "escalate_after": config_values.optional_duration,
-        "remind_every": config_values.optional_duration,
-        "max_reminders": config_values.count,
-        "slack_mode": config_values.slack_mode,
-    },
-    "stuck": {
-        "no_progress": config_values.count,
-        "same_error": config_values.count,
-        "repeated_output": config_values.count,
-        "crash_loop": config_values.count,
-        "max_task_iterations": config_values.count,
-        "task_timeout": config_values.optional_duration,
-        "max_cost_usd": config_values.optional_money,
-    },
-    "policy": {
-        "escalate_words": config_values.strings,
-        "proceed_words": config_values.strings,
-    },
-    "gate": {
-        "rules": config_values.gate_rules,
-        "protect": config_values.strings,
-        "extend_defaults": config_values.flag,
-    },
-    "hooks": {"wait": config_values.hook_wait},
-    "fleet": {"dsn": config_values.fleet_dsn},
+    table: {name: key.parse for name, key in keys.items()} for table, keys in KEYS.items()
 }
 
 

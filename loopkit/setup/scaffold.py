@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 
 import tomli_w
 
 from loopkit import atomicfile, readfile
 from loopkit.config import CONFIG_NAME
+from loopkit.config.keys import KEYS
 from loopkit.datarecord import record
 from loopkit.errors import WorkspaceError
 from loopkit.escalation import blockfile
@@ -85,6 +87,21 @@ def config_data(
     }
 
 
+def config_text(data: dict[str, dict[str, Any]]) -> str:
+    """``data`` as TOML, each key under a line saying what it is (the first sentence of its
+    meaning, from the one table of keys: :data:`loopkit.config.keys.KEYS`)."""
+    tables = []
+    for table, values in data.items():
+        lines = [f"[{table}]"]
+        for key, value in values.items():
+            meaning = KEYS[table][key].meaning
+            first = meaning.split(". ", 1)[0].rstrip(".") + "."
+            lines += [f"# {line}" for line in textwrap.wrap(first, 96)]
+            lines.append(tomli_w.dumps({key: value}).rstrip("\n"))
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables) + "\n"
+
+
 def init(
     root: Path,
     *,
@@ -95,7 +112,7 @@ def init(
     task_file: str | None = None,
 ) -> InitResult:
     files = {
-        root / CONFIG_NAME: HEADER + tomli_w.dumps(config_data(agent, verify, channel, task_file)),
+        root / CONFIG_NAME: HEADER + config_text(config_data(agent, verify, channel, task_file)),
         root / "templates" / "BLOCKED.md.j2": blockfile.packaged_template(),
     }
     written, kept = [], []

@@ -1,0 +1,235 @@
+"""Every key of ``loopkit.toml``, once (SPEC §27): its table, how its value is read, and what
+it means. The loader reads the parsers (:mod:`loopkit.config`), ``docs/generate.py`` the
+meanings (docs/configuration.md), ``loopkit init`` both (a line above each key it writes);
+a key added here is known to all three.
+"""
+
+from __future__ import annotations
+
+from loopkit.config import values as v
+from loopkit.datarecord import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+
+@record(frozen=True, slots=True)
+class Key:
+    """One key: the parser of its value (raises ValueError, said to the user with the file
+    and line) and its meaning, for a human (Markdown)."""
+
+    parse: Callable[[object], Any]
+    meaning: str
+
+
+KEYS: dict[str, dict[str, Key]] = {
+    "loop": {
+        "agent": Key(
+            v.optional_command,
+            "The agent command. `loopkit run` needs it, and checks at start that the programs of "
+            "agent, resume, verify, done and preflight that certainly run are there: exit 78 "
+            "before the first iteration, naming a missing one (shell syntax such as `!`, `if`, "
+            "`( … )`, `VAR=x cmd` is read as `/bin/sh` reads it). `loopkit doctor` says the "
+            "same, and also names every program that may run — after `&&`, `||`, in a "
+            "pipeline, an `if` or a loop — that is not there, and a command `/bin/sh` cannot "
+            "read.",
+        ),
+        "resume": Key(
+            v.resume_command,
+            "The agent's own session continued after an answer, with `{session_id}` (e.g. `claude "
+            "-p --resume {session_id} --output-format json`); the human's decision comes on "
+            "stdin. Absent, or a session that does not resume: a fresh `agent` run with "
+            "`LOOPKIT_DECISION`. `loopkit init --agent claude` writes it.",
+        ),
+        "verify": Key(
+            v.optional_command, "Exit 0 = the iteration passed. Absent: every iteration passes."
+        ),
+        "done": Key(v.optional_command, "Exit 0 = the loop is finished (`loopkit run` exits 0)."),
+        "pause": Key(v.parse_duration, "The wait between iterations."),
+        "iteration_timeout": Key(
+            v.parse_duration,
+            "The agent's process group is stopped after this; it counts as a failure.",
+        ),
+        "max_verify_failures": Key(
+            v.positive_int, "Consecutive verify failures on the same task before loopkit escalates."
+        ),
+        "task_file": Key(
+            v.relative_file,
+            "Where the current task is read: the first line matching `task_pattern` (its group "
+            "1). A path inside the workspace. Absent: one task.",
+        ),
+        "task_pattern": Key(
+            v.pattern,
+            "The pattern that finds the current task in `task_file`. One of your own is given 5 s "
+            "on the file: one that backtracks without end (`(a+)+`) stops the loop with a config "
+            "error (78), never hangs it.",
+        ),
+        "required_env": Key(
+            v.strings,
+            "Variables that must be set and non-empty at the head of each iteration; one missing "
+            "escalates (missing credential).",
+        ),
+        "preflight": Key(
+            v.commands,
+            "Commands run before the agent; one failing 3 times in a row escalates (dependency "
+            "down).",
+        ),
+        "preflight_backoff": Key(
+            v.parse_duration,
+            "The wait before a preflight command's 2nd try, doubled before the 3rd.",
+        ),
+        "dependency_wait": Key(
+            v.parse_duration,
+            "How long the agent's API may be down (Claude Code's `rate_limit`, `overloaded`) "
+            "before loopkit asks; meanwhile it waits with backoff, and no iteration counts as a "
+            "failure.",
+        ),
+        "stop_agent_on_block": Key(
+            v.flag,
+            "Stop an agent that wrote `BLOCKED.md` once `block_grace` has passed, instead of "
+            "letting its turn end.",
+        ),
+        "block_grace": Key(
+            v.parse_duration, "With `stop_agent_on_block`: how long the agent may go on."
+        ),
+        "kill_grace": Key(
+            v.parse_duration, "SIGTERM → SIGKILL grace when a command's process group is stopped."
+        ),
+        "max_log": Key(
+            v.parse_size,
+            "The most one iteration's log keeps, and the most the console shows of one command's "
+            "output; the rest is dropped with a `[… N bytes cut]` line (a runaway agent cannot "
+            "fill the disk).",
+        ),
+    },
+    "escalation": {
+        "channel": Key(
+            v.ladder,
+            "Where the question goes: `telegram`, `slack`, `apprise`, `dial`, `none`, or a "
+            'ladder such as `["telegram", "dial"]` (the next rung when one fails hard, or with '
+            "`escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it; each channel's settings: "
+            "[channels](channels.md).",
+        ),
+        "blocked_file": Key(
+            v.relative_file,
+            "The block file. A path inside the workspace: an absolute path or one climbing out "
+            "with `..` is a config error.",
+        ),
+        "timeout_minutes": Key(
+            v.minutes,
+            "A request's `timeout_default` for blocks without one of their own (the supervisor's, "
+            "an agent's, an adopted file, a non-P0 question).",
+        ),
+        "timeout_action": Key(
+            v.timeout_action,
+            "What happens when a request times out: `queue` keeps waiting, so nothing "
+            "irreversible happens while a loop waits; `skip` and `retry` unblock and go on; "
+            "`abort` exits 3. P0 and `--irreversible` asks, approvals, reviews and gates use "
+            "`abort`.",
+        ),
+        "send_timeout": Key(v.parse_duration, "One send, its single retry included."),
+        "retry_backoff": Key(
+            v.parse_duration,
+            "A failed delivery is retried after this, doubled each time, at most 15 minutes.",
+        ),
+        "escalate_after": Key(
+            v.optional_duration,
+            'No answer by then (e.g. `"20m"`) ⇒ the next channel of the ladder.',
+        ),
+        "remind_every": Key(
+            v.optional_duration,
+            'A one-line reminder this often (e.g. `"2h"`): `[loopkit] still blocked in <repo> for '
+            "2h: <question>`.",
+        ),
+        "max_reminders": Key(v.count, "At most this many reminders per block."),
+        "slack_mode": Key(
+            v.slack_mode,
+            '`"webhook"` (one-way, an incoming webhook) or `"socket"` (a Slack app: buttons and '
+            "thread replies over Socket Mode; needs `loopkit[slack]`). `LOOPKIT_HITL_SLACK_MODE` "
+            "wins.",
+        ),
+    },
+    "stuck": {
+        "no_progress": Key(
+            v.count,
+            "Iterations in a row that bring the workspace (git's HEAD, index and working tree; "
+            "outside git, the files' content) to no state it was not already in during the last "
+            "few iterations, before loopkit asks. A commit is progress; touching a file or "
+            "flipping it back and forth is not. `0` turns it off. [Stuck detection](stuck.md).",
+        ),
+        "same_error": Key(
+            v.count,
+            "Verify failures in a row with the same output once timestamps, durations, addresses, "
+            "temporary paths, pids and line numbers are masked — across tasks too. `0` turns it "
+            "off.",
+        ),
+        "repeated_output": Key(
+            v.count,
+            "Agent outputs in a row that are near-copies (similarity ≥ 0.9) of one of the last "
+            "four. `0` turns it off.",
+        ),
+        "crash_loop": Key(
+            v.count,
+            "Agent runs in a row that exit non-zero, time out or cannot start, and change nothing "
+            "(a Claude result naming a rate limit or an overload is not a crash). `0` turns it "
+            "off.",
+        ),
+        "max_task_iterations": Key(
+            v.count, "Iterations on one task before loopkit asks whether to go on (`0`: no limit)."
+        ),
+        "task_timeout": Key(
+            v.optional_duration,
+            'Wall time on one task before loopkit asks (e.g. `"2h"`; `0` or `"off"`: no limit). '
+            "Looked at before each iteration starts.",
+        ),
+        "max_cost_usd": Key(
+            v.optional_money,
+            "US dollars, summed from the `total_cost_usd` of the `claude -p --output-format json` "
+            'results the agent prints; past it loopkit asks before spending more (`0` or `"off"`: '
+            "no limit). An answer approves another as much.",
+        ),
+    },
+    "policy": {
+        "escalate_words": Key(
+            v.strings,
+            "Extra words that make `loopkit ask` always escalate (a P0 signal in the situation).",
+        ),
+        "proceed_words": Key(
+            v.strings,
+            "Words that let `loopkit ask` proceed when no confidence is stated (never past a P0 "
+            "gate).",
+        ),
+    },
+    "gate": {
+        "rules": Key(
+            v.gate_rules,
+            "Which Bash commands wait for a human's approval under Claude Code: regular "
+            "expressions searched in the command (case-insensitive), or `tool:<glob>` for a tool "
+            "by name. Set, they replace the defaults below.",
+        ),
+        "protect": Key(
+            v.strings,
+            "Globs for the files Write / Edit / MultiEdit / NotebookEdit touch: a name (`.env*`), "
+            "or a path relative to the session's folder (`**/migrations/**`). Set, they replace "
+            "the defaults below.",
+        ),
+        "extend_defaults": Key(v.flag, "Keep the default rules and add yours."),
+    },
+    "hooks": {
+        "wait": Key(
+            v.hook_wait,
+            "Outside a supervisor: how long the PreToolUse hook waits for an approval before it "
+            "denies the call (under Claude Code's 600 s hook timeout).",
+        ),
+    },
+    "fleet": {
+        "dsn": Key(
+            v.fleet_dsn,
+            "A `postgresql://` URL: share requests, answers and the bot with other machines "
+            "([fleet](fleet.md)). Needs `pip install 'loopkit[fleet]'`. `LOOPKIT_FLEET_DSN` "
+            "overrides it.",
+        ),
+    },
+}
