@@ -9,6 +9,12 @@ output") and its hooks reference ("Defer a tool call for later") give the object
 ``--output-format stream-json`` it is the last line of the stream; either way it ends the
 output. :func:`read_result` finds it there, or says there is none.
 
+A turn that ended on an API failure is a result too (Claude Code 2.1: ``is_error: true``,
+``subtype: "success"``, ``api_error_status`` the HTTP status — 429, 401, 529, …): loopkit
+reads the status, never the ``result`` prose. :func:`failure_kind` sorts a failure, from a
+result or from the ``StopFailure`` hook's ``error`` (``rate_limit``, ``server_error``, …),
+into a dependency down (wait and try again) or a missing credential (ask at once).
+
 Only what a supervisor acts on is kept: never the ``result`` text (the agent's last words,
 which may quote anything), and of each denial only the tool's name and call id.
 """
@@ -27,6 +33,37 @@ if TYPE_CHECKING:
 
 LOOK_BACK = 64  # candidate starts of the result object tried, from the end
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# The StopFailure hook's ``error`` types (and a result's ``subtype``/``error``) by what they
+# mean for the loop. Claude Code reports a 529 or a 500 as ``server_error``.
+DEPENDENCY = frozenset({"rate_limit", "overloaded", "server_error", "api_error", "timeout"})
+CREDENTIAL = frozenset(
+    {
+        "authentication_failed",
+        "billing_error",
+        "oauth_org_not_allowed",
+        "account_on_hold",
+        "cloud_credential_error",
+        "permission_error",
+    }
+)
+DEPENDENCY_STATUS = frozenset({408, 409, 429})  # and every 5xx (529: overloaded)
+CREDENTIAL_STATUS = frozenset({401, 402, 403})
+
+
+def failure_kind(error: str | None, status: int | None = None) -> str:
+    """``dependency`` (the API is down or limits us: wait and try again), ``credential`` (it
+    refuses who we are or what we pay: ask at once) or ``other``. ``status`` (an HTTP
+    status) decides when given; else the error type's name."""
+    if status is not None:
+        if status in CREDENTIAL_STATUS:
+            return "credential"
+        if status in DEPENDENCY_STATUS or 500 <= status <= 599:
+            return "dependency"
+    if error in CREDENTIAL:
+        return "credential"
+    if error in DEPENDENCY:
+        return "dependency"
+    return "other"
 
 
 @record(frozen=True, slots=True)
@@ -46,10 +83,23 @@ class Result:
     permission_denials: tuple[Denial, ...]
     deferred_tool: str | None  # deferred_tool_use.name, on stop_reason "tool_deferred"
     deferred_tool_id: str | None
+    api_error_status: int | None = None  # the HTTP status of an API failure that ended it
 
     @property
     def deferred(self) -> bool:
         return self.stop_reason == "tool_deferred" and not self.is_error
+
+    def failure(self) -> tuple[str, str] | None:
+        """``(kind, description)`` when the turn ended on an API failure (a dependency down
+        or a credential refused, :func:`failure_kind`), else None."""
+        if not self.is_error:
+            return None
+        kind = failure_kind(self.subtype, self.api_error_status)
+        if kind == "other":
+            return None
+        said = f"HTTP {self.api_error_status}" if self.api_error_status else None
+        error = self.subtype if self.subtype and self.subtype != "success" else None
+        return kind, " ".join(p for p in (error, f"({said})" if error and said else said) if p)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +114,7 @@ class Result:
                 for d in self.permission_denials
             ],
             "deferred_tool": self.deferred_tool,
+            "api_error_status": self.api_error_status,
         }
 
 
@@ -72,6 +123,11 @@ def session_id(value: object) -> str | None:
     if isinstance(value, str) and _SESSION_ID.fullmatch(value):
         return value
     return None
+
+
+def from_event(data: object) -> Result | None:
+    """The result when ``data`` (one decoded stream-json event) is one, else None."""
+    return _result(data) if isinstance(data, dict) else None
 
 
 def read_result(text: str) -> Result | None:
@@ -108,6 +164,7 @@ def _result(data: dict[str, Any]) -> Result | None:
     deferred = deferred if isinstance(deferred, dict) else {}
     cost = data.get("total_cost_usd")
     turns = data.get("num_turns")
+    status = data.get("api_error_status")
     return Result(
         is_error=data.get("is_error") is True,
         subtype=_text(data.get("subtype")),
@@ -124,6 +181,9 @@ def _result(data: dict[str, Any]) -> Result | None:
         ),
         deferred_tool=_text(deferred.get("name")),
         deferred_tool_id=_text(deferred.get("id")),
+        api_error_status=status
+        if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599
+        else None,
     )
 
 

@@ -25,6 +25,17 @@ if TYPE_CHECKING:
     from typing import Any
 
 SESSION_ENV = "LOOPKIT_AGENT_SESSION"
+# Set for an agent the supervisor speaks with (Claude Code in stream-json, SPEC section 23):
+# the supervisor answers its dialogs, so its hooks leave them alone.
+DRIVER_ENV = "LOOPKIT_AGENT_DRIVER"
+DRIVER = "stream-json"
+
+
+def driven() -> bool:
+    """Whether this process runs under an agent the supervisor speaks with."""
+    return os.environ.get(DRIVER_ENV) == DRIVER and bool(os.environ.get(SESSION_ENV))
+
+
 REFUSAL = (
     "an agent cannot answer its own question; a human answers from the phone, the inbox or a "
     "terminal of their own"

@@ -278,6 +278,13 @@ def mask_command(argv: list[str]) -> list[str]:
     return [_mask_shapes(word.shown) for word in _walk(argv)]
 
 
+def mask_script(command: str) -> str:
+    """A shell command line as the human sees it: the text exactly as written — quotes,
+    ``>``, ``|``, ``$(…)`` untouched — with only its secrets masked in place (as
+    :func:`mask_command` finds them in its words)."""
+    return _mask_shapes(_script(command).shown)
+
+
 def _mask_shapes(word: str) -> str:
     return mask_shapes(word)
 

@@ -42,6 +42,11 @@ def _no_loopkit_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if key.startswith("LOOPKIT_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("LOOPKIT_HOME", str(tmp_path / "loopkit-home"))
+    # The agents' own user files (Codex's config and trust, Gemini CLI's trusted folders)
+    # where each CLI reads them from its variable: `init --agent …` writes there, never in
+    # the developer's home.
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    monkeypatch.setenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH", str(tmp_path / "gemini-trusted.json"))
 
 
 @pytest.fixture

@@ -88,3 +88,29 @@ def test_fields_of_the_wrong_type_are_left_out_and_a_hostile_session_id_is_refus
     assert result.total_cost_usd is None and result.num_turns is None
     assert result.is_error is False and result.permission_denials == ()
     assert result.session_id is None  # it would go on the resume command line
+
+
+def test_an_api_failure_in_the_result_is_sorted_by_its_status() -> None:
+    from loopkit.agentresult import failure_kind
+
+    def failed(status: int) -> tuple[str, str] | None:
+        data = {**RESULT, "is_error": True, "api_error_status": status, "subtype": "success"}
+        result = read_result(json.dumps(data))
+        assert result is not None and result.api_error_status == status
+        return result.failure()
+
+    for status in (408, 409, 429, 500, 502, 503, 529):
+        assert failed(status) == ("dependency", f"HTTP {status}")
+    for status in (401, 402, 403):
+        assert failed(status) == ("credential", f"HTTP {status}")
+    assert failed(400) is None and failed(404) is None  # the agent's own fault: counted
+    ok = read_result(json.dumps({**RESULT, "api_error_status": 429}))
+    assert ok is not None and ok.failure() is None  # not an error result: nothing failed
+    # The StopFailure hook's names: Claude Code reports a 529 or a 500 as server_error.
+    assert [failure_kind(e) for e in ("rate_limit", "overloaded", "server_error")] == [
+        "dependency"
+    ] * 3
+    assert failure_kind("authentication_failed") == failure_kind("billing_error") == "credential"
+    assert failure_kind("max_output_tokens") == "other"
+    bogus = read_result(json.dumps({**RESULT, "is_error": True, "api_error_status": True}))
+    assert bogus is not None and bogus.api_error_status is None

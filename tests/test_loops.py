@@ -14,7 +14,8 @@ import pytest
 from loopkit import config
 from loopkit.datarecord import replace
 from loopkit.errors import LoopNotFound
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import LoopRows
 from loopkit.loops import Loop, find, listing, pick, remote_key, remote_loops
 from loopkit.requests.hub import Remote

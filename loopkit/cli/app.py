@@ -17,7 +17,7 @@ from loopkit.cli.commandtable import COMMANDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 # The commands, listed here and nowhere else (no registration as an import side effect):
 # where each lives. Each command's name, help and options are its click declaration;

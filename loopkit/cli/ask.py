@@ -14,7 +14,7 @@ from loopkit.requests.record import KINDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 @click.command()

@@ -15,7 +15,7 @@ from loopkit.errors import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 @click.command()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     import click
 
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 BODY = "loopkit_body"  # the attribute of a callback naming its body
 HOOK = "loopkit_hook"  # the attribute of a callback naming its hook's main

@@ -1,5 +1,5 @@
 """The one-line report of an unexpected error (what every command is handed, the
-:class:`~loopkit.app.App`, lives in :mod:`loopkit.app`)."""
+:class:`~loopkit.commands.app.App`, lives in :mod:`loopkit.commands.app`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from loopkit.workspace import Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 def report_bug(exc: BaseException, app: App, *, traceback: bool = False) -> None:

@@ -15,7 +15,7 @@ from loopkit.errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_SIGINT, LoopkitError
 
 TYPE_CHECKING = False  # typing: ~2 ms of a start-up that has none to spare
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 def say(line: str) -> None:

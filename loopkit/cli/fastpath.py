@@ -269,8 +269,8 @@ def run(args: list[str]) -> int | None:
     parsed = parse(args)
     if parsed is None:
         return None
-    from loopkit.app import App
     from loopkit.cli.failures import exit_code_for
+    from loopkit.commands.app import App
     from loopkit.commands.echo import echo
     from loopkit.errors import EXIT_SIGINT
 

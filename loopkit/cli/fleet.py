@@ -10,7 +10,7 @@ from loopkit.errors import EXIT_OK, ConfigError, WorkspaceError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 @click.group()

@@ -9,11 +9,11 @@ import sys
 import click
 
 from loopkit.cli.body import runs_hook
-from loopkit.errors import EXIT_OK
+from loopkit.errors import EXIT_OK, WorkspaceError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 @click.group()
@@ -22,7 +22,7 @@ def hook() -> None:
 
     \b
     Set up:  loopkit hook install claude   (.claude/settings.json; --user for ~/.claude)
-             loopkit hook install codex    (.codex/hooks.json, notify in .codex/config.toml)
+             loopkit hook install codex    (.codex/hooks.json, notify in ~/.codex/config.toml)
              loopkit hook install gemini   (.gemini/settings.json)
     """
 
@@ -155,8 +155,10 @@ def install(app: App, agent: str, user: bool) -> int:
 
     \b
     claude: .claude/settings.json (PreToolUse, Notification, PermissionRequest, StopFailure)
-    codex:  .codex/hooks.json (PreToolUse) and notify in .codex/config.toml
-    gemini: .gemini/settings.json (BeforeTool, timeout in milliseconds)
+    codex:  .codex/hooks.json (PreToolUse), notify in ~/.codex/config.toml (where Codex
+            reads it), and Codex asked to trust the project and loopkit's hook
+    gemini: .gemini/settings.json (BeforeTool, timeout in milliseconds), and the folder
+            added to Gemini CLI's trusted folders (it runs a folder's hooks only there)
 
     The commands name this loopkit by its absolute path (a hook the agent cannot find
     exits 127, and the agent lets the call through); loopkit's entries written before
@@ -170,6 +172,20 @@ def install(app: App, agent: str, user: bool) -> int:
             click.echo(line)
         if not lines:
             click.echo(f"{agent}: loopkit's hooks are there already; nothing changed")
+        if agent == "codex":
+            from loopkit.hooks.codextrust import trust as trust_codex
+
+            for line in trust_codex(app.root):
+                click.echo(line)
+        if agent == "gemini" and not user:
+            from loopkit.hooks import geminitrust
+
+            try:
+                trusted = geminitrust.arrange(app.root.resolve())
+            except (OSError, ValueError) as exc:
+                raise WorkspaceError(f"cannot trust this folder in Gemini CLI: {exc}") from None
+            for line in trusted:
+                click.echo(line)
         return EXIT_OK
     from loopkit.hooks.install import install as do_install
     from loopkit.hooks.install import settings_path

@@ -12,7 +12,7 @@ from loopkit.errors import EXIT_OK, ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 @click.command()

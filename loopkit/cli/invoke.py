@@ -20,8 +20,8 @@ def _usage_line(exc: click.UsageError) -> str:
 
 
 def run(args: list[str]) -> int:
-    from loopkit.app import App
     from loopkit.cli.app import root
+    from loopkit.commands.app import App
 
     app = App()
     try:

@@ -9,7 +9,7 @@ from loopkit.errors import EXIT_FAILURE, EXIT_OK, ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 @click.command()

@@ -22,7 +22,7 @@ from loopkit.loops import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
     from loopkit.loops import (
         Loop,
     )

@@ -8,7 +8,7 @@ from loopkit.errors import EXIT_OK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 @click.command("mcp")

@@ -12,7 +12,7 @@ from loopkit.requests.record import KINDS, STATUSES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 @click.group(invoke_without_command=True)

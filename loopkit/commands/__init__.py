@@ -1,5 +1,6 @@
 """The everyday commands' bodies, free of click (SPEC §20): each takes the
-:class:`~loopkit.app.App` and its parsed parameters, writes its output and returns the exit.
+:class:`~loopkit.commands.app.App` (what every command is handed: :mod:`loopkit.commands.app`)
+and its parsed parameters, writes its output and returns the exit.
 
 :mod:`loopkit.cli.fastpath` runs them straight from a command line it is sure of, without
 importing click (~25 ms, twice ``python -c pass``); the click commands of :mod:`loopkit.cli`

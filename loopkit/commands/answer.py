@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from loopkit.answering.service import Answering
     from loopkit.answering.who import Answerer
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 def human() -> str:
@@ -28,13 +28,12 @@ def human() -> str:
 def _door(app: App, by: str | None) -> tuple[Answering, Answerer]:
     """The answering service for this invocation, and this shell's human. An agent's
     process is refused before any config is read (the service checks it again)."""
-    from loopkit.answering.service import Answering
     from loopkit.answering.who import Answerer
 
     who = Answerer(by=by or human(), via="cli")
     who.check()
     app.config(anywhere=True)
-    return Answering(stores=app.stores(), hubs=app.hubs, here=app.store()), who
+    return app.answering(), who
 
 
 def reply(

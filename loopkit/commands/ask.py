@@ -11,7 +11,7 @@ from loopkit.escalation.ask import ask as do_ask
 
 TYPE_CHECKING = False  # typing: ~2 ms of a start-up that has none to spare
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
     from loopkit.requests.models import Kind
 
 

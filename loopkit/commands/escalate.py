@@ -9,7 +9,7 @@ from loopkit.errors import EXIT_BLOCKED, ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
     from loopkit.config import Config
 
 
@@ -23,7 +23,7 @@ def escalate(
     trigger: str,
     as_json: bool,
 ) -> int:
-    from loopkit.escalation.escalator import Escalation
+    from loopkit.escalation.blockfile import Escalation
     from loopkit.escalation.repair import escalate as escalate_after_repair
 
     config, broken = app.config_for_a_block()

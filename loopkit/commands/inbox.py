@@ -10,7 +10,7 @@ from loopkit.inbox.entries import open_requests, render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 def inbox(app: App, *, as_json: bool) -> int:

@@ -6,7 +6,7 @@ from loopkit.loops import print_loops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 def ps(app: App, *, as_json: bool) -> int:

@@ -10,7 +10,7 @@ from loopkit.requests.table import listing, render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 def list_requests(app: App, *, status: str | None, kind: str | None, as_json: bool) -> int:

@@ -12,7 +12,7 @@ from loopkit.supervisor.status import status as read_status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.app import App
+    from loopkit.commands.app import App
 
 
 def status(app: App, *, as_json: bool) -> int:

@@ -57,6 +57,8 @@ class LoopConfig:
     agent: Command | None = None
     # The agent's own session continued after an answer (SPEC section 18): {session_id}.
     resume: Command | None = None
+    # What an agent that reads its prompt on stdin is asked (stream-json, SPEC section 23).
+    prompt: str | None = None
     verify: Command | None = None
     done: Command | None = None
     pause: float = 5.0

@@ -40,8 +40,16 @@ KEYS: dict[str, dict[str, Key]] = {
             v.resume_command,
             "The agent's own session continued after an answer, with `{session_id}` (e.g. `claude "
             "-p --resume {session_id} --output-format json`); the human's decision comes on "
-            "stdin. Absent, or a session that does not resume: a fresh `agent` run with "
-            "`LOOPKIT_DECISION`. `loopkit init --agent claude` writes it.",
+            "stdin (or, for an agent that reads stream-json, as its turn's message). Absent, or a "
+            "session that does not resume: a fresh `agent` run with `LOOPKIT_DECISION`. "
+            "`loopkit init --agent claude` writes it.",
+        ),
+        "prompt": Key(
+            v.nonempty_string,
+            "What the agent is asked when its command reads its prompt on stdin as stream-json "
+            "(`claude -p --input-format stream-json …`: loopkit speaks Claude Code's SDK protocol "
+            "with it); needed for such an agent (`loopkit run` exits 78 without it), unused "
+            "otherwise. `loopkit init --agent claude` writes it.",
         ),
         "verify": Key(
             v.optional_command, "Exit 0 = the iteration passed. Absent: every iteration passes."

@@ -2,7 +2,7 @@
 
 Seed 001 tells agents to write ``BLOCKED.md`` themselves and exit. A file without a loopkit
 marker that appears while the agent runs is the agent's escalation: :func:`read` turns it
-into an :class:`~loopkit.escalation.escalator.Escalation` and the supervisor raises it as a
+into an :class:`~loopkit.escalation.blockfile.Escalation` and the supervisor raises it as a
 request (``trigger: "agent-file"``, ``block: "adopted"``) without touching the file.
 
 Anything goes in such a file, so :func:`parse` never fails: the four sections are found by
@@ -21,7 +21,7 @@ import re
 from loopkit import readfile
 from loopkit.errors import BadInput, LoopkitError
 from loopkit.escalation import blockfile
-from loopkit.escalation.blockfile import Choice
+from loopkit.escalation.blockfile import Choice, Escalation, parse_choice
 from loopkit.requests.record import Request
 from loopkit.workspace.state import StateFile
 
@@ -29,7 +29,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the escalator only when a hand-written block is read
     from pathlib import Path
 
-    from loopkit.escalation.escalator import Escalation
     from loopkit.requests.store import RequestStore
     from loopkit.workspace import Workspace
     from loopkit.workspace.state import State
@@ -114,8 +113,6 @@ def _question(sections: dict[str, list[str]], loose: list[str]) -> str:
 
 
 def _choices(lines: list[str]) -> list[Choice]:
-    from loopkit.escalation.escalator import parse_choice
-
     found: list[Choice] = []
     labels: set[str] = set()
     # Where some lines are a list, the list is the choices: a line of prose after it (the
@@ -140,8 +137,6 @@ def _choices(lines: list[str]) -> list[Choice]:
 
 
 def parse(text: str) -> Escalation:
-    from loopkit.escalation.escalator import Escalation
-
     sections, loose = _sections(text)
     attempted = [_BULLET.sub("", line) for line in _text(sections.get("attempted", []))]
     return Escalation(

@@ -13,7 +13,8 @@ from loopkit.datarecord import record
 from loopkit.errors import BadInput, UsageError
 from loopkit.escalation import policy as policy_mod
 from loopkit.escalation import rubric
-from loopkit.escalation.escalator import Escalator, shown, slug
+from loopkit.escalation.blockfile import shown, slug
+from loopkit.escalation.escalator import Escalator
 from loopkit.message import clean, fold
 from loopkit.redact import mask_shapes
 from loopkit.requests.answer import options_for

@@ -14,10 +14,11 @@ import stat
 from pathlib import Path
 
 from loopkit import atomicfile, readfile
-from loopkit.datarecord import record
+from loopkit.datarecord import record, replace
 from loopkit.errors import BadInput, WorkspaceError
 from loopkit.escalation import marker
-from loopkit.message import LETTERS, fold
+from loopkit.message import LETTERS, clean, fold
+from loopkit.redact import mask_shapes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,6 +39,90 @@ class Choice:
     consequence: str = ""
     value: str = ""
     aliases: tuple[str, ...] = ()  # other words for it ("stop" for Abort), kept on the record
+
+
+_DASHES = re.compile(r"\s+(?:—|–|--|-)\s+")
+
+
+def shown(text: str) -> str:
+    """A text an agent or a command wrote, as a question carries it: safe to write
+    (:func:`~loopkit.message.clean`), its secrets masked (:func:`~loopkit.redact.mask_shapes`)."""
+    return mask_shapes(clean(text))
+
+
+def parse_choice(text: str) -> Choice:
+    """``"Label — consequence"`` (em dash; ``--``, ``-`` and en dash with spaces also work)."""
+    parts = _DASHES.split(text.strip(), maxsplit=1)
+    label = parts[0].strip()
+    if not label:
+        raise BadInput(f'choice {text!r} has no label; write it as "Label — consequence"')
+    consequence = parts[1].strip() if len(parts) > 1 else ""
+    return Choice(label=label, consequence=consequence, value=slug(label))
+
+
+def slug(label: str) -> str:
+    value = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+    return value or label
+
+
+@record(frozen=True, slots=True)
+class Escalation:
+    question: str
+    context: str
+    attempted: list[str]
+    choices: list[Choice]
+    trigger: str = "agent"
+    request_id: str | None = None
+    raised_by: str | None = None  # "supervisor" for the loop's own blocks
+    task: str | None = None
+    iteration: int | None = None
+    summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
+
+    @classmethod
+    def of_texts(
+        cls,
+        question: str,
+        context: str,
+        attempted: list[str] | tuple[str, ...],
+        choices: list[str] | tuple[str, ...],
+        trigger: str = "agent",
+    ) -> Escalation:
+        """From what an agent gives (``"Label — consequence"`` choices), as typed."""
+        return cls(
+            question, context, list(attempted), [parse_choice(c) for c in choices], trigger=trigger
+        )
+
+    def cleaned(self) -> Escalation:
+        """The same escalation with every text safe to write (see :func:`loopkit.message.clean`)
+        and safe to show: a secret of a known shape in it — an agent's ``api_key=sk-ant-…`` —
+        masked before it reaches the request, ``BLOCKED.md`` or a message (:func:`shown`)."""
+        return replace(
+            self,
+            question=shown(self.question),
+            context=shown(self.context),
+            attempted=[shown(a) for a in self.attempted],
+            choices=[
+                Choice(
+                    shown(c.label),
+                    shown(c.consequence),
+                    clean(c.value),
+                    tuple(clean(a) for a in c.aliases),
+                )
+                for c in self.choices
+            ],
+            trigger=clean(self.trigger),
+        )
+
+    def validate(self) -> None:
+        if not self.question.strip():
+            raise BadInput('the question is empty; pass --question "…?"')
+        if not 1 <= len(self.choices) <= 3:
+            raise BadInput(
+                f'{len(self.choices)} choices given; give 1 to 3 (--choice "Label — consequence")'
+            )
+        labels = [c.label.lower() for c in self.choices]
+        if len(set(labels)) != len(labels):
+            raise BadInput("two choices have the same label; give each choice its own label")
 
 
 def packaged_template() -> str:

@@ -12,17 +12,15 @@ on the open request (never lost) and nothing is sent.
 
 from __future__ import annotations
 
-import re
-
 from loopkit import clock
 from loopkit.datarecord import record, replace
-from loopkit.errors import BadInput, LoopkitError
+from loopkit.errors import LoopkitError
 from loopkit.escalation import blockfile, evidence
-from loopkit.escalation.blockfile import Choice
+from loopkit.escalation.blockfile import Choice, slug
 from loopkit.escalation.sender import Sender
 from loopkit.log import get_logger
-from loopkit.message import clean, fold
-from loopkit.redact import Redactor, mask_shapes
+from loopkit.message import fold
+from loopkit.redact import Redactor
 from loopkit.requests.irreversible import is_irreversible
 from loopkit.requests.models import Block, Option
 from loopkit.requests.record import Request, new_id
@@ -35,93 +33,10 @@ if TYPE_CHECKING:
 
     from loopkit.channels import Outcome
     from loopkit.config import Config
+    from loopkit.escalation.blockfile import Escalation
     from loopkit.escalation.sender import ChannelFactory
 
 log = get_logger("loopkit.escalation")
-
-_DASHES = re.compile(r"\s+(?:—|–|--|-)\s+")
-
-
-def shown(text: str) -> str:
-    """A text an agent or a command wrote, as a question carries it: safe to write
-    (:func:`~loopkit.message.clean`), its secrets masked (:func:`~loopkit.redact.mask_shapes`)."""
-    return mask_shapes(clean(text))
-
-
-def parse_choice(text: str) -> Choice:
-    """``"Label — consequence"`` (em dash; ``--``, ``-`` and en dash with spaces also work)."""
-    parts = _DASHES.split(text.strip(), maxsplit=1)
-    label = parts[0].strip()
-    if not label:
-        raise BadInput(f'choice {text!r} has no label; write it as "Label — consequence"')
-    consequence = parts[1].strip() if len(parts) > 1 else ""
-    return Choice(label=label, consequence=consequence, value=slug(label))
-
-
-def slug(label: str) -> str:
-    value = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
-    return value or label
-
-
-@record(frozen=True, slots=True)
-class Escalation:
-    question: str
-    context: str
-    attempted: list[str]
-    choices: list[Choice]
-    trigger: str = "agent"
-    request_id: str | None = None
-    raised_by: str | None = None  # "supervisor" for the loop's own blocks
-    task: str | None = None
-    iteration: int | None = None
-    summary: dict[str, str] | None = None  # short lines 3 and 4 of the message
-
-    @classmethod
-    def of_texts(
-        cls,
-        question: str,
-        context: str,
-        attempted: list[str] | tuple[str, ...],
-        choices: list[str] | tuple[str, ...],
-        trigger: str = "agent",
-    ) -> Escalation:
-        """From what an agent gives (``"Label — consequence"`` choices), as typed."""
-        return cls(
-            question, context, list(attempted), [parse_choice(c) for c in choices], trigger=trigger
-        )
-
-    def cleaned(self) -> Escalation:
-        """The same escalation with every text safe to write (see :func:`loopkit.message.clean`)
-        and safe to show: a secret of a known shape in it — an agent's ``api_key=sk-ant-…`` —
-        masked before it reaches the request, ``BLOCKED.md`` or a message
-        (:func:`loopkit.redact.mask_shapes`)."""
-        return replace(
-            self,
-            question=shown(self.question),
-            context=shown(self.context),
-            attempted=[shown(a) for a in self.attempted],
-            choices=[
-                Choice(
-                    shown(c.label),
-                    shown(c.consequence),
-                    clean(c.value),
-                    tuple(clean(a) for a in c.aliases),
-                )
-                for c in self.choices
-            ],
-            trigger=clean(self.trigger),
-        )
-
-    def validate(self) -> None:
-        if not self.question.strip():
-            raise BadInput('the question is empty; pass --question "…?"')
-        if not 1 <= len(self.choices) <= 3:
-            raise BadInput(
-                f'{len(self.choices)} choices given; give 1 to 3 (--choice "Label — consequence")'
-            )
-        labels = [c.label.lower() for c in self.choices]
-        if len(set(labels)) != len(labels):
-            raise BadInput("two choices have the same label; give each choice its own label")
 
 
 @record(frozen=True, slots=True)
@@ -164,9 +79,7 @@ def answer_hint(
 def head_commit(workspace: Workspace) -> str | None:
     """The short commit the workspace's git checkout is at (``git rev-parse``), if any;
     outside a checkout no ``git`` is run."""
-    from loopkit.escalation.evidence import git_top
-
-    if git_top(workspace.root) is None:
+    if evidence.git_top(workspace.root) is None:
         return None
     import subprocess
 

@@ -27,7 +27,8 @@ from loopkit.requests.models import Block
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the escalator (the sender, the channels) only once there is work
     from loopkit.config import Config
-    from loopkit.escalation.escalator import Escalation, Escalator, Result
+    from loopkit.escalation.blockfile import Escalation
+    from loopkit.escalation.escalator import Escalator, Result
     from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.repair")

@@ -57,7 +57,7 @@ class Hubs:
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         environ = os.environ if environ is None else environ
         self.local = LocalHub()
-        self._made: dict[str, Hub] = {}
+        self._made: dict[str, PgHub] = {}
         self._lock = threading.Lock()
         self._env_dsn: str | None = None
         with contextlib.suppress(ValueError):
@@ -78,7 +78,7 @@ class Hubs:
                 self._made[dsn] = PgHub(dsn)
             return self._made[dsn]
 
-    def fleets(self) -> list[Hub]:
+    def fleets(self) -> list[PgHub]:
         """Every fleet hub this process knows: the environment's first, then those made."""
         if self._env_dsn and _installed():
             self.for_dsn(self._env_dsn)
@@ -88,12 +88,8 @@ class Hubs:
         return [*first, *made.values()]
 
     def pg_hubs(self) -> list[PgHub]:
-        fleets = self.fleets()
-        if not fleets:
-            return []
-        from loopkit.fleet.pg import PgHub
-
-        return [hub for hub in fleets if isinstance(hub, PgHub)]
+        """Every fleet hub this process knows (:meth:`fleets`)."""
+        return self.fleets()
 
     def remote_open(self) -> list[Remote]:
         """Other machines' open requests, across every fleet known (each once)."""
@@ -216,9 +212,7 @@ def publish_last(hubs: Hubs, hub: Hub, publishing: Publishing) -> None:
     if own is None or hub not in hubs.pg_hubs():
         return
     from loopkit.fleet import states
-    from loopkit.fleet.pg import PgHub
 
-    assert isinstance(hub, PgHub)
     read_ns = states.now_ns()  # before the read: a row read later always wins
     row = publishing.describe(own, exiting=os.getpid())
     states.publish_last(hub, row, read_ns=read_ns)

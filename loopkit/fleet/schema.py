@@ -21,6 +21,8 @@ them (idempotent), ``loopkit fleet status`` reads them.
 
 from __future__ import annotations
 
+from loopkit.redact import Redactor
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -191,8 +193,6 @@ def check(dsn: str | None) -> tuple[Literal["ok", "problem"], str] | None:
         with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
             found = version(conn)
     except psycopg.Error as exc:
-        from loopkit.redact import Redactor
-
         reason = Redactor((dsn,)).text(str(exc).strip().splitlines()[0] if str(exc) else "")
         return (
             "problem",

@@ -3,10 +3,12 @@ CLI's hook configuration, merged as ``install claude`` merges Claude Code's.
 
 - Codex reads ``hooks.json`` beside each config layer (``~/.codex/hooks.json``,
   ``<repo>/.codex/hooks.json``; openai/codex ``hooks/src/engine/discovery.rs``), a
-  ``timeout`` in seconds (default 600), and runs one ``notify`` program named at the top of
-  ``config.toml``. The notify line is added only when the file has none (Codex runs one
-  program; another's is never replaced), as a line of text: the rest of the file is kept
-  byte for byte.
+  ``timeout`` in seconds (default 600) — a project's only in a trusted project, and each
+  hook only once it is trusted (:mod:`~loopkit.hooks.codextrust` asks Codex to trust
+  loopkit's). It runs one ``notify`` program, named at the top of the *user's*
+  ``$CODEX_HOME/config.toml`` (a project's ``notify`` is not read). The notify line is
+  added only when the file has none (Codex runs one program; another's is never replaced),
+  as a line of text: the rest of the file is kept byte for byte.
 - Gemini CLI reads ``hooks`` from ``.gemini/settings.json`` (or ``~/.gemini/settings.json``),
   a ``timeout`` in *milliseconds* (default 60000; a timed-out hook lets the call run, so it is
   set above ``[hooks] wait``).
@@ -86,9 +88,15 @@ def install(
     path = hooks_path(agent, root, user)
     changed = [f"{path}: {line}" for line in _merge_hooks(path, spec, start)]
     if agent == "codex":
-        config = path.parent / "config.toml"
+        config = codex_home() / "config.toml"
         changed += [f"{config}: {line}" for line in _merge_notify(config, start)]
     return changed
+
+
+def codex_home() -> Path:
+    """Where Codex keeps its user config: ``$CODEX_HOME``, else ``~/.codex``."""
+    given = os.environ.get("CODEX_HOME", "").strip()
+    return Path(given) if given else Path.home() / ".codex"
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """A gated tool call (``[gate] rules``) asks for an approval bound to that exact call.
 
-The binding is the SHA-256 of tool name + tool input + folder, as ``loopkit gate`` binds
-argv + folder, and an approval is used once (:func:`loopkit.escalation.gate.approval`,
+The binding is the SHA-256 of tool name + what the call runs + folder, as ``loopkit gate``
+binds argv + folder, and an approval is used once (:func:`loopkit.escalation.gate.approval`,
 :func:`~loopkit.escalation.gate.consume`: the same code). Under ``loopkit run`` the agent's
 call is denied at once with "waiting for a human's approval", the request stands as the
 loop's block, and the supervisor waits on it when the agent's turn ends; the next
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 import sys
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from loopkit.fleet import Hubs
 from loopkit.home import Registry
 from loopkit.hooks.rules import FILE_TOOLS
 from loopkit.message import clean, fold
-from loopkit.redact import Redactor, mask_command
+from loopkit.redact import Redactor, mask_script
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
@@ -38,22 +37,51 @@ if TYPE_CHECKING:
 WAITING = "waiting for a human's approval: loopkit will resume you when it is given"
 
 
+# What a call of each tool the agents share runs (Claude Code's, Codex's and Gemini CLI's
+# tool inputs): the rest — a `description`, a timeout, running in the background — is the
+# agent's words about the call, and may change when the same call is made again. A tool not
+# named here (an MCP tool, whose every argument may matter) is bound to its whole input.
+RUNS: dict[str, tuple[str, ...]] = {
+    "Bash": ("command",),
+    "Write": ("file_path", "content"),
+    "Edit": ("file_path", "old_string", "new_string", "replace_all"),
+    "MultiEdit": ("file_path", "edits"),
+    "NotebookEdit": ("notebook_path", "cell_id", "new_source", "cell_type", "edit_mode"),
+    "AskUserQuestion": ("questions",),
+    "apply_patch": ("command", "patch", "input"),
+    "run_shell_command": ("command", "dir_path", "directory"),
+    "write_file": ("file_path", "content"),
+    "replace": ("file_path", "old_string", "new_string", "expected_replacements",
+                "allow_multiple"),
+}  # fmt: skip
+
+
+def what_runs(tool_name: str, tool_input: Any) -> Any:
+    """The part of ``tool_input`` that says what the call does (:data:`RUNS`)."""
+    keys = RUNS.get(tool_name)
+    if keys is None or not isinstance(tool_input, dict):
+        return tool_input
+    return {key: tool_input[key] for key in keys if key in tool_input}
+
+
 def call_hash(tool_name: str, tool_input: Any, cwd: str) -> str:
-    canonical = {"tool_name": tool_name, "tool_input": tool_input, "cwd": cwd}
+    """The SHA-256 an approval is bound to: the tool, what it runs, the folder — never the
+    agent's description of it (a retry reworded is the same call)."""
+    canonical = {"tool_name": tool_name, "tool_input": what_runs(tool_name, tool_input),
+                 "cwd": cwd}  # fmt: skip
     encoded = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(encoded.encode()).hexdigest()
 
 
+SHELL_TOOLS = ("Bash", "run_shell_command")
+
+
 def shown_call(tool_name: str, tool_input: Any) -> list[str]:
-    """The call as the human sees it: a Bash command split and masked, a file tool's path,
-    any other tool's name."""
-    if tool_name == "Bash" and isinstance(tool_input, dict):
-        command = str(tool_input.get("command", ""))
-        try:
-            words = shlex.split(command)
-        except ValueError:
-            words = command.split()
-        return [clean(word) for word in mask_command(words)]
+    """The call as the human sees it: a shell command as its text — exactly as it runs,
+    ``>`` and quotes untouched — with its secrets masked; a file tool's name and path; any
+    other tool's name."""
+    if tool_name in SHELL_TOOLS and isinstance(tool_input, dict):
+        return [clean(mask_script(str(tool_input.get("command", ""))))]
     key = FILE_TOOLS.get(tool_name)
     if key and isinstance(tool_input, dict):
         return [tool_name, clean(str(tool_input.get(key, "")))]
@@ -71,7 +99,7 @@ def _request(
 ) -> Request:
     tool_name, tool_input, cwd = event["tool_name"], event.get("tool_input", {}), event["cwd"]
     shown = shown if shown is not None else shown_call(tool_name, tool_input)
-    text = shlex.join(shown) if _is_command(tool_name, shown) else " ".join(shown)
+    text = " ".join(shown)
     room = 120 - len(f"Approve {agent}'s ``?")
     hook = "Claude Code" if agent == "Claude" else agent
     return gate.approval_request(
@@ -84,6 +112,7 @@ def _request(
         attempted=f"nothing: {hook} holds the call until it is approved",
         binding={
             "argv": shown,
+            "command": text,  # as shown, never re-quoted: what the human approves
             "cwd": cwd,
             "sha256": digest,
             "tool": tool_name,
@@ -91,11 +120,6 @@ def _request(
             "session": str(event.get("session_id") or ""),
         },
     )
-
-
-def _is_command(tool_name: str, shown: list[str]) -> bool:
-    """A shell call is shown as the command it runs; a file tool as ``tool path``."""
-    return tool_name not in FILE_TOOLS and not (shown and shown[0] == tool_name)
 
 
 def register(config: config_mod.Config) -> None:

@@ -6,7 +6,9 @@ Built to Codex's hook runner (openai/codex ``codex-rs/hooks/src/events/pre_tool_
 - stdin: ``session_id``, ``turn_id``, ``cwd``, ``hook_event_name``, ``model``,
   ``permission_mode``, ``tool_name``, ``tool_input``, ``tool_use_id``. The shell tool is
   ``Bash`` with ``{"command": …}``; file edits are ``apply_patch`` with the patch as
-  ``command``; MCP tools are ``mcp__server__tool``.
+  ``command``; MCP tools are ``mcp__server__tool``. A patch the model runs through the
+  shell (``apply_patch <<'EOF' …`` in a ``Bash`` command) is applied by Codex as the tool
+  would be, so its files are checked against ``[gate] protect`` too.
 - ``permissionDecision: "deny"`` needs a non-empty ``permissionDecisionReason`` (without one
   the output is invalid and the call runs); ``"ask"`` is unsupported, and so is ``"allow"``
   without ``updatedInput``: an approved call gets no decision, only a ``systemMessage``.
@@ -21,6 +23,7 @@ Built to Codex's hook runner (openai/codex ``codex-rs/hooks/src/events/pre_tool_
 from __future__ import annotations
 
 from loopkit.hooks.pretooluse import Dialect
+from loopkit.hooks.pretooluse import main as gate
 
 TYPE_CHECKING = False  # the no-match path imports neither typing nor re
 if TYPE_CHECKING:
@@ -38,10 +41,14 @@ def patch_paths(patch: str) -> list[str]:
     return [(m.group(1) or m.group(2)).strip() for m in found]
 
 
+_SHELL_PATCH = r"\bapply_?patch\b"  # the program Codex intercepts (and its old name)
+
+
 class CodexDialect(Dialect):
     agent = "Codex"
     shell = ("Bash",)
     files = ("apply_patch",)
+    shell_writes = (b"apply_patch", b"applypatch")
 
     def calls(self, tool_name: str, tool_input: Any) -> list[tuple[str, Any]]:
         if tool_name == "Bash" and isinstance(tool_input, dict):
@@ -50,13 +57,23 @@ class CodexDialect(Dialect):
                 import shlex
 
                 command = shlex.join(str(word) for word in command)
-            return [("Bash", {"command": command})]
+            found: list[tuple[str, Any]] = [("Bash", {"command": command})]
+            import re
+
+            if isinstance(command, str) and re.search(_SHELL_PATCH, command):
+                found += [("Write", {"file_path": path}) for path in patch_paths(command)]
+            return found
         if tool_name == "apply_patch" and isinstance(tool_input, dict):
             patch = str(tool_input.get("command") or tool_input.get("patch") or "")
             return [("Write", {"file_path": path}) for path in patch_paths(patch)]
         return [(tool_name, tool_input)]
 
     def shown(self, tool_name: str, tool_input: Any) -> list[str]:
+        if tool_name == "Bash" and len(self.calls(tool_name, tool_input)) > 1:
+            from loopkit.message import clean
+
+            files = [clean(g["file_path"]) for _, g in self.calls(tool_name, tool_input)[1:]]
+            return ["apply_patch", *files]  # the patch's files, not its text
         if tool_name == "apply_patch":
             from loopkit.message import clean
 
@@ -81,8 +98,6 @@ CODEX = CodexDialect()
 
 
 def main(explicit: str | None = None) -> int:
-    from loopkit.hooks.pretooluse import main as gate
-
     return gate(explicit, CODEX)
 
 

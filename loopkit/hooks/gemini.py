@@ -17,6 +17,7 @@ https://geminicli.com/docs/hooks/reference):
 from __future__ import annotations
 
 from loopkit.hooks.pretooluse import Dialect
+from loopkit.hooks.pretooluse import main as gate
 
 TYPE_CHECKING = False  # the no-match path imports no typing
 if TYPE_CHECKING:
@@ -48,6 +49,4 @@ GEMINI = GeminiDialect()
 
 
 def main(explicit: str | None = None) -> int:
-    from loopkit.hooks.pretooluse import main as gate
-
     return gate(explicit, GEMINI)

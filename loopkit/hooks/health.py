@@ -29,6 +29,9 @@ import subprocess
 
 from loopkit import readfile
 from loopkit.datarecord import record
+from loopkit.hooks import codextrust, geminitrust
+from loopkit.hooks.agentconfig import AGENTS
+from loopkit.hooks.agentconfig import ours as runs_ours
 from loopkit.hooks.install import EVENTS, ours, wrapped_head
 from loopkit.hooks.pretooluse import load_rules
 from loopkit.hooks.rules import match
@@ -92,9 +95,6 @@ def installed(files: list[Path]) -> list[Installed]:
 
 def installed_agents(root: Path, home: Path) -> list[Installed]:
     """loopkit's gate hooks in Codex's and Gemini CLI's files of this project and of ``home``."""
-    from loopkit.hooks.agentconfig import AGENTS
-    from loopkit.hooks.agentconfig import ours as runs_ours
-
     found: list[Installed] = []
     for agent, spec in AGENTS.items():
         for base in (root, home):
@@ -189,3 +189,15 @@ def check(hook: Installed, root: Path) -> Health:
         )
     how = "a call no rule holds goes ahead" if event is not None else "--version answers"
     return Health(True, f"{where}: `{hook.command}` runs ({how})")
+
+
+def trust(agents: set[str], root: Path) -> list[Health]:
+    """Whether each agent will load loopkit's hooks here at all, as the agent decides it:
+    Codex (a trusted project, loopkit's hook trusted: its own hook list) and Gemini CLI (a
+    trusted folder)."""
+    found = []
+    if "codex" in agents:
+        found.append(Health(*codextrust.check(root)))
+    if "gemini" in agents:
+        found.append(Health(*geminitrust.check(root)))
+    return found

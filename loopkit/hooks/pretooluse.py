@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 MAX_INPUT = 8 * 1024 * 1024
 SUPERVISED = "LOOPKIT_AGENT_SESSION"  # agentsession.SESSION_ENV: set under `loopkit run`
+DRIVEN = ("LOOPKIT_AGENT_DRIVER", "stream-json")  # agentsession.DRIVER_ENV, DRIVER
 
 
 class Dialect:
@@ -41,6 +42,9 @@ class Dialect:
     event = "PreToolUse"
     shell: tuple[str, ...] = ("Bash",)
     files: tuple[str, ...] = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+    # Words that make a shell command write files by name (Codex applies a patch run through
+    # the shell, ``apply_patch <<'EOF' …``): such a command is read for protected paths too.
+    shell_writes: tuple[bytes, ...] = ()
 
     def gated_tool(self, raw: bytes) -> str | None:
         """What ``re.search(rb'"tool_name"\\s*:\\s*"(Bash|Write|…)"', raw)`` finds in a text
@@ -177,6 +181,8 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
     if tool == _PARSE_IT:
         return False
     given = raw.split(b'"tool_input"', 1)[-1]
+    if tool in dialect.shell and any(word in given for word in dialect.shell_writes):
+        return False  # a patch through the shell: its files are read (the dialect's calls)
     if tool not in dialect.shell:
         # The whole call, the session's folder too: a relative path is joined onto it
         # (``0002.sql`` written in ``…/migrations`` is a protected file).
@@ -294,7 +300,8 @@ def _main(explicit: str | None, dialect: Dialect) -> int:
         workspace = discover.find_workspace(explicit, cwd=cwd)
     except discover.NotAFolder as exc:
         return _deny_on_error(str(exc))
-    if tool_name == "AskUserQuestion" and os.environ.get(SUPERVISED):
+    driven = os.environ.get(DRIVEN[0]) == DRIVEN[1]  # the supervisor asks Claude's questions
+    if tool_name == "AskUserQuestion" and os.environ.get(SUPERVISED) and not driven:
         try:
             from loopkit.hooks.question import decide as asked
 

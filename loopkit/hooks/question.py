@@ -66,7 +66,7 @@ def _output(decision: str, reason: str = "", updated: Any = None) -> dict[str, A
     return {"hookSpecificOutput": specific}
 
 
-def _request(
+def request_for(
     config: config_mod.Config,
     event: dict[str, Any],
     item: dict[str, Any],
@@ -160,37 +160,64 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
         stream=sys.stderr,
         console_level="warning",
     )
-    cwd = str(event.get("cwd") or workspace)
-    digest = call_hash(TOOL, tool_input, cwd)
     register(config)
     hubs = Hubs()
     try:
         store = RequestStore(Workspace.of(config), hub=hubs.for_config(config))
         escalator = Escalator(config, store=store, agent_session=True)
-        records: list[Request] = []
-        fresh: list[Request] = []
-        with store.locked():
-            known = {r.request_key: r for _, r in store.all() if isinstance(r, Request)}
-            for n, item in enumerate(questions):
-                key = f"claude-question:{digest}:{n}"
-                record = known.get(key)
-                if record is None:
-                    record = _request(config, event, item, key, n, len(questions))
-                    placed = escalator.place(record, own=True)
-                    if placed.joined is None:
-                        fresh.append(record)
-                records.append(record)
-        for record in fresh:
-            escalator.deliver(record)
+        records = ask(escalator, {**event, "cwd": str(event.get("cwd") or workspace)}, questions)
     finally:
         hubs.close()
-    answers: dict[str, str] = {}
+    state, said = answers(records, questions)
+    if state == "open":
+        return _output("defer")
+    if state == "unanswered":
+        return _output("deny", said)
+    assert isinstance(tool_input, dict)
+    return _output("allow", "answered by a human via loopkit", {**tool_input, "answers": said})
+
+
+def ask(
+    escalator: Escalator,
+    event: dict[str, Any],
+    questions: list[dict[str, Any]],
+    *,
+    raised_by: str | None = None,
+) -> list[Request]:
+    """One request per question of the call in ``event`` (found again by its key when asked
+    before): the first is the loop's block, the others join it. Shared by the hook and by
+    the supervisor's Claude driver (:mod:`loopkit.supervisor.dialogs`)."""
+    config, store = escalator.config, escalator.store
+    digest = call_hash(TOOL, event.get("tool_input"), str(event["cwd"]))
+    records: list[Request] = []
+    fresh: list[Request] = []
+    with store.locked():
+        known = {r.request_key: r for _, r in store.all() if isinstance(r, Request)}
+        for n, item in enumerate(questions):
+            key = f"claude-question:{digest}:{n}"
+            record = known.get(key)
+            if record is None:
+                record = request_for(config, event, item, key, n, len(questions))
+                record.raised_by = raised_by or record.raised_by
+                placed = escalator.place(record, own=True)
+                if placed.joined is None:
+                    fresh.append(record)
+            records.append(record)
+    for record in fresh:
+        escalator.deliver(record)
+    return records
+
+
+def answers(records: list[Request], questions: list[dict[str, Any]]) -> tuple[str, Any]:
+    """``("open", None)`` while a question waits; ``("unanswered", why)`` when one ended
+    without an answer; else ``("answered", {question: answer})`` as Claude Code's
+    ``AskUserQuestion`` takes them in ``updatedInput.answers``."""
+    found: dict[str, str] = {}
     for record, item in zip(records, questions, strict=True):
         if record.is_open:
-            return _output("defer")
+            return "open", None
         answer = answer_of(record, item["labels"], multi=bool(item.get("multiSelect")))
         if answer is None:
-            return _output("deny", f"the question was not answered ({record.status})")
-        answers[item["question"]] = answer
-    assert isinstance(tool_input, dict)
-    return _output("allow", "answered by a human via loopkit", {**tool_input, "answers": answers})
+            return "unanswered", f"the question was not answered ({record.status})"
+        found[item["question"]] = answer
+    return "answered", found

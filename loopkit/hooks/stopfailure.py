@@ -2,7 +2,7 @@
 
 Per Claude Code's hooks reference ("StopFailure", "StopFailure input"): it runs instead of
 ``Stop`` when the turn ends on an API error, with ``error`` (``rate_limit``,
-``overloaded``, ``authentication_failed``, ``billing_error``, …), optional
+``overloaded``, ``server_error``, ``authentication_failed``, ``billing_error``, …), optional
 ``error_details`` and ``last_assistant_message``; its output and exit code are ignored.
 
 The failure is recorded for the supervisor in ``.loopkit/agent_failure.json`` (the error
@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from loopkit import agentresult, atomicfile, clock, readfile
+from loopkit import agentresult, atomicfile, clock, discover, readfile
 from loopkit.message import clean, fold
 
 TYPE_CHECKING = False
@@ -24,16 +24,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 FILE = "agent_failure.json"
-DEPENDENCY = frozenset({"rate_limit", "overloaded"})
-CREDENTIAL = frozenset(
-    {
-        "authentication_failed",
-        "billing_error",
-        "oauth_org_not_allowed",
-        "account_on_hold",
-        "cloud_credential_error",
-    }
-)
 
 
 def path_in(workspace: Path) -> Path:
@@ -73,13 +63,13 @@ def take(workspace: Path) -> dict[str, Any] | None:
 
 
 def kind(failure: dict[str, Any]) -> str:
-    """``dependency`` (wait and try again), ``credential`` (ask at once) or ``other``."""
-    error = str(failure.get("error"))
-    if error in DEPENDENCY:
-        return "dependency"
-    if error in CREDENTIAL:
-        return "credential"
-    return "other"
+    """``dependency`` (wait and try again), ``credential`` (ask at once) or ``other``:
+    :func:`loopkit.agentresult.failure_kind` of its error type (``server_error``, a 529 or a
+    500, is a dependency down too)."""
+    status = failure.get("status")
+    return agentresult.failure_kind(
+        str(failure.get("error")), status if isinstance(status, int) else None
+    )
 
 
 def describe(failure: dict[str, Any]) -> str:
@@ -91,8 +81,6 @@ def main(explicit: str | None = None) -> int:
     """The hook: record the failure; exit 0 whatever happens (Claude Code ignores it)."""
     import os
     import sys
-
-    from loopkit import discover
 
     try:
         event = readfile.json_document(sys.stdin.buffer.read(1 << 20).decode("utf-8", "replace"))

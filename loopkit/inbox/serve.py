@@ -20,6 +20,8 @@ import socket
 import sys
 import threading
 
+import uvicorn
+
 from loopkit import clock, fleet, loops
 from loopkit.answering.service import Answering
 from loopkit.datarecord import field, record
@@ -32,7 +34,10 @@ from loopkit.escalation.sender import Sender
 from loopkit.fleet import Hubs
 from loopkit.fleet.publishing import Publishing
 from loopkit.home import home
+from loopkit.inbox.auth import InboxToken, Throttle
+from loopkit.inbox.guard import LISTEN_QUEUE, ConnectionGuard, guarded, limits
 from loopkit.inbox.relay.poller import UpdatePoller
+from loopkit.inbox.web import Inbox, app
 from loopkit.log import get_logger
 from loopkit.requests.locate import Stores
 from loopkit.workspace.state import SupervisorLock
@@ -45,7 +50,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from loopkit.config import ChannelSettings
-    from loopkit.inbox.guard import ConnectionGuard
     from loopkit.inbox.relay.slack_socket import SlackRelay
 
 log = get_logger("loopkit.serve")
@@ -173,10 +177,6 @@ class _Server:  # a thin uvicorn.Server that remembers the signal that stopped i
     def __init__(
         self, sock: socket.socket, app: Any, *, guard: ConnectionGuard | None = None
     ) -> None:
-        import uvicorn
-
-        from loopkit.inbox.guard import LISTEN_QUEUE, ConnectionGuard, guarded, limits
-
         class Server(uvicorn.Server):
             @contextlib.contextmanager
             def capture_signals(self) -> Iterator[None]:
@@ -221,9 +221,6 @@ def serve(
 ) -> int:
     """Serve the inbox, the relay, the retrier and the follower until a signal. ``hubs``:
     the process's hubs, handed to each (built here when not handed in)."""
-    from loopkit.inbox.auth import InboxToken, Throttle
-    from loopkit.inbox.web import Inbox, app
-
     host, port = parse_listen(listen, explicit=explicit)
     token = InboxToken(home())
     secret = token.rotate() if rotate else token.ensure()

@@ -18,7 +18,7 @@ from pydantic import AliasChoices, Field
 from loopkit.datarecord import replace
 from loopkit.escalation.ask import Asked as AskResult
 from loopkit.escalation.ask import Question, ask
-from loopkit.escalation.escalator import Escalation
+from loopkit.escalation.blockfile import Escalation
 from loopkit.escalation.repair import escalate as escalate_after_repair
 from loopkit.mcp_server.models import Asked, Category, Escalated, HumanRequest, Kind, TimeoutAction
 from loopkit.mcp_server.preview import PreviewStore

@@ -1,40 +1,31 @@
 """``loopkit mcp --print-config``: how an MCP client starts this server.
 
 The project's ``.mcp.json`` entry (the format Claude Code, Cursor and others read) and the
-``claude mcp add`` line that writes the same entry. The command is ``loopkit`` when that is
-the ``loopkit`` on PATH, else this one's absolute path; ``-C DIR`` is kept when it was given
-(otherwise the client's working folder — the project — is found as every command finds it).
+``claude mcp add`` line that writes the same entry. The command names this very loopkit by
+its absolute path, as the hooks do (:func:`loopkit.hooks.install.program`): a client starts
+servers with a PATH of its own, where a bare ``loopkit`` may not be found. ``-C DIR`` is kept
+when it was given (otherwise the client's working folder — the project — is found as every
+command finds it).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import shutil
-import sys
 from pathlib import Path
 from typing import Any
+
+from loopkit.hooks.install import program as loopkit_program
 
 NAME = "loopkit"
 
 
-def command() -> str:
-    """``loopkit`` when PATH finds this very executable, else its absolute path."""
-    me = Path(sys.argv[0])
-    if me.name != "loopkit" or not me.exists():
-        return "loopkit"
-    on_path = shutil.which("loopkit")
-    if on_path and os.path.samefile(on_path, me):
-        return "loopkit"
-    return str(me.resolve())
-
-
 def entry(workspace: Path | None = None, program: str | None = None) -> dict[str, Any]:
     """The ``mcpServers`` object with loopkit's server in it."""
+    start = [program] if program else loopkit_program()
     args = ["-C", str(workspace), "mcp"] if workspace is not None else ["mcp"]
-    server = {"type": "stdio", "command": program or command(), "args": args, "env": {}}
+    server = {"type": "stdio", "command": start[0], "args": [*start[1:], *args], "env": {}}
     return {"mcpServers": {NAME: server}}
 
 

@@ -1,9 +1,9 @@
 """The workspace a ``loopkit mcp`` server serves: found once at start, as every command finds
-it (SPEC section 9), with the same :class:`~loopkit.app.App` as the command line."""
+it (SPEC section 9), with the same :class:`~loopkit.commands.app.App` as the command line."""
 
 from __future__ import annotations
 
-from loopkit.app import App
+from loopkit.commands.app import App
 from loopkit.config import Config
 from loopkit.datarecord import record
 from loopkit.errors import ConfigError

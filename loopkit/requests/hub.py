@@ -5,7 +5,7 @@ up: the request store mirrors each write through its hub (``RequestStore(workspa
 hub=…)``), the answer path claims each answer through the store's hub, the Telegram relay
 takes its bot lease and keeps its offset through the hub it was given, and the inboxes list
 and answer other machines' requests through the hubs of the process. A hub is built where an
-application is assembled — the CLI's :class:`~loopkit.app.App`, ``serve``, ``run``'s
+application is assembled — the CLI's :class:`~loopkit.commands.app.App`, ``serve``, ``run``'s
 Supervisor, ``mcp`` — by :class:`loopkit.fleet.Hubs` (one per fleet DSN), the way httpx's
 ``Client(transport=…)`` is given its transport once. Loading a workspace's configuration
 never changes which hub anything else uses.
@@ -18,6 +18,7 @@ of :mod:`loopkit.fleet`, which builds on it.
 from __future__ import annotations
 
 from loopkit.datarecord import record
+from loopkit.home.bot import BotLease, OffsetFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -111,11 +112,7 @@ class LocalHub:
         raise NotImplementedError("no other machine without a fleet")
 
     def bot_lease(self, bot: str) -> Lease:
-        from loopkit.home.bot import BotLease  # with its logger: only where a bot is polled
-
         return BotLease(bot)
 
     def offsets(self, token: str | None) -> Offsets:
-        from loopkit.home.bot import OffsetFile
-
         return OffsetFile(token)

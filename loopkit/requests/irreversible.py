@@ -47,6 +47,9 @@ def action(record: Request) -> str:
     """What an approval of ``record`` lets happen: the gated command (masked, as it is
     shown), else the question asked."""
     gate = record.gate or {}
+    shown = gate.get("command")  # an agent's call, as it runs (a shell line is not re-quoted)
+    if isinstance(shown, str) and shown:
+        return f"`{fold(shown, 120)}`"
     argv = gate.get("argv")
     if isinstance(argv, list) and argv:
         words = [str(word) for word in argv]

@@ -132,6 +132,14 @@ def _loop_findings(config: Config, refusals: list[readiness.Refusal]) -> list[Fi
     if loop.task_file and not (config.workspace / loop.task_file).is_file():
         text = f"[loop] task_file {loop.task_file!r} does not exist in {config.workspace}"
         found.append(Finding("problem", "loop", f"{text}; create it or fix the name"))
+    from loopkit.setup.kit import agent_problems
+
+    # (a stream-json agent with no prompt is one of run's refusals: said above, in its words)
+    found += [
+        Finding("problem", "agent", text)
+        for text in agent_problems(loop)
+        if "reads its prompt on stdin" not in text
+    ]
     missing = [name for name in loop.required_env if not os.environ.get(name)]
     if missing:
         found.append(Finding("problem", "loop", f"required_env not set now: {', '.join(missing)}; "
@@ -281,9 +289,13 @@ def _hook_findings(root: Path) -> list[Finding]:
 
     found = []
     hooks = health.installed(health.settings_files(root, Path.home()))
-    for hook in hooks + health.installed_agents(root, Path.home()):
+    agents = health.installed_agents(root, Path.home())
+    for hook in hooks + agents:
         result = health.check(hook, root)
         found.append(Finding("ok" if result.ok else "problem", "hook", result.text))
+    # A hook that runs is not enough: the agent must load it (its trust).
+    for result in health.trust({hook.agent for hook in agents}, root):
+        found.append(Finding("ok" if result.ok else "problem", "trust", result.text))
     return found
 
 

@@ -17,20 +17,24 @@ nothing:
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import tomllib
 
 from loopkit.config import CONFIG_NAME
 from loopkit.datarecord import record
-from loopkit.errors import ConfigError
+from loopkit.errors import ConfigError, WorkspaceError
 from loopkit.setup.scaffold import DONE, Step
 from loopkit.setup.scaffold import read_text as _read
 from loopkit.setup.scaffold import write_text as _write
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
+
+    from loopkit.config import Command, LoopConfig
 
 
 @record(frozen=True, slots=True)
@@ -39,12 +43,23 @@ class Kit:
     notes: str  # the file the agent reads its instructions from
     program: str  # how the agent is started headless, "{prompt}" where the prompt goes
     resume: str | None = None
+    prompt_key: bool = False  # the prompt goes in [loop] prompt (the agent reads stdin)
 
 
+# Claude Code as its SDK runs it (SPEC section 23): loopkit writes the prompt on stdin and
+# answers Claude's own questions and permission dialogs; bypassPermissions lets a headless
+# turn write and commit, and loopkit's PreToolUse hook still holds every gated call first.
+_CLAUDE = (
+    "--input-format stream-json --output-format stream-json --verbose "
+    "--permission-prompt-tool stdio --permission-mode bypassPermissions"
+)
 KITS = {
-    "claude": Kit("Claude Code", "CLAUDE.md", "claude -p {prompt} --output-format json",
-                  "claude -p --resume {session_id} --output-format json"),
-    "codex": Kit("Codex", "AGENTS.md", "codex exec --full-auto {prompt}"),
+    "claude": Kit("Claude Code", "CLAUDE.md", f"claude -p {_CLAUDE}",
+                  f"claude -p --resume {{session_id}} {_CLAUDE}", prompt_key=True),
+    # Codex 0.147 dropped `exec --full-auto`; `--sandbox workspace-write` is what it meant.
+    # That sandbox keeps .git read-only (no commit); `--add-dir .git` lets the agent commit.
+    "codex": Kit("Codex", "AGENTS.md",
+                 "codex exec --sandbox workspace-write --add-dir .git {prompt}"),
     "gemini": Kit("Gemini CLI", "GEMINI.md", "gemini --approval-mode yolo -p {prompt}"),
 }  # fmt: skip
 HEADING = "## When and how to escalate (loopkit)"
@@ -60,6 +75,8 @@ def prompt(kit: Kit, task_file: str | None) -> str:
 
 
 def agent_line(kit: Kit, task_file: str | None) -> str:
+    if kit.prompt_key:
+        return kit.program
     return kit.program.format(prompt=shlex.quote(prompt(kit, task_file)))
 
 
@@ -67,6 +84,8 @@ def loop_keys(kit: Kit, task_file: str | None) -> dict[str, str]:
     keys = {"agent": agent_line(kit, task_file)}
     if kit.resume:
         keys["resume"] = kit.resume
+    if kit.prompt_key:
+        keys["prompt"] = prompt(kit, task_file)
     if task_file:
         keys["task_file"] = task_file
         keys["done"] = DONE
@@ -103,6 +122,68 @@ commit a placeholder credential, disable the feature or leave the auth as a TODO
 the repository already answers (read this file, the task and the last commits first); edit
 or delete BLOCKED.md, or answer your own question — only a human answers.
 """
+
+
+ROOT_NOTE = (
+    "you are root: Claude Code refuses --permission-mode bypassPermissions as root unless "
+    "IS_SANDBOX=1 (exactly 1) is set. On a machine that is a sandbox of its own (a "
+    "container, a VM), `export IS_SANDBOX=1` where you run `loopkit run`; otherwise run the "
+    "loop as a user without root"
+)
+
+
+def agent_problems(loop: LoopConfig, env: Mapping[str, str] | None = None) -> list[str]:
+    """What keeps the ``[loop]`` lines from running the agent unattended with its hooks on
+    (``doctor``): an agent that reads its prompt on stdin with no ``[loop] prompt``;
+    ``bypassPermissions`` as a root Claude Code refuses; Gemini CLI's ``--skip-trust``,
+    which turns its hooks off."""
+    from loopkit.supervisor.claudestream import speaks_stream_json
+
+    found = []
+    for name, command in (("agent", loop.agent), ("resume", loop.resume)):
+        words = _words(command)
+        if words and os.path.basename(words[0]) == "gemini" and "--skip-trust" in words:
+            found.append(
+                f"[loop] {name}: gemini --skip-trust runs with the folder's hooks off (no "
+                "gated call is asked); drop it and trust the folder (`loopkit init --agent "
+                "gemini` does)"
+            )
+    for name, command in (("agent", loop.agent), ("resume", loop.resume)):
+        if speaks_stream_json(command) and not loop.prompt and name == "agent":
+            found.append(
+                "[loop] agent reads its prompt on stdin (--input-format stream-json) and "
+                "[loop] prompt is not set; set it to what the agent is asked each turn"
+            )
+        words = _words(command)
+        skips = "bypassPermissions" in words or "--dangerously-skip-permissions" in words
+        if words and os.path.basename(words[0]) == "claude" and skips:
+            note = root_note(env)
+            if note:
+                found.append(f"[loop] {name}: {note}")
+                break
+    return found
+
+
+def _words(command: Command | None) -> list[str]:
+    if command is None:
+        return []
+    if isinstance(command, str):
+        try:
+            return shlex.split(command)
+        except ValueError:
+            return command.split()
+    return list(command)
+
+
+def root_note(env: Mapping[str, str] | None = None, *, uid: int | None = None) -> str | None:
+    """What a root user must do for the Claude kit's permission mode, or None. Claude Code
+    2.1 refuses it as root unless ``IS_SANDBOX`` is exactly ``1`` (or it runs in its own
+    bubblewrap sandbox)."""
+    env = os.environ if env is None else env
+    uid = os.geteuid() if uid is None else uid
+    if uid == 0 and env.get("IS_SANDBOX") != "1" and not env.get("CLAUDE_CODE_BUBBLEWRAP"):
+        return ROOT_NOTE
+    return None
 
 
 def add_loop_keys(path: Path, keys: dict[str, str]) -> list[Step]:
@@ -151,8 +232,26 @@ def hooks(root: Path, agent: str) -> list[Step]:
         changed = [f"{path.relative_to(root)}: {line}" for line in install(path)]
     else:
         from loopkit.hooks.agentconfig import install as install_agent
+        from loopkit.hooks.codextrust import trust as trust_codex
 
         changed = [line.replace(f"{root}/", "") for line in install_agent(agent, root)]
+        if agent == "codex":
+            trusted = trust_codex(root)
+            notes = [t for t in trusted if t.startswith("not trusted")]
+            changed += [t for t in trusted if t not in notes]
+            steps = _steps(changed, agent) + [Step(False, n, note=True) for n in notes]
+            return steps
+        if agent == "gemini":
+            from loopkit.hooks import geminitrust
+
+            try:
+                changed += geminitrust.arrange(root)
+            except (OSError, ValueError) as exc:
+                raise WorkspaceError(f"cannot trust this folder in Gemini CLI: {exc}") from None
+    return _steps(changed, agent)
+
+
+def _steps(changed: list[str], agent: str) -> list[Step]:
     if not changed:
         return [Step(False, f"{KITS[agent].name}'s hooks")]
     return [Step(not line.split(": ", 1)[-1].startswith("kept"), line) for line in changed]
@@ -166,6 +265,9 @@ def setup(root: Path, agent: str, *, task_file: str | None) -> list[Step]:
     steps = add_loop_keys(root / CONFIG_NAME, loop_keys(kit, task_file))
     steps += hooks(root, agent)
     steps.append(add_section(root, kit))
+    note = root_note() if agent == "claude" else None
+    if note:
+        steps.append(Step(False, note, note=True))
     return steps
 
 

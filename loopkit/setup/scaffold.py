@@ -47,12 +47,16 @@ class InitResult:
 
 @record(frozen=True, slots=True)
 class Step:
-    """One step of ``init``: ``done`` False when its result was there already."""
+    """One step of ``init``: ``done`` False when its result was there already; a ``note``
+    is no step but something the user must do or know."""
 
     done: bool
     text: str
+    note: bool = False
 
     def line(self) -> str:
+        if self.note:
+            return "note  " + self.text
         return ("wrote " if self.done else "kept  ") + self.text
 
 

@@ -12,6 +12,7 @@ import contextlib
 import os
 import stat
 
+from loopkit.agentsession import DRIVER, DRIVER_ENV
 from loopkit.clock import iso_seconds, parse_iso
 from loopkit.config import AGENT_HIDDEN_ENV
 from loopkit.datarecord import replace
@@ -21,6 +22,8 @@ from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.supervisor import resume, triggers
+from loopkit.supervisor.claudestream import ClaudeStream, speaks_stream_json
+from loopkit.supervisor.dialogs import Dialogs
 from loopkit.supervisor.iterlog import IterationLog, prune
 from loopkit.supervisor.parts import CONTINUE
 from loopkit.supervisor.pause import guidance_for_agent
@@ -36,7 +39,8 @@ if TYPE_CHECKING:
 
     from loopkit.agentresult import Result as AgentResult
     from loopkit.config import Command
-    from loopkit.escalation.escalator import Escalation, Result
+    from loopkit.escalation.blockfile import Escalation
+    from loopkit.escalation.escalator import Result
     from loopkit.supervisor.parts import Parts, Step
     from loopkit.supervisor.runner import Finished
     from loopkit.supervisor.tasks import Tasks
@@ -48,6 +52,10 @@ PREFLIGHT_TIMEOUT = 60.0
 KEEP_LOGS = 500
 PROGRESS_EVERY = 0.5  # seconds between saves of the iteration number alone
 DEPENDENCY_BACKOFF_MAX = 300.0  # seconds: the longest wait between tries of a down API
+# Seconds the agent's processes may run on after it exited: Claude Code starts its
+# StopFailure hook and exits without waiting for it; the hook records the failure first.
+AGENT_LINGER = 2.0
+GO_ON = "loopkit: go on with your task."  # a resumed stream-json session's prompt, when none
 
 
 class Iteration:
@@ -59,6 +67,7 @@ class Iteration:
         self._iteration_saved = -PROGRESS_EVERY
         self._decisions: list[dict[str, Any]] = []  # this iteration's, consumed at its start
         self._asked: str | None = None  # the block seen while the agent ran, if one was
+        self._result: AgentResult | None = None  # the agent's result this turn, if it printed one
         self._skipped: list[str] = []  # the skipped tasks as last read
         self.stuck = StuckWatch(parts, escalate=self._escalate)  # SPEC section 19
         # The environment children inherit, read once (decoding os.environ is not free).
@@ -160,6 +169,8 @@ class Iteration:
             for key in AGENT_HIDDEN_ENV:
                 env.pop(key, None)
             env.update(guidance_for_agent(self.parts.workspace))  # notes, once (SPEC §22)
+            if kwargs.get("conversation") is not None:
+                env[DRIVER_ENV] = DRIVER  # its hooks leave Claude's dialogs to us
         log_file.begin(f"--- {name}: {describe(command)}")
         result = self.parts.runner.run(
             command,
@@ -254,12 +265,13 @@ class Iteration:
             )
         blocked_path = self.parts.workspace.blocked
         self._asked = None
+        self._result = None
         stopfailure.take(self.parts.workspace.root)  # one left from before is not this turn's
         agent = self._agent_turn(loop.agent, log_file)
         if self.parts.stop.is_set():
             self.parts.save()
             return self.parts.stopped()
-        failure = stopfailure.take(self.parts.workspace.root)
+        failure = self._api_failed()
         if failure is not None and blockfile.state(blocked_path) == "absent":
             step = self._api_failure(failure, task)
             if step is not None:
@@ -332,7 +344,9 @@ class Iteration:
             said = "with the decision on stdin" if plan.prompt else "(the hook answers)"
             log.info("resume", session=plan.session_id,
                      msg=f"resuming the agent's session {plan.session_id} {said}")  # fmt: skip
-            finished, result = self._agent_run("resume", plan.command, log_file)
+            finished, result = self._agent_run(
+                "resume", plan.command, log_file, prompt=plan.prompt or GO_ON
+            )
             why = resume.not_resumed(finished, result, plan.session_id)
             state.resume = {
                 "session_id": plan.session_id,
@@ -340,7 +354,9 @@ class Iteration:
                 "resumed": why is None,
                 "reason": why,
             }
-            api_failed = stopfailure.path_in(self.parts.workspace.root).exists()
+            api_failed = stopfailure.path_in(self.parts.workspace.root).exists() or (
+                result is not None and result.failure() is not None
+            )
             if why is None or api_failed or self.parts.stop.is_set():
                 # The API failed, not the session: no fresh run; it is resumed again later.
                 self.parts.save()
@@ -352,14 +368,26 @@ class Iteration:
                 "with LOOPKIT_DECISION instead",
             )
             self.parts.save()
-        return self._agent_run("agent", agent, log_file)[0]
+        return self._agent_run("agent", agent, log_file, prompt=self.parts.config.loop.prompt)[0]
 
     def _agent_run(
-        self, name: str, command: Command, log_file: IterationLog
+        self, name: str, command: Command, log_file: IterationLog, *, prompt: str | None = None
     ) -> tuple[Finished, AgentResult | None]:
+        """Run the agent once. An agent that reads stream-json is spoken with
+        (:class:`~loopkit.supervisor.claudestream.ClaudeStream`: ``prompt`` is its turn's
+        message, its dialogs are asked); any other has its output read for a result."""
         loop = self.parts.config.loop
         watch = self.parts.watch
         keep = resume.OutputTail(log_file)
+        stream: ClaudeStream | None = None
+        if speaks_stream_json(command):
+            if not prompt:
+                raise ConfigError(
+                    f"[loop] {name} reads its prompt on stdin (--input-format stream-json): "
+                    f"set [loop] prompt in {self.parts.workspace.root / 'loopkit.toml'}"
+                )
+            dialogs = Dialogs(self.parts.escalator, str(self.parts.workspace.root))
+            stream = ClaudeStream(prompt, dialogs)
         finished = self._run(
             name,
             command,
@@ -369,14 +397,30 @@ class Iteration:
             interrupt=self._block_watch(),
             interrupt_grace=loop.block_grace,
             recheck=watch.timeout_hint if watch else None,
+            conversation=stream,
+            linger=AGENT_LINGER,
         )
-        result = keep.result()
+        result = stream.result if stream is not None else keep.result()
+        self._result = result
         if result is not None:
             state = self.parts.state
             state.agent_result = {**result.to_dict(), "iteration": state.iteration}
             state.agent_session = result.session_id or state.agent_session
             self.parts.save()
         return finished, result
+
+    def _api_failed(self) -> dict[str, Any] | None:
+        """The API failure the agent's turn ended on: read from its own result (the HTTP
+        status, certain), else from what its StopFailure hook recorded; None: none."""
+        hooked = stopfailure.take(self.parts.workspace.root)
+        found = self._result.failure() if self._result is not None else None
+        if found is None or self._result is None:
+            return hooked
+        status = self._result.api_error_status
+        if hooked is not None:  # its error type names it; the status says it for sure
+            return {**hooked, "error_details": f"HTTP {status}" if status else None,
+                    "status": status}  # fmt: skip
+        return {"error": found[1], "error_details": None, "status": status}
 
     def _api_failure(self, failure: dict[str, Any], task: str | None) -> Step | None:
         """Claude Code's turn ended on an API error (its StopFailure hook said which): a rate

@@ -16,6 +16,7 @@ from typing import Protocol
 from loopkit.answering.service import Answering
 from loopkit.datarecord import record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
+from loopkit.inbox.relay.poller import UpdatePoller
 from loopkit.log import get_logger
 from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.locate import Stores
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from loopkit.config import Config
     from loopkit.escalation.escalator import Escalator
     from loopkit.fleet import Hubs
-    from loopkit.inbox.relay.poller import UpdatePoller
     from loopkit.inbox.relay.slack_socket import SlackRelay
     from loopkit.requests.hub import Hub
     from loopkit.requests.record import Request
@@ -157,8 +157,6 @@ class Parts:
         ):
             return None
         if self._poller is None:
-            from loopkit.inbox.relay.poller import UpdatePoller
-
             self._poller = UpdatePoller.relay(
                 channels,
                 hubs=self.hubs,

@@ -1,17 +1,21 @@
 """After an answer, the agent's own session goes on (``[loop] resume``, SPEC section 18).
 
 When the block the loop waited on was raised during the agent's turn — a gated call its
-PreToolUse hook denied with "waiting for a human's approval", Claude's own question, the
-agent's ``escalate`` — and ``[loop] resume`` is set, the next iteration runs ``resume``
-with ``{session_id}`` filled in instead of a fresh ``agent``: the session that asked hears
-the answer (:func:`plan`). The session id is the one bound to the request by the hook
-(``session`` in its binding), else the one the agent's last result named.
+PreToolUse hook denied with "waiting for a human's approval", Claude's own question or
+permission dialog, the agent's ``escalate`` — and ``[loop] resume`` is set, the next
+iteration runs ``resume`` with ``{session_id}`` filled in instead of a fresh ``agent``: the
+session that asked hears the answer (:func:`plan`). The session id is the one bound to the
+request by the hook (``session`` in its binding), else the one the agent's last result
+named.
 
 The prompt on stdin says the decision in a line per answer: ``approved: run it again`` or
 ``rejected: <the human's words>`` for a gated call — the hook then allows the identical
 call once, or denies it with those words — and the answer for the agent's own question.
-Claude's questions need no prompt: the hook, fired again for the same call, hands Claude
-the answers. The supervisor's own blocks (verify failures, …) start a fresh run, as before.
+Claude's questions need no prompt where the hook defers them (``claude -p``): fired again
+for the same call, it hands Claude the answers. A session loopkit speaks with in stream-json
+(:mod:`~loopkit.supervisor.claudestream`) gets the prompt as its turn's message instead of
+on stdin, its questions' answers in it, and a permission dialog's outcome like a gated
+call's. The supervisor's own blocks (verify failures, …) start a fresh run, as before.
 
 A session that does not resume (:func:`not_resumed`) falls back to a fresh ``agent`` run
 with ``LOOPKIT_DECISION``; the iteration says so in the log and in ``status``.
@@ -28,6 +32,7 @@ from loopkit.errors import LoopkitError
 from loopkit.message import fold
 from loopkit.requests.answer import outcome_of
 from loopkit.requests.models import Resolution
+from loopkit.supervisor.claudestream import speaks_stream_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,16 +70,18 @@ def with_stdin(command: Command, path: Path) -> Command:
     return ("/bin/sh", "-c", 'exec "$@" < "$0"', str(path), *command)
 
 
-def _line(record: Request) -> str | None:
-    """What the resumed session is told of ``record``'s answer (None: nothing)."""
+def _line(record: Request, *, stream: bool = False) -> str | None:
+    """What the resumed session is told of ``record``'s answer (None: nothing). ``stream``:
+    the session is spoken with in stream-json, where no hook hands Claude its answers."""
     res = record.resolution or Resolution()
-    if record.trigger == "claude-question":
+    if record.trigger == "claude-question" and not stream:
         return None  # the hook answers the question itself
     words = res.reason or res.note or ""
     by = f" by {res.by}" if res.by else ""
-    if record.trigger == "claude-hook":
-        call = " ".join(str(w) for w in (record.gate or {}).get("argv") or [])
-        if outcome_of(record) == "approved":
+    if record.trigger in ("claude-hook", "claude-permission"):
+        gate = record.gate or {}
+        call = gate.get("command") or " ".join(str(w) for w in gate.get("argv") or [])
+        if outcome_of(record) == "approved" or res.chosen_option in ("approved", "always"):
             return f"loopkit: approved{by}: run `{fold(call, 200)}` again, exactly as before."
         said = f": {words}" if words else ""
         return f"loopkit: rejected{by}{said}. Do not run `{fold(call, 200)}`; go on without it."
@@ -105,10 +112,11 @@ def plan(
     session = next((s for s in reversed(bound) if s), None) or last_session
     if session is None:
         return None
-    lines = [line for line in map(_line, records) if line]
+    stream = speaks_stream_json(template)
+    lines = [line for line in (_line(r, stream=stream) for r in records) if line]
     prompt = "\n".join(lines)
     command = fill(template, session)
-    if prompt:
+    if prompt and not stream:  # a stream-json session gets it as its turn's message
         path = state_dir / PROMPT_FILE
         atomicfile.write_text(path, prompt + "\n", mode=0o600)
         command = with_stdin(command, path)

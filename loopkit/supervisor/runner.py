@@ -11,7 +11,15 @@ once and no helper thread runs per command. Each command is held by a
 :class:`~loopkit.supervisor.containment.Job` — its cgroup, its session token, its record —
 so descendants that left the group (``setsid``, double forks) are in reach too. On timeout
 or stop the group and all those get SIGTERM, then SIGKILL after ``kill_grace``. Anything of
-the command still running after the leader exits is killed: no orphan outlives its command.
+the command still running after the leader exits is killed: no orphan outlives its command —
+after ``linger`` seconds when the caller gives some (an agent's last hook, which Claude Code
+starts and does not wait for, finishes writing first).
+
+An agent that speaks on its standard streams (Claude Code's stream-json) runs with a
+:class:`Conversation`: the runner gives it the child's stdin (:class:`AgentInput`, written
+without ever blocking the loop) and every chunk of the child's stdout, which then no longer
+goes to the log; what the conversation says (:meth:`Conversation.opened`'s ``say``) goes
+where output goes — the console, the log, the tail. stderr goes there as before.
 """
 
 from __future__ import annotations
@@ -71,16 +79,91 @@ def argv_of(command: Command) -> list[str]:
     return ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
 
 
+class Conversation(Protocol):
+    """An agent spoken with on its standard streams (:mod:`~loopkit.supervisor.claudestream`).
+
+    The runner calls :meth:`opened` once the child runs, :meth:`received` with each chunk of
+    its stdout as it arrives, and :meth:`closed` when the command has ended — all on the
+    runner's thread, between two waits: each must return soon."""
+
+    def opened(self, stdin: AgentInput, say: Callable[[bytes], None]) -> None: ...
+
+    def received(self, chunk: bytes) -> None: ...
+
+    def closed(self) -> None: ...
+
+
+class AgentInput:
+    """The write end of a child's stdin: :meth:`write` queues, the runner's wait sends what
+    the pipe takes (never blocking: an agent that stops reading stalls no supervisor), and
+    :meth:`close` closes it once all queued is sent."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+        self.pending = bytearray()
+        self.closing = False
+        self.broken = False  # the child closed its end: what is queued is dropped
+        os.set_blocking(fd, False)
+
+    def write(self, data: bytes) -> None:
+        if self.fd is not None and not self.closing:
+            self.pending += data
+            self.flush()
+
+    def close(self) -> None:
+        self.closing = True
+        self.flush()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether queued bytes wait for room in the pipe."""
+        return self.fd is not None and bool(self.pending)
+
+    def flush(self) -> None:
+        while self.fd is not None and self.pending:
+            try:
+                sent = os.write(self.fd, self.pending)
+            except BlockingIOError:
+                return
+            except OSError:  # EPIPE: the child is gone or closed its stdin
+                self.broken = True
+                self.pending.clear()
+                break
+            del self.pending[:sent]
+        if self.fd is not None and self.closing and not self.pending:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+    def discard(self) -> None:
+        self.pending.clear()
+        self.closing = True
+        self.flush()
+
+
 class _Output:
     """Copies a child's output to the sinks and keeps the last TAIL_BYTES."""
 
-    def __init__(self, fd: int, sinks: list[Callable[[bytes], None]]) -> None:
+    def __init__(self, fd: int, sinks: list[Callable[[bytes], None]], *, tail: bool = True) -> None:
         self.fd = fd
         self.sinks = sinks
+        self.keeps_tail = tail
         self.tail: deque[bytes] = deque()
         self.size = 0
         self.eof = False
         os.set_blocking(fd, False)
+
+    def emit(self, chunk: bytes) -> None:
+        """``chunk`` to the sinks and the tail, as if the child had printed it."""
+        for sink in self.sinks:
+            with contextlib.suppress(Exception):
+                sink(chunk)
+        if not self.keeps_tail:
+            return
+        self.tail.append(chunk)
+        self.size += len(chunk)
+        while self.size - len(self.tail[0]) >= TAIL_BYTES:
+            self.size -= len(self.tail.popleft())
 
     def pump(self) -> None:
         """Read what is there now (never blocks)."""
@@ -95,13 +178,7 @@ class _Output:
                 self.eof = True
                 os.close(self.fd)
                 return
-            for sink in self.sinks:
-                with contextlib.suppress(Exception):
-                    sink(chunk)
-            self.tail.append(chunk)
-            self.size += len(chunk)
-            while self.size - len(self.tail[0]) >= TAIL_BYTES:
-                self.size -= len(self.tail.popleft())
+            self.emit(chunk)
 
     def close(self) -> None:
         if not self.eof:
@@ -111,6 +188,43 @@ class _Output:
 
     def text(self) -> str:
         return b"".join(self.tail)[-TAIL_BYTES:].decode("utf-8", "replace")
+
+
+class _Streams:
+    """A child's outputs (stderr and stdout merged, or stdout apart for a conversation) and
+    its stdin when it has one: what one ``select`` waits on."""
+
+    def __init__(self, main: _Output, extra: _Output | None = None,
+                 stdin: AgentInput | None = None) -> None:  # fmt: skip
+        self.main = main
+        self.all = [main, *([extra] if extra else [])]
+        self.stdin = stdin
+
+    @property
+    def eof(self) -> bool:
+        return all(o.eof for o in self.all)
+
+    def fds(self) -> list[int]:
+        return [o.fd for o in self.all if not o.eof]
+
+    def writing(self) -> list[int]:
+        stdin = self.stdin
+        return [stdin.fd] if stdin is not None and stdin.waiting and stdin.fd is not None else []
+
+    def pump(self) -> None:
+        if self.stdin is not None:
+            self.stdin.flush()
+        for output in self.all:
+            output.pump()
+
+    def close(self) -> None:
+        for output in self.all:
+            output.close()
+        if self.stdin is not None:
+            self.stdin.discard()
+
+    def text(self) -> str:
+        return self.main.text()
 
 
 class _Spawned:
@@ -148,27 +262,38 @@ class LogSink(Protocol):
     def write(self, chunk: bytes, /) -> object: ...
 
 
-def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], out: int) -> Child:
-    """Start ``argv`` in a new session, stdin from /dev/null, stdout and stderr to ``out``.
+def spawn(
+    argv: list[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    out: int,
+    stdin: int | None = None,
+    stdout: int | None = None,
+) -> Child:
+    """Start ``argv`` in a new session, stdin from ``stdin`` (default /dev/null), stdout to
+    ``stdout`` (default ``out``) and stderr to ``out``.
 
     ``posix_spawn`` (vfork-fast) when the child's folder is ours — the supervisor runs in
     its workspace — else ``Popen``, which can change folder. Raises OSError when it cannot
     start (not found, not executable).
     """
+    stdout = out if stdout is None else stdout
     if hasattr(os, "posix_spawnp") and cwd == os.getcwd():
-        actions = [
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, out, 1),
-            (os.POSIX_SPAWN_DUP2, out, 2),
-        ]
+        first = (
+            (os.POSIX_SPAWN_DUP2, stdin, 0)
+            if stdin is not None
+            else (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)
+        )
+        actions = [first, (os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, out, 2)]
         return _Spawned(os.posix_spawnp(argv[0], argv, dict(env), file_actions=actions,
                                         setsid=True))  # fmt: skip
     return subprocess.Popen(
         argv,
         cwd=cwd,
         env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=out,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
+        stdout=stdout,
         stderr=out,
         start_new_session=True,
     )
@@ -231,6 +356,8 @@ class CommandRunner(Protocol):
         interrupt_grace: float = 0.0,
         recheck: float | None = None,
         then: Mapping[str, str] | None = None,
+        conversation: Conversation | None = None,
+        linger: float = 0.0,
     ) -> Finished: ...
 
     def ahead(self, cwd: str, env: Mapping[str, str]) -> None:
@@ -277,6 +404,8 @@ class Runner:
         interrupt_grace: float = 0.0,
         recheck: float | None = None,
         then: Mapping[str, str] | None = None,
+        conversation: Conversation | None = None,
+        linger: float = 0.0,
     ) -> Finished:
         """Run ``command`` to its end, a timeout, a stop, or ``interrupt()`` + grace.
 
@@ -285,30 +414,44 @@ class Runner:
         process made ready for it (:mod:`~loopkit.supervisor.prepared`) when there is one it
         can run in, else in a fresh one. ``then``: the environment of a command to follow —
         its process is made ready while this one runs (its own variables, ``LOOPKIT_*``,
-        may still change).
+        may still change). ``conversation``: the command speaks on its stdin and stdout
+        (a fresh process, never a prepared one: it needs its pipes). ``linger``: seconds the
+        rest of the command may run on after its leader exited, before it is killed.
         """
         started = self.clock()
         argv = argv_of(command)
         ready, self._ready = self._ready, None
         if ready is not None and not self.containment.findable(argv, env):
             self._ready, ready = ready, None  # kept: the fresh path says "not started"
+        if conversation is not None and ready is not None:
+            self._ready, ready = ready, None  # kept for the next command: this one needs pipes
         proc: Child
+        talk: tuple[int, int] | None = None  # our ends of the child's stdin and stdout
         if ready is not None and self._release(ready, argv, cwd, env):
             job, proc, read_fd = ready.job, _Spawned(ready.pid), ready.output
         else:
             if ready is not None:
                 ready.discard()
             read_fd, write_fd = os.pipe()
+            theirs: list[int] = [write_fd]
+            pipes: dict[str, int] = {}
+            if conversation is not None:
+                stdin_read, stdin_write = os.pipe()
+                stdout_read, stdout_write = os.pipe()
+                theirs += [stdin_read, stdout_write]
+                pipes = {"stdin": stdin_read, "stdout": stdout_write}
+                talk = (stdin_write, stdout_read)
             job = self.containment.prepare(argv, env)
             try:
-                proc = spawn(job.argv, cwd=cwd, env=job.env, out=write_fd)
+                proc = spawn(job.argv, cwd=cwd, env=job.env, out=write_fd, **pipes)
             except OSError as exc:
-                os.close(read_fd)
-                os.close(write_fd)
+                for fd in (read_fd, *theirs, *(talk or ())):
+                    os.close(fd)
                 job.finish()
                 reason = f"{exc.strerror or exc}: {argv[0]!r}"
                 return Finished("not-started", None, 0.0, "", reason)
-            os.close(write_fd)
+            for fd in theirs:
+                os.close(fd)
         if then is not None:
             self._prepare(cwd, then)
         job.started(proc.pid, describe(command))
@@ -323,12 +466,21 @@ class Runner:
                 log_file.write(chunk)
 
             sinks.append(write_log)
-        output = _Output(read_fd, sinks)
+        main = _Output(read_fd, sinks)
+        output = _Streams(main)
+        if conversation is not None and talk is not None:
+            stdin = AgentInput(talk[0])
+            heard = _Output(talk[1], [conversation.received], tail=False)
+            output = _Streams(main, heard, stdin)
+            conversation.opened(stdin, main.emit)
+            output.pump()
         exit_ = _Exit(proc, self.wake)
         try:
             ending = self._wait(
                 job, output, exit_, started, timeout, interrupt, interrupt_grace, recheck
             )
+            if ending == "exited" and linger > 0:
+                self._linger(job, output, linger)
             # The leader is gone; whatever it left running goes with it.
             job.finish()
             self._drain(output)
@@ -336,6 +488,9 @@ class Runner:
             job.finish()
             output.close()
             exit_.close()
+            if conversation is not None:
+                with contextlib.suppress(Exception):
+                    conversation.closed()
         if echo is not None:
             echo.note()  # the console says what it did not show
         code = proc.returncode
@@ -395,20 +550,18 @@ class Runner:
         if ready is not None:
             ready.discard()
 
-    def _select(self, output: _Output, exit_: _Exit, timeout: float | None) -> None:
-        fds: list[int] = [self.wake.fileno()]
-        if not output.eof:
-            fds.append(output.fd)
+    def _select(self, output: _Streams, exit_: _Exit, timeout: float | None) -> None:
+        fds: list[int] = [self.wake.fileno(), *output.fds()]
         if exit_.fd is not None and not exit_.done.is_set():
             fds.append(exit_.fd)
         with contextlib.suppress(InterruptedError):
-            select.select(fds, [], [], timeout)
+            select.select(fds, output.writing(), [], timeout)
         output.pump()
 
     def _wait(
         self,
         job: Job,
-        output: _Output,
+        output: _Streams,
         exit_: _Exit,
         started: float,
         timeout: float | None,
@@ -440,24 +593,34 @@ class Runner:
                 waits.append(recheck)
             self._select(output, exit_, min(waits) if waits else None)
 
-    def _wait_exit(self, output: _Output, exit_: _Exit, limit: float | None) -> bool:
+    def _wait_exit(self, output: _Streams, exit_: _Exit, limit: float | None) -> bool:
         end = None if limit is None else self.clock() + limit
         while not exit_.poll():
             remaining = None if end is None else end - self.clock()
             if remaining is not None and remaining <= 0:
                 return False
             fds = [exit_.fd] if exit_.fd is not None else []
-            if not output.eof:
-                fds.append(output.fd)
+            fds += output.fds()
             if not fds:
                 exit_.done.wait(remaining)
                 continue
             with contextlib.suppress(InterruptedError):
-                select.select(fds, [], [], remaining)
+                select.select(fds, output.writing(), [], remaining)
             output.pump()
         return True
 
-    def _terminate(self, job: Job, output: _Output, exit_: _Exit) -> None:
+    def _linger(self, job: Job, output: _Streams, limit: float) -> None:
+        """Up to ``limit`` s for what the leader left running to end by itself (a stop
+        ends the wait at once); output is read meanwhile."""
+        end = self.clock() + limit
+        pause = 0.005
+        while not self.stop.is_set() and (remaining := end - self.clock()) > 0 and job.members():
+            with contextlib.suppress(InterruptedError):
+                select.select(output.fds(), [], [], min(remaining, pause))
+            output.pump()
+            pause = min(pause * 2, 0.05)
+
+    def _terminate(self, job: Job, output: _Streams, exit_: _Exit) -> None:
         """SIGTERM to the command, SIGKILL after the grace period; returns once reaped.
 
         The rest of the command (what left its group included) has the same grace as the
@@ -470,12 +633,11 @@ class Runner:
             self._wait_exit(output, exit_, None)
             return
         while (remaining := end - self.clock()) > 0 and job.members():
-            fds = [] if output.eof else [output.fd]
             with contextlib.suppress(InterruptedError):
-                select.select(fds, [], [], min(remaining, 0.05))
+                select.select(output.fds(), [], [], min(remaining, 0.05))
             output.pump()
 
-    def _drain(self, output: _Output, grace: float = 1.0) -> None:
+    def _drain(self, output: _Streams, grace: float = 1.0) -> None:
         """Read the output to its end; a process that escaped the group gets ``grace`` s."""
         end = self.clock() + grace
         while not output.eof:
@@ -483,5 +645,5 @@ class Runner:
             if remaining <= 0:
                 return
             with contextlib.suppress(InterruptedError):
-                select.select([output.fd], [], [], remaining)
+                select.select(output.fds(), [], [], remaining)
             output.pump()

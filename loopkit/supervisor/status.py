@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from loopkit import clock
 from loopkit.errors import LoopkitError
-from loopkit.escalation import adoption, blockfile, delivery, marker
+from loopkit.escalation import adoption, blockfile, delivery, evidence, marker
 from loopkit.escalation import dismiss as dismissal
 from loopkit.message import age, fold
 from loopkit.redact import Redactor
@@ -102,8 +102,6 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
     info.update(_block(config, workspace.blocked, record) if block != "absent" else _no_block())
     info["evidence"] = None
     if block != "absent":  # what the human needs to decide (SPEC §22)
-        from loopkit.escalation import evidence  # git, only while blocked
-
         found = evidence.gather(workspace, Redactor(config.channels.secrets()),
                                 base=state.task_base)  # fmt: skip
         info["evidence"] = {"output": found.output, "diff_stat": found.diff_stat,

@@ -8,7 +8,7 @@ choices are the supervisor's own (:func:`loopkit.supervisor.triggers.choices`).
 
 from __future__ import annotations
 
-from loopkit.escalation.escalator import Escalation
+from loopkit.escalation.blockfile import Escalation
 from loopkit.escalation.rubric import MAX_STEM
 from loopkit.message import fold
 from loopkit.supervisor import stuck, triggers

@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from loopkit.escalation.escalator import Escalation
+    from loopkit.escalation.blockfile import Escalation
     from loopkit.supervisor.parts import Parts
     from loopkit.supervisor.runner import Finished
     from loopkit.workspace.state import State

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 
 from loopkit.datarecord import replace
-from loopkit.escalation.blockfile import Choice
-from loopkit.escalation.escalator import Escalation
+from loopkit.escalation.blockfile import Choice, Escalation
 from loopkit.escalation.rubric import MAX_STEM as MAX_PROMPT
 from loopkit.message import fold
 

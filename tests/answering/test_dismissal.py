@@ -13,8 +13,9 @@ from loopkit.answering import answer, dismiss
 from loopkit.config import Config
 from loopkit.errors import EXIT_ABORTED, RequestConflict, RequestNotFound
 from loopkit.escalation.ask import Question, ask
+from loopkit.escalation.blockfile import Escalation, parse_choice
 from loopkit.escalation.dismiss import ghosts
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.gate import gate
 from loopkit.requests.answer import is_human_decision, outcome_of
 from loopkit.requests.outcome import exit_code

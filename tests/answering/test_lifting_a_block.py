@@ -11,7 +11,8 @@ from loopkit.answering import Unblocked, unblock
 from loopkit.config import Config
 from loopkit.errors import BadInput, RequestConflict, RequestNotFound, UsageError
 from loopkit.escalation.ask import Question, ask
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.requests.answer import apply_reply, timed_out
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace

@@ -20,7 +20,8 @@ from loopkit.answering.who import (
     TelegramUser,
 )
 from loopkit.errors import AgentAnswer, NotAllowed
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.escalation.gate import approval_request
 from loopkit.fleet import Hubs
 from loopkit.requests.locate import Stores

@@ -10,7 +10,8 @@ from loopkit import config as config_mod
 from loopkit.channels.apprise import AppriseChannel
 from loopkit.channels.slack import SlackChannel
 from loopkit.config import ChannelSettings
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.message import Message
 
 from fakeserver import FakeServer, Reply

@@ -12,7 +12,8 @@ from loopkit import channels
 from loopkit import config as config_mod
 from loopkit.channels.slack_app import SlackAppChannel
 from loopkit.config import ChannelSettings
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.message import Message, Reminder
 
 from fakeslack import BOT_TOKEN, CHANNEL_ID, FakeSlack

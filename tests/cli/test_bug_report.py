@@ -13,8 +13,8 @@ def test_a_bug_is_one_redacted_line_and_a_logged_traceback(
     ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from loopkit import log as events
-    from loopkit.app import App
     from loopkit.cli.context import report_bug
+    from loopkit.commands.app import App
     from loopkit.redact import Redactor
 
     monkeypatch.setenv("LOOPKIT_HITL_TELEGRAM_TOKEN", TOKEN)

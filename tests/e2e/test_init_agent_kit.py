@@ -69,15 +69,25 @@ def test_init_sets_the_agent_up_once_and_a_second_run_changes_nothing(
     files = snapshot(ws)
     second = loopkit("-C", str(ws), "init", "--agent", agent, "--task-file", "TASKS.md")
     assert second.returncode == 0, second.stderr
-    assert all(line.startswith("kept") for line in second.stdout.splitlines()), second.stdout
+    assert all(line.startswith(("kept", "note")) for line in second.stdout.splitlines()), (
+        second.stdout
+    )
     assert snapshot(ws) == files
 
     loop = config.load(ws).loop
     assert isinstance(loop.agent, str) and loop.agent.startswith(agent + " ")
     assert loop.task_file == "TASKS.md"
     if agent == "claude":
-        assert loop.resume == "claude -p --resume {session_id} --output-format json"
-        assert "--output-format json" in (ws / "loopkit.toml").read_text()
+        # As its SDK runs it: the prompt on stdin, its dialogs answered, a mode that writes.
+        stream = ("--input-format stream-json --output-format stream-json --verbose "
+                  "--permission-prompt-tool stdio --permission-mode bypassPermissions")  # fmt: skip
+        assert loop.agent == f"claude -p {stream}"
+        assert loop.resume == f"claude -p --resume {{session_id}} {stream}"
+        assert loop.prompt is not None and "TASKS.md" in loop.prompt
+        # A root user is told what Claude Code needs for that mode.
+        told = "IS_SANDBOX=1" in first.stdout
+        refused = os.geteuid() == 0 and os.environ.get("IS_SANDBOX") != "1"
+        assert told == refused, first.stdout
     else:
         assert loop.resume is None
     # The notes: the user's text kept, loopkit's section once, with the exact calls.
@@ -114,7 +124,10 @@ def test_init_adds_missing_lines_to_an_existing_config_and_keeps_the_rest(ws: Pa
     done = loopkit("-C", str(ws), "init", "--agent", "codex")
     assert done.returncode == 0, done.stderr
     text = (ws / "loopkit.toml").read_text()
-    assert text.startswith('# my loop\n[loop] # the loop\nagent = "codex exec --full-auto ')
+    assert text.startswith(
+        '# my loop\n[loop] # the loop\nagent = "codex exec --sandbox workspace-write '
+        "--add-dir .git "
+    )
     assert text.endswith('verify = "pytest -q"  # fast\n\n[escalation]\nchannel = "none"\n')
     assert config.load(ws).loop.done is None  # no task_file: no done
 

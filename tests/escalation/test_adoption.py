@@ -82,7 +82,8 @@ def test_loopkits_own_block_read_again_has_its_choices_and_not_its_hint(tmp_path
     """A BLOCKED.md loopkit wrote, raised again from its sections (its record deleted): the
     answer hint under its choices is no choice C (SPEC §28: its buttons are the ones sent)."""
     from loopkit import config as config_mod
-    from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+    from loopkit.escalation.blockfile import Escalation, parse_choice
+    from loopkit.escalation.escalator import Escalator
 
     config = config_mod.load(tmp_path, {"LOOPKIT_HITL_CHANNEL": "none"})
     Escalator(config, commit=lambda _: None).escalate(

@@ -11,7 +11,8 @@ from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.errors import BadInput, UsageError
 from loopkit.escalation.ask import Asked, Question, ask
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 

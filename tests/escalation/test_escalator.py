@@ -10,7 +10,8 @@ from loopkit.channels import Outcome
 from loopkit.config import ChannelSettings, Config
 from loopkit.datarecord import replace
 from loopkit.errors import BadInput
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.message import Message
 
 

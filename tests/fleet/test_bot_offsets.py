@@ -20,7 +20,8 @@ import psycopg
 import pytest
 
 from loopkit import config
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs, schema
 from loopkit.inbox.relay.poller import UpdatePoller
 from loopkit.requests.locate import Stores

@@ -25,7 +25,8 @@ import pytest
 from loopkit import config, loops
 from loopkit.answering import answer
 from loopkit.errors import RequestConflict
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs, LoopRows
 from loopkit.fleet.follow import Follower
 from loopkit.fleet.pg import PgHub

@@ -13,7 +13,8 @@ import psycopg
 import pytest
 
 from loopkit import config
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
 from loopkit.inbox.relay.slack_socket import SlackRelay
 from loopkit.requests.locate import Stores

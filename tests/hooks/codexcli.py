@@ -147,8 +147,10 @@ def pretooluse(root: Path, home: Path, event: dict[str, Any], env: dict[str, str
 
 
 def notify(root: Path, payload: dict[str, Any], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """Start the ``notify`` program of ``<root>/.codex/config.toml`` as Codex does."""
-    argv = tomllib.loads((root / ".codex" / "config.toml").read_text())["notify"]
+    """Start the ``notify`` program of ``$CODEX_HOME/config.toml`` as Codex does (the user's
+    config: a project's ``notify`` is not read)."""
+    home = Path(env.get("CODEX_HOME") or Path(env["HOME"]) / ".codex")
+    argv = tomllib.loads((home / "config.toml").read_text())["notify"]
     return subprocess.Popen(
         [*argv, json.dumps(payload)], cwd=root, env=env,
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from loopkit.hooks.permission import always_rule, verdict
+from loopkit.hooks.dialog import always_rule, verdict
 from loopkit.requests.models import Option, Resolution
 from loopkit.requests.record import Request
 

@@ -4,6 +4,7 @@ run by fakes that read the installed files and judge the output as the real CLIs
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import codexcli
@@ -88,6 +89,21 @@ def test_codex_a_patch_to_a_protected_file_is_gated_and_a_rejection_says_why(
     reply(ws, "no, not the production keys")
     denied = codex(ws, home, "apply_patch", {"command": patch}, **SUPERVISED)
     assert denied.blocked and "not the production keys" in denied.reason
+
+
+def test_codex_a_patch_run_through_the_shell_is_gated_like_the_tool(ws: Path, home: Path) -> None:
+    write_config(ws, '[escalation]\nchannel = "none"\n')
+    install(ws, "codex")
+
+    def shell_patch(path: str) -> dict[str, str]:
+        body = f"*** Begin Patch\n*** Add File: {path}\n+SECRET=1\n*** End Patch"
+        return {"command": f"apply_patch <<'EOF'\n{body}\nEOF\n"}
+
+    assert not codex(ws, home, "Bash", shell_patch("notes.txt"), **SUPERVISED).blocked
+    assert not (ws / "requests").exists()
+    assert codex(ws, home, "Bash", shell_patch(".env.local"), **SUPERVISED).blocked
+    (request,) = requests_of(ws)
+    assert request["prompt"] == "Approve Codex's `apply_patch .env.local`?"
 
 
 def test_gemini_a_gated_call_is_denied_with_the_reason_until_approved(ws: Path, home: Path) -> None:
@@ -175,7 +191,7 @@ def test_install_is_idempotent_and_keeps_the_users_settings(ws: Path, home: Path
         assert done.returncode == 0 and "added" in done.stdout, done.stderr
     files = [
         ws / ".codex" / "hooks.json",
-        ws / ".codex" / "config.toml",
+        Path(os.environ["CODEX_HOME"]) / "config.toml",  # notify: where Codex reads it
         ws / ".gemini" / "settings.json",
     ]
     first = [p.read_bytes() for p in files]
@@ -186,9 +202,9 @@ def test_install_is_idempotent_and_keeps_the_users_settings(ws: Path, home: Path
     codex_hooks = json.loads(files[0].read_text())["hooks"]
     assert codex_hooks["Stop"] == [{"hooks": [theirs]}]
     assert codex_hooks["PreToolUse"][0] == {"matcher": "Bash", "hooks": [theirs]}
-    config = files[1].read_text()
-    [line] = [line for line in config.splitlines() if line.startswith("notify = [")]
-    assert config.replace(line + "\n\n", "") == toml  # before the first table, the rest kept
+    assert (ws / ".codex" / "config.toml").read_text() == toml  # the project's: untouched
+    [line] = files[1].read_text().splitlines()
+    assert line.startswith("notify = [") and line.endswith('"hook", "codex", "notify"]')
     gem = json.loads(files[2].read_text())
     assert gem["theme"] == "Dracula" and gem["hooks"]["AfterTool"] == [{"hooks": [theirs]}]
     # Gemini gives the hook longer than loopkit waits for an answer ([hooks] wait, 540 s).
@@ -196,11 +212,13 @@ def test_install_is_idempotent_and_keeps_the_users_settings(ws: Path, home: Path
 
 
 def test_another_notify_program_is_kept(ws: Path) -> None:
-    (ws / ".codex").mkdir()
-    (ws / ".codex" / "config.toml").write_text('notify = ["terminal-notifier"]\n')
+    config = Path(os.environ["CODEX_HOME"]) / "config.toml"  # where Codex reads notify
+    config.parent.mkdir()
+    config.write_text('notify = ["terminal-notifier"]\n')
     done = loopkit("-C", str(ws), "hook", "install", "codex")
     assert done.returncode == 0 and "kept notify" in done.stdout
-    assert (ws / ".codex" / "config.toml").read_text() == 'notify = ["terminal-notifier"]\n'
+    assert config.read_text() == 'notify = ["terminal-notifier"]\n'
+    assert not (ws / ".codex" / "config.toml").exists()  # a project's notify is never read
 
 
 def test_codex_notify_tells_the_phone_of_a_finished_turn_as_codex_runs_it(

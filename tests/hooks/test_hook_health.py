@@ -92,3 +92,38 @@ def test_codex_and_gemini_gate_hooks_are_run_too(ws: Path, tmp_path: Path) -> No
     gone = [line for line in lines if "/gone/venv/bin/loopkit" in line]
     assert len(gone) == 1 and gone[0].startswith("problem") and "exited 127" in gone[0]
     assert "run `loopkit hook install gemini`" in gone[0]
+
+
+def test_doctor_fails_where_gemini_cli_would_not_run_the_hook(ws: Path, tmp_path: Path) -> None:
+    """Gemini CLI runs a folder's hooks only in a folder it trusts (SPEC section 23):
+    `hook install gemini` adds the folder to its trusted folders, and doctor decides as
+    Gemini CLI does — a folder a rule distrusts, or one no rule names, is a problem."""
+    home = tmp_path / "home"
+    write_config(ws, '[escalation]\nchannel = "none"\n')
+    assert loopkit("-C", str(ws), "hook", "install", "gemini").returncode == 0
+    trusted = Path(os.environ["GEMINI_CLI_TRUSTED_FOLDERS_PATH"])
+    assert json.loads(trusted.read_text()) == {str(ws.resolve()): "TRUST_FOLDER"}
+
+    def trust_lines(**env: str) -> tuple[int, list[str]]:
+        done = loopkit("-C", str(ws), "doctor", env=clean_env(HOME=str(home), **env))
+        return done.returncode, [ln for ln in done.stdout.splitlines() if " trust: " in ln]
+
+    code, (line,) = trust_lines()
+    assert code == 0 and line.startswith("ok") and "TRUST_FOLDER" in line
+    trusted.write_text(json.dumps({str(ws.resolve()): "DO_NOT_TRUST",
+                                   str(ws.parent.resolve()): "TRUST_FOLDER"}))  # fmt: skip
+    code, (line,) = trust_lines()
+    assert code == 1 and line.startswith("problem") and "exits 55" in line
+    trusted.write_text("{}")
+    code, (line,) = trust_lines()
+    assert code == 1 and line.startswith("problem")
+    code, (line,) = trust_lines(GEMINI_CLI_TRUST_WORKSPACE="true")
+    assert code == 0 and line.startswith("ok")
+
+
+def test_doctor_fails_on_a_gemini_line_that_skips_trust(ws: Path, tmp_path: Path) -> None:
+    write_config(ws, '[loop]\nagent = "gemini --skip-trust --approval-mode yolo -p go"\n')
+    done = loopkit("-C", str(ws), "doctor", env=clean_env(HOME=str(tmp_path / "home")))
+    assert done.returncode == 1
+    assert any(ln.startswith("problem") and "--skip-trust" in ln and "hooks off" in ln
+               for ln in done.stdout.splitlines()), done.stdout  # fmt: skip

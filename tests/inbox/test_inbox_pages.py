@@ -19,7 +19,8 @@ from loopkit.answering import answer
 from loopkit.escalation import gate
 from loopkit.escalation.ask import Question
 from loopkit.escalation.ask import ask as do_ask
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
 from loopkit.home import Registry, home, workspace_id
 from loopkit.inbox.auth import InboxToken, Throttle

@@ -97,7 +97,7 @@ def test_print_config_prints_the_mcp_json_entry_and_the_claude_line(ws: Path) ->
     entry = json.loads("\n".join(line for line in body.splitlines() if not line.startswith("#")))
     server = entry["mcpServers"]["loopkit"]
     assert server["type"] == "stdio" and server["args"] == ["-C", str(ws), "mcp"]
-    assert Path(server["command"]).name == "loopkit"
+    assert server["command"] == str(LOOPKIT)  # absolute: a client's PATH may lack it
     assert shlex.split(claude.strip()) == [
         "claude", "mcp", "add", "--transport", "stdio", "--scope", "project", "loopkit",
         "--", server["command"], *server["args"],
@@ -109,13 +109,15 @@ def test_print_config_prints_the_mcp_json_entry_and_the_claude_line(ws: Path) ->
     )  # fmt: skip
     assert '"args": ["mcp"]' in plain.stdout  # no -C: the client's folder is the project
 
-    # With loopkit on PATH it prints exactly what docs/mcp.md shows.
+    # Even with loopkit on PATH it names this one by its absolute path, as docs/mcp.md shows
+    # (the page's /home/ana/.venv/bin/loopkit is where this one is).
     on_path = clean_env(PATH=f"{LOOPKIT.parent}:/usr/bin:/bin")
     found = subprocess.run(
         ["loopkit", "mcp", "--print-config"], cwd=ws, env=on_path, capture_output=True,
         text=True, check=True,
     )  # fmt: skip
     page = (Path(__file__).parents[2] / "docs" / "mcp.md").read_text()
+    page = page.replace("/home/ana/.venv/bin/loopkit", str(LOOPKIT))
     section = page.split("## Add it to a client", 1)[1]
     json_block = section.split("```json\n", 1)[1].split("```", 1)[0]
     sh_block = section.split("```sh\n", 1)[1].split("```", 1)[0]

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from loopkit import log as events
-from loopkit.app import App
+from loopkit.commands.app import App
 from loopkit.mcp_server.reading import MAX_WAIT
 from loopkit.mcp_server.server import build
 from loopkit.mcp_server.workspace import ServedWorkspace

@@ -34,7 +34,15 @@ from loopkit.message import Note
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor.loop import Options, Supervisor
 from loopkit.supervisor.parts import EscalatorFactory
-from loopkit.supervisor.runner import TAIL_BYTES, Ending, Finished, LogSink, argv_of, describe
+from loopkit.supervisor.runner import (
+    TAIL_BYTES,
+    Conversation,
+    Ending,
+    Finished,
+    LogSink,
+    argv_of,
+    describe,
+)
 from loopkit.watch.wake import Wake
 
 if TYPE_CHECKING:
@@ -123,6 +131,20 @@ Script = Run | Sequence[Run] | Callable[[Call], Run]
 
 
 @dataclass
+class FakeInput:
+    """What a conversation writes to the fake agent's stdin, kept."""
+
+    written: bytearray = field(default_factory=bytearray)
+    closed: bool = False
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@dataclass
 class FakeRunner:
     """Plays each configured command's :class:`Run` on ``clock``; ``calls`` lists every run."""
 
@@ -149,6 +171,8 @@ class FakeRunner:
         interrupt_grace: float = 0.0,
         recheck: float | None = None,
         then: Mapping[str, str] | None = None,
+        conversation: Conversation | None = None,
+        linger: float = 0.0,
     ) -> Finished:
         name = describe(command)
         assert name in self.commands, f"the fake runner has no script for {name!r}"
@@ -168,6 +192,12 @@ class FakeRunner:
         if play.does is not None:
             play.does(call)
         output = play.output.encode()
+        if conversation is not None:  # its output is the agent's stdout: events
+            said: list[bytes] = []
+            conversation.opened(FakeInput(), said.append)  # type: ignore[arg-type]
+            conversation.received(output)
+            conversation.closed()
+            output = b"".join(said)
         if log is not None and output:
             log.write(output)
         ending, code = self._wait(play, started, timeout, interrupt, interrupt_grace, recheck)

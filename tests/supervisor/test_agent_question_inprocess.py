@@ -17,8 +17,8 @@ from loopkit.answering import answer
 from loopkit.channels import Outcome
 from loopkit.config import Config
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK, EXIT_SIGTERM
-from loopkit.escalation.blockfile import remove_block
-from loopkit.escalation.escalator import Escalation, Escalator
+from loopkit.escalation.blockfile import Escalation, remove_block
+from loopkit.escalation.escalator import Escalator
 from loopkit.message import Note
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore

@@ -18,7 +18,8 @@ from loopkit.config import Config
 from loopkit.errors import EXIT_OK
 from loopkit.escalation import gate
 from loopkit.escalation.ask import Question, ask
-from loopkit.escalation.escalator import Escalation, Escalator
+from loopkit.escalation.blockfile import Escalation
+from loopkit.escalation.escalator import Escalator
 from loopkit.requests.record import Request
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace

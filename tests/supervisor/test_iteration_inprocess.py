@@ -228,3 +228,37 @@ def test_a_stop_during_verify_stops_the_iteration(ws: Path) -> None:
     assert (step.action, step.code) == ("exit", EXIT_SIGTERM)
     assert clock.elapsed == 61
     assert sup.parts.state.failures == 0  # a stopped verify is not a failure
+
+
+def _api_failure(status: int) -> str:
+    """The result Claude Code 2.1 prints when its turn ended on an API failure (no
+    StopFailure hook in this workspace: the result alone says it)."""
+    return json.dumps({"type": "result", "subtype": "success", "is_error": True,
+                       "api_error_status": status, "num_turns": 1, "session_id": "s1",
+                       "result": "API Error: …", "permission_denials": []}) + "\n"  # fmt: skip
+
+
+@pytest.mark.parametrize("status", [429, 500, 503, 529])
+def test_an_outage_in_the_agents_result_waits_and_is_no_failure(ws: Path, status: int) -> None:
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": Run(1, output=_api_failure(status)), "verify": Run(1)})
+    sup = supervisor(loop_config(ws, preflight_backoff=2.0), clock, runner)
+    assert sup.iteration.run() == CONTINUE
+    assert runner.names() == ["agent"]  # no verify: nothing was tried
+    assert sup.parts.state.failures == 0 and sup.parts.state.stuck.get("crash_loop", 0) == 0
+    down = sup.parts.state.dependency_down
+    assert down is not None and f"HTTP {status}" in down["error"] and down["next_try_in"] == 2.0
+    assert clock.elapsed == 1.0 + 2.0  # the agent's second, then the wait before the next try
+    assert not (ws / "BLOCKED.md").exists()
+
+
+@pytest.mark.parametrize("status", [401, 402, 403])
+def test_a_refused_credential_in_the_agents_result_is_asked_at_once(ws: Path, status: int) -> None:
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": Run(1, output=_api_failure(status)), "verify": Run()})
+    sup = supervisor(loop_config(ws), clock, runner)
+    assert sup.iteration.run() == CONTINUE
+    assert runner.names() == ["agent"]
+    record = sup.parts.store.load(the_request(sup, ws))
+    assert f"HTTP {status}" in record.prompt + record.situation
+    assert clock.elapsed == 1.0  # the agent's second: asked at once, no wait

@@ -12,7 +12,8 @@ from loopkit import config as config_mod
 from loopkit.channels.http import MAX_RETRY_AFTER, capped_wait
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import Config
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 
 from fakeserver import FakeServer, Reply
 from helpers import relay_for

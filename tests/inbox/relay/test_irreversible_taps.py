@@ -14,7 +14,8 @@ import pytest
 from loopkit import config as config_mod
 from loopkit.config import Config
 from loopkit.escalation import gate
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 

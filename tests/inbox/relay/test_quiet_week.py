@@ -16,7 +16,8 @@ import pytest
 from loopkit import clock, log
 from loopkit import config as config_mod
 from loopkit.config import Config
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.home.bot import KEEP_HANDLED, MAX_HANDLED, OffsetFile, Position
 
 from fakeserver import FakeServer

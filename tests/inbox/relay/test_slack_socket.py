@@ -14,7 +14,8 @@ import pytest
 
 from loopkit import config as config_mod
 from loopkit.config import Config
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
 from loopkit.home import Registry
 from loopkit.inbox.relay.slack_socket import SlackRelay

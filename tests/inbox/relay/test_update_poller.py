@@ -12,7 +12,8 @@ import pytest
 from loopkit import config as config_mod
 from loopkit import log
 from loopkit.config import Config
-from loopkit.escalation.escalator import Escalation, Escalator, parse_choice
+from loopkit.escalation.blockfile import Escalation, parse_choice
+from loopkit.escalation.escalator import Escalator
 from loopkit.inbox.relay.poller import UpdatePoller
 
 from fakeserver import FakeServer, Reply

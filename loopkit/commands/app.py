@@ -19,6 +19,7 @@ from loopkit.errors import ConfigError, NotAWorkspace, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # each imported where it is first used: `--help` needs none of them
+    from loopkit.answering.service import Answering
     from loopkit.config import Config
     from loopkit.escalation.escalator import Escalator
     from loopkit.fleet import Hubs
@@ -152,6 +153,13 @@ class App:
             if self._config is not None:
                 self._stores.add(self._config, self.store())
         return self._stores
+
+    def answering(self) -> Answering:
+        """The answering service for this invocation: this workspace's store first, then
+        every registered one's and the fleets'."""
+        from loopkit.answering.service import Answering
+
+        return Answering(stores=self.stores(), hubs=self.hubs, here=self.store())
 
     def store_holding(self, request_id: str) -> RequestStore:
         """This workspace's store, or the registered workspace's that holds ``request_id``
