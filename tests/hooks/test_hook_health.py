@@ -99,7 +99,7 @@ def test_doctor_fails_where_gemini_cli_would_not_run_the_hook(ws: Path, tmp_path
     `hook install gemini` adds the folder to its trusted folders, and doctor decides as
     Gemini CLI does — a folder a rule distrusts, or one no rule names, is a problem."""
     home = tmp_path / "home"
-    write_config(ws, '[escalation]\nchannel = "none"\n')
+    write_config(ws, AGENT + '[escalation]\nchannel = "none"\n')
     assert loopkit("-C", str(ws), "hook", "install", "gemini").returncode == 0
     trusted = Path(os.environ["GEMINI_CLI_TRUSTED_FOLDERS_PATH"])
     assert json.loads(trusted.read_text()) == {str(ws.resolve()): "TRUST_FOLDER"}
@@ -123,7 +123,12 @@ def test_doctor_fails_where_gemini_cli_would_not_run_the_hook(ws: Path, tmp_path
 
 def test_doctor_fails_on_a_gemini_line_that_skips_trust(ws: Path, tmp_path: Path) -> None:
     write_config(ws, '[loop]\nagent = "gemini --skip-trust --approval-mode yolo -p go"\n')
-    done = loopkit("-C", str(ws), "doctor", env=clean_env(HOME=str(tmp_path / "home")))
-    assert done.returncode == 1
+    tools = tmp_path / "bin"  # a gemini on PATH: this is about the line, not the install
+    tools.mkdir()
+    (tools / "gemini").write_text("#!/bin/sh\nexit 0\n")
+    (tools / "gemini").chmod(0o755)
+    path = f"{tools}{os.pathsep}{os.environ['PATH']}"
+    done = loopkit("-C", str(ws), "doctor", env=clean_env(HOME=str(tmp_path / "home"), PATH=path))
+    assert done.returncode == 1  # run would start: the hooks are off, which is a problem
     assert any(ln.startswith("problem") and "--skip-trust" in ln and "hooks off" in ln
                for ln in done.stdout.splitlines()), done.stdout  # fmt: skip
