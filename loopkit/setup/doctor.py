@@ -27,6 +27,7 @@ from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import answer_hint
 from loopkit.message import Message
 from loopkit.setup import readiness
+from loopkit.supervisor.childpath import child_environment
 from loopkit.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -115,14 +116,15 @@ def _loop_findings(config: Config, refusals: list[readiness.Refusal]) -> list[Fi
         return []
     found = _refused(refusals, "loop")
     file = config.file
+    env = child_environment()  # the PATH the loop's commands run with
     for name, command in named_commands(config):
         said = syntax_error(command, cwd=config.workspace)
         if said is not None:
             found.append(Finding("problem", "loop", f"[loop] {name}: /bin/sh cannot read it "
                                  f"({said}), so none of it runs; fix it in {file}"))  # fmt: skip
             continue
-        certain = missing_program(command, cwd=config.workspace)
-        for one in may_be_missing(command, cwd=config.workspace):
+        certain = missing_program(command, cwd=config.workspace, env=env)
+        for one in may_be_missing(command, cwd=config.workspace, env=env):
             if certain is not None and one.missing.program == certain.program:
                 continue  # run refuses on it: said above
             text = f"[loop] {name}: {one.missing.text()} (it runs {one.where})"

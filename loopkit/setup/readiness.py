@@ -6,7 +6,8 @@ In order: no ``loopkit.toml`` (nothing to run; the folder is no workspace); a ch
 reaches nobody (an unknown name, missing settings, a missing extra, the dial command's
 program, an Apprise URL Apprise cannot parse: :func:`loopkit.channels.problems`); no
 ``[loop] agent``; a program that certainly runs and is not there (agent, resume, verify,
-done, preflight: :mod:`loopkit.config.programs`); an agent that reads its prompt on stdin
+done, preflight: :mod:`loopkit.config.programs`, looked up on the ``PATH`` they run with:
+:mod:`loopkit.supervisor.childpath`); an agent that reads its prompt on stdin
 with no ``[loop] prompt``.
 """
 
@@ -17,6 +18,7 @@ from loopkit.config import CONFIG_NAME
 from loopkit.config.programs import loop_problems
 from loopkit.datarecord import record
 from loopkit.errors import ConfigError
+from loopkit.supervisor.childpath import child_environment
 from loopkit.supervisor.claudestream import speaks_stream_json
 
 TYPE_CHECKING = False
@@ -63,7 +65,7 @@ def refusals(config: Config) -> list[Refusal]:
     if config.loop.agent is None:
         found.append(Refusal("loop", f"no [loop] agent in {config.file}; set the agent command "
                              "(`loopkit init --agent …` writes one)"))  # fmt: skip
-    found += [Refusal("loop", text) for text in loop_problems(config)]
+    found += [Refusal("loop", text) for text in loop_problems(config, child_environment())]
     if speaks_stream_json(config.loop.agent) and not config.loop.prompt:
         found.append(Refusal("loop", NO_PROMPT.format(file=config.file)))
     return found

@@ -22,6 +22,7 @@ from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.supervisor import resume, triggers
+from loopkit.supervisor.childpath import child_environment
 from loopkit.supervisor.claudestream import ClaudeStream, speaks_stream_json
 from loopkit.supervisor.dialogs import Dialogs
 from loopkit.supervisor.iterlog import IterationLog, prune
@@ -73,7 +74,7 @@ class Iteration:
         # The environment children inherit, read once (decoding os.environ is not free).
         self._base_env = {
             k: v
-            for k, v in os.environ.items()
+            for k, v in child_environment().items()  # loopkit's own folder last on PATH
             if k
             not in (
                 "LOOPKIT_DECISION",

@@ -50,3 +50,22 @@ def test_a_loop_whose_last_task_was_skipped_finishes_as_init_wrote_it(ws: Path) 
     assert [task for _, _, task in runs(ws)] == ["round prices to cents"] * 3
     assert json.loads((ws / ".loopkit" / "state.json").read_text())["status"] == "finished"
     assert "no task left in PLAN.md (1 skipped" in finished.stderr
+
+
+def test_a_loopkit_started_by_its_path_is_the_one_its_commands_find(ws: Path) -> None:
+    """Started as `/path/to/venv/bin/loopkit run` with that folder on no PATH: the `done`
+    init writes (`loopkit tasks --done`) and the agent's own `loopkit escalate` find the
+    loopkit that runs the loop (its folder is appended to the commands' PATH, last)."""
+    (ws / "agent.sh").write_text(
+        'loopkit --version > agent-saw.txt\nsed -i "s/- \\[ \\]/- [x]/" PLAN.md\n'
+    )
+    (ws / "PLAN.md").write_text("- [ ] one\n")
+    assert loopkit("-C", str(ws), "init", "--agent", "/bin/sh agent.sh", "--task-file",
+                   "PLAN.md").returncode == 0  # fmt: skip
+    system = os.pathsep.join(p for p in ("/usr/local/bin", "/usr/bin", "/bin") if Path(p).is_dir())
+    assert str(LOOPKIT.parent) not in system.split(os.pathsep)
+    done = loopkit("-C", str(ws), "run", env=clean_env(PATH=system))
+    assert done.returncode == 0, done.stderr
+    assert (ws / "agent-saw.txt").read_text().startswith("loopkit")
+    assert json.loads((ws / ".loopkit" / "state.json").read_text())["status"] == "finished"
+    assert "done: the done command exited 0" in done.stderr
