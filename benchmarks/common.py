@@ -29,6 +29,8 @@ def wait_for(condition: Callable[[], Any], what: str, deadline: float = DEADLINE
 
 
 def agent_runs(ws: Path) -> int:
-    """How often the benchmark's agent ran: the lines of its ``runs.txt``."""
-    path = ws / "runs.txt"
+    """How often the benchmark's agent ran: the lines of its ``<workspace>.runs.txt``, beside
+    the workspace (a log in it would be the agent's work to the stuck detector)."""
+    real = ws.resolve()
+    path = real.with_name(f"{real.name}.runs.txt")
     return len(path.read_text().splitlines()) if path.exists() else 0

@@ -39,7 +39,9 @@ from fakeserver import FakeServer  # noqa: E402
 
 LOOPKIT = Path(sys.executable).parent / "loopkit"
 TOKEN = "888888:AAFleetBenchTokenNotARealOne_xyz"
-AGENT = 'open("runs.txt", "a").write("run\\n")\n'
+# Its runs are logged beside the workspace (common.agent_runs): the benchmark's instrument,
+# not the agent's work (SPEC §25).
+AGENT = 'import os\nopen(os.environ["LOOPKIT_WORKSPACE"] + ".runs.txt", "a").write("run\\n")\n'
 
 
 def machine(root: Path, name: str, dsn: str, **extra: str) -> tuple[Path, dict[str, str]]:

@@ -8,7 +8,7 @@ connections do to ``loopkit serve``. Prints markdown tables.
 A ``loopkit run`` daemon whose verify always fails blocks once per iteration; a real
 ``loopkit serve`` on 127.0.0.1 serves the inbox. Each round an HTTP client with the session
 cookie posts the answer a tap posts (the form's CSRF token included) and the time until the
-agent runs again (a line in its ``runs.txt``) is measured. Baseline, in the same run: the
+agent runs again (a line in its run log) is measured. Baseline, in the same run: the
 same resume after ``loopkit reply`` from a terminal.
 
 Under load (``--half-open N``, 0 skips it): a ``loopkit serve`` started with the soft
@@ -45,7 +45,9 @@ from pathlib import Path
 from common import agent_runs, wait_for
 
 LOOPKIT = Path(sys.executable).parent / "loopkit"
-AGENT = 'open("runs.txt", "a").write("run\\n")\n'
+# Its runs are logged beside the workspace (common.agent_runs): the benchmark's instrument,
+# not the agent's work (SPEC §25).
+AGENT = 'import os\nopen(os.environ["LOOPKIT_WORKSPACE"] + ".runs.txt", "a").write("run\\n")\n'
 
 
 def blocked_on(ws: Path) -> str | None:

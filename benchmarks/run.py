@@ -370,9 +370,10 @@ def _timed(argv: list[str], cwd: Path, timeout: float = 120.0) -> float:
     return elapsed * 1000
 
 
-# The agent of (b) writes the iteration's number to a file: an agent that changes nothing is
-# stuck (SPEC §19) and loopkit would ask after 3 iterations. Both loops run it the same way.
-PROGRESS_AGENT = 'echo "$LOOPKIT_ITERATION" > progress'
+# The agent of (b) writes a new file each iteration: an agent that breaks no new ground —
+# changing nothing, or only a counter in the same file — is stuck (SPEC §19, §25) and loopkit
+# would ask after 3 iterations. Both loops run it the same way.
+PROGRESS_AGENT = 'echo "step $LOOPKIT_ITERATION" > "step-$LOOPKIT_ITERATION.txt"'
 
 
 def overhead(loopkit: str, root: Path, iterations: int) -> dict[str, float]:

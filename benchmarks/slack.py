@@ -10,7 +10,7 @@ One ``loopkit run`` daemon per channel, in a temporary workspace, whose agent as
 acknowledged), the supervisor listening over Socket Mode through ``slack_sdk``; a click on the
 block's first button is delivered as a ``block_actions`` envelope. Telegram: the fake Bot API
 (``tests/fakeserver.py``), a tap as a ``callback_query``. Each round measures from the click
-(or tap) to the agent's next run (a line in its ``runs.txt``). Not part of the test suite;
+(or tap) to the agent's next run (a line in its run log). Not part of the test suite;
 every process is killed before the script exits.
 """
 
@@ -41,7 +41,9 @@ TOKEN = "555555:AABenchSlackTokenNotARealOne_xy"
 CHAT = 4242
 AGENT = """\
 import os
-open("runs.txt", "a").write(os.environ.get("LOOPKIT_DECISION", "") + "\\n")
+open(os.environ["LOOPKIT_WORKSPACE"] + ".runs.txt", "a").write(
+    os.environ.get("LOOPKIT_DECISION", "") + "\\n"
+)
 open("BLOCKED.md", "w").write("## Question:\\nGo on?\\n## Choices:\\n- A) Yes — go\\n")
 """
 

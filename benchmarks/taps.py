@@ -8,7 +8,7 @@ N ``loopkit run`` daemons in N temporary workspaces share one bot on a fake Bot 
 127.0.0.1 with Telegram's semantics (the test suite's ``tests/fakeserver.py``: an offset
 confirms for everyone, a second concurrent getUpdates gets the first a 409). One of them
 holds the bot's lease and polls for all. For each loop a tap is pushed and the time until
-that loop's agent runs again (a line in its ``runs.txt``) is measured. Baseline, in the same
+that loop's agent runs again (a line in its run log) is measured. Baseline, in the same
 run: the same resume after ``loopkit reply`` from a terminal (no phone, no poller). Not part
 of the test suite; every process is killed before the script exits.
 """
@@ -37,7 +37,9 @@ TOKEN = "555555:AABenchTapsTokenNotARealOne_xyz"
 CHAT = 4242
 AGENT = """\
 import os
-open("runs.txt", "a").write(os.environ.get("LOOPKIT_DECISION", "") + "\\n")
+open(os.environ["LOOPKIT_WORKSPACE"] + ".runs.txt", "a").write(
+    os.environ.get("LOOPKIT_DECISION", "") + "\\n"
+)
 if not os.path.exists("asked"):
     open("asked", "w").close()
     open("BLOCKED.md", "w").write("## Question:\\nGo on?\\n## Choices:\\n- A) Yes — go\\n")

@@ -458,7 +458,11 @@ def configuration_page() -> str:
         if table_name == "gate":
             out.append(
                 "The default `rules` (from `loopkit/hooks/rules.py`), each under the label "
-                "a human sees when it holds a call:\n\n```text\n"
+                "a human sees when it holds a call. They read the command as the shell does "
+                "([the rules](claude-code.md#the-rules)): each looks at one program from "
+                "where it starts (its words unquoted, joined by one space; a blank inside a "
+                "word shown as `␣`), `curl | sh` at a pipeline (each stage from its program), "
+                "the SQL ones at every text of the command:\n\n```text\n"
             )
             out.append("\n".join(f"# {label}\n{rule}" for label, _, rule in rules.DEFAULTS))
             out.append("\n```\n\n")

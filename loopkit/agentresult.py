@@ -136,6 +136,13 @@ def read_result(text: str) -> Result | None:
     The object starts a line (``json`` prints it alone; ``stream-json`` prints one object a
     line, the result last). Whatever the agent printed before it is not read.
     """
+    data = ending_object(text)
+    return None if data is None else _result(data)
+
+
+def ending_object(text: str) -> dict[str, Any] | None:
+    """The JSON object that ends ``text`` and starts a line (only whitespace after it), as
+    decoded — whatever its type — else None."""
     end = len(text.rstrip())
     if end == 0 or text[end - 1] != "}":
         return None
@@ -149,7 +156,7 @@ def read_result(text: str) -> Result | None:
             except ValueError:
                 value, stop = None, -1
             if stop == end and isinstance(value, dict):
-                return _result(value)
+                return value
         if start < 0:
             return None
         start = text.rfind("\n{", 0, start)

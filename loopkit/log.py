@@ -6,15 +6,18 @@ logging records (httpx logs each request, with the full URL and so the bot token
 go to the same file and console; every line passes the redaction of the last :func:`setup`
 before it is written anywhere.
 
-loopkit's own events never go through :mod:`logging`: its import (threading, traceback,
-string, weakref …) is ~30 M instructions, 5–6 ms of every short command (SPEC §20), and a
-command that reads logs nothing. The bridge for other libraries' records is installed on the
-root logger as soon as :mod:`logging` is imported — now, if it is already, else the moment
-anything imports it (:class:`_WhenLoggingLoads`) — so no library's record can precede it.
+Two ways, one format. The short commands (``status``, ``reply``, the hooks …) write their
+few events here, without :mod:`logging` or structlog — their imports are 5–6 ms and ~50 ms
+of a start-up that has none to spare (SPEC §20). The long-running processes (``run``,
+``serve``, ``mcp``, and so the relays) are set up with structlog instead
+(:mod:`loopkit.structured`): there every event passes its processor chain, which redacts,
+writes the JSON line and renders the console line. Library code only ever does
+``get_logger(name)``, and it is the same either way.
 
-This is all loopkit ever asked of structlog, which it used before (its import pulled in
-asyncio). Call :func:`setup` once per process, from the command line layer. Library code only
-does ``get_logger(name)``; tests read what was logged with :func:`capture`.
+Other libraries' stdlib records are bridged explicitly (:func:`bridge`), where loopkit brings
+in a library that logs, and at setup when :mod:`logging` is loaded already. Call
+:func:`setup` once per process, from the command line layer; tests read what was logged
+with :func:`capture`.
 """
 
 from __future__ import annotations
@@ -28,13 +31,19 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
-    from importlib.machinery import ModuleSpec
+    from collections.abc import Iterator
     from pathlib import Path
-    from types import ModuleType
-    from typing import Any, TextIO
+    from typing import Any, Protocol, TextIO
 
     from loopkit.redact import Redactor
+
+    class Structured(Protocol):
+        """Where an event goes in a long-running process (:mod:`loopkit.structured`)."""
+
+        def __call__(
+            self, level: int, logger: str, event: str, fields: dict[str, Any], *, ours: bool
+        ) -> None: ...
+
 
 # The levels, numbered as stdlib logging numbers them.
 DEBUG, INFO, WARNING, ERROR = 10, 20, 30, 40
@@ -133,6 +142,9 @@ class _Sinks:
         self.console_level = WARNING
         self.redactor: Redactor | None = None
         self.captures: list[list[dict[str, Any]]] = []
+        # In a long-running process, structlog's chain (loopkit.structured): every event
+        # and every bridged record goes through it instead.
+        self.structured: Structured | None = None
 
     def lowest(self) -> int:
         """The lowest level any sink takes: below it an event is not even built."""
@@ -169,7 +181,7 @@ class _Sinks:
 _SINKS = _Sinks()
 
 
-def _timestamp(now: float) -> str:
+def timestamp(now: float) -> str:
     """ISO 8601 in UTC with microseconds, as ``2026-12-03T20:27:22.123456Z``."""
     seconds = int(now)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + (
@@ -177,7 +189,7 @@ def _timestamp(now: float) -> str:
     )
 
 
-def _exception_text(exc_info: Any) -> str:
+def exception_text(exc_info: Any) -> str:
     import traceback
 
     if isinstance(exc_info, BaseException):
@@ -206,10 +218,20 @@ def setup(
     _SINKS.console = (stream or sys.stderr) if console else None
     _SINKS.console_level = LEVELS[console_level.lower()]
     _SINKS.redactor = redactor
+    _SINKS.structured = None
     if "logging" in sys.modules:
-        _bridge()
-    elif not any(isinstance(finder, _WhenLoggingLoads) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _WhenLoggingLoads())
+        bridge()  # a library already loaded may log; one loaded later is bridged by its user
+
+
+def sinks() -> _Sinks:
+    """Where events go now (:mod:`loopkit.structured`'s chain writes to the same)."""
+    return _SINKS
+
+
+def use_structured(structured: Structured | None) -> None:
+    """Route every event through ``structured`` (a long-running process's structlog
+    chain), or back to the plain sinks (None)."""
+    _SINKS.structured = structured
 
 
 def reset() -> None:
@@ -217,6 +239,7 @@ def reset() -> None:
     if _SINKS.file is not None:
         _SINKS.file.close()
     _SINKS.file, _SINKS.console, _SINKS.redactor = None, None, None
+    _SINKS.structured = None
 
 
 class Logger:
@@ -229,15 +252,19 @@ class Logger:
         self.name = name
 
     def _log(self, level: int, event: str, fields: dict[str, Any]) -> None:
+        structured = _SINKS.structured
+        if structured is not None:
+            structured(level, self.name, event, fields, ours=True)
+            return
         if level < _SINKS.lowest():
             return
         exc_info = fields.pop("exc_info", None)
         record: dict[str, Any] = {"event": event, **fields}
         record["logger"] = self.name
         record["level"] = _NAMES[level]
-        record["timestamp"] = _timestamp(time.time())
+        record["timestamp"] = timestamp(time.time())
         if exc_info:
-            record["exception"] = _exception_text(exc_info)
+            record["exception"] = exception_text(exc_info)
         _SINKS.emit(level, record, ours=True)
 
     def debug(self, event: str, **fields: Any) -> None:
@@ -276,8 +303,12 @@ def capture() -> Iterator[list[dict[str, Any]]]:
 _BRIDGE_MARK = "_loopkit_bridge"
 
 
-def _bridge() -> None:
-    """Hand every stdlib record from INFO up to the sinks (once per process)."""
+def bridge() -> None:
+    """Hand every stdlib record from INFO up to the sinks (once per process), redacted as
+    loopkit's own events are. Called by :func:`setup` when :mod:`logging` is loaded
+    already, and explicitly by the code that brings in a library that logs (a channel's
+    HTTP client, psycopg, slack_sdk, apprise) — never by an import hook: a short command
+    that uses no such library imports no :mod:`logging` (SPEC §20)."""
     import logging
 
     root = logging.getLogger()
@@ -286,14 +317,19 @@ def _bridge() -> None:
 
     class Bridge(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
+            structured = _SINKS.structured
+            if structured is not None:
+                fields = {"exc_info": record.exc_info} if record.exc_info else {}
+                structured(record.levelno, record.name, record.getMessage(), fields, ours=False)
+                return
             event: dict[str, Any] = {
                 "event": record.getMessage(),
                 "logger": record.name,
                 "level": record.levelname.lower(),
-                "timestamp": _timestamp(record.created),
+                "timestamp": timestamp(record.created),
             }
             if record.exc_info:
-                event["exception"] = _exception_text(record.exc_info)
+                event["exception"] = exception_text(record.exc_info)
             _SINKS.emit(record.levelno, event, ours=False)
 
     handler = Bridge(INFO)
@@ -303,40 +339,3 @@ def _bridge() -> None:
         root.setLevel(INFO)
     # httpcore's DEBUG traces carry headers; never useful here.
     logging.getLogger("httpcore").setLevel(WARNING)
-
-
-class _WhenLoggingLoads:
-    """A finder on ``sys.meta_path`` that bridges :mod:`logging` the moment it is imported:
-    it finds the module as the path finder does and runs :func:`_bridge` right after the
-    module's own code, before whoever imported it can log."""
-
-    def find_spec(
-        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> ModuleSpec | None:
-        if name != "logging":
-            return None
-        sys.meta_path.remove(self)
-        from importlib.machinery import PathFinder
-
-        spec = PathFinder.find_spec(name, path)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _Bridging(spec.loader)  # type: ignore[assignment]  # a Loader by duck
-        return spec
-
-
-class _Bridging:
-    """The real loader of :mod:`logging`, and the bridge once the module has run."""
-
-    def __init__(self, loader: Any) -> None:
-        self._loader = loader
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        module: ModuleType | None = self._loader.create_module(spec)
-        return module
-
-    def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        _bridge()
-
-    def __getattr__(self, name: str) -> Any:  # get_source, is_package …: the real loader's
-        return getattr(self._loader, name)

@@ -61,8 +61,6 @@ if TYPE_CHECKING:
     from loopkit.requests.hub import Remote
     from loopkit.workspace.steer import Command
 
-COST_KEYS = ("total_cost_usd", "cost_usd", "spend_usd")  # state.json keys that may carry spend
-
 
 @record(frozen=True, slots=True)
 class Loop:
@@ -80,7 +78,7 @@ class Loop:
     last_verify: dict[str, Any] | None  # {"ok", "line", "at"}
     question: str | None  # the open block's question
     request_id: str | None
-    spend_usd: float | None  # summed from Claude's results, when the loop records it
+    spend_usd: float | None  # what the agent's runs reported spending, as the loop recorded it
     paused_by: str | None  # "by via at" of the pause in force
     guidance_pending: int  # notes waiting for the next agent run
     problem: str | None = None  # why the row is incomplete (state.json unreadable, …)
@@ -186,10 +184,11 @@ def _question(workspace: Workspace, request_id: str | None) -> tuple[str | None,
 
 
 def _spend(state: State) -> float | None:
-    for key in COST_KEYS:
-        value = state.extra.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+    """The spend the supervisor recorded (``state.json``'s ``spend_usd``); None when no run
+    reported any, or the field is not a number (a hand-edited file)."""
+    value = state.spend_usd
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
     return None
 
 

@@ -74,6 +74,16 @@ def strip_emoji(text: str) -> str:
     return " ".join("".join(kept).split())
 
 
+def ask(what: str, question: str, limit: int = MAX_QUESTION) -> str:
+    """``what: question`` in at most ``limit`` characters, one line: ``what`` (the context)
+    is cut — never ``question``, the ask itself, which a human must always see whole."""
+    question = fold(question, limit)
+    room = limit - len(question) - 2
+    if room < 2:
+        return question
+    return f"{fold(what, room)}: {question}"
+
+
 def for_phone(text: str, limit: int) -> str:
     """The mobile rubric applied to what is sent: one line, no emoji, at most ``limit``."""
     return fold(strip_emoji(text), limit)

@@ -196,7 +196,12 @@ def files(ws: Path) -> list[Path]:
 
 # --- loopkit run: a loop whose agent and verify are small shell scripts --------------------
 
-AGENT = 'echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}|${LOOPKIT_TASK-}" >> runs.txt\n'
+# The agents' log of their runs lives beside the workspace, not in it: it is the test's
+# instrument, not the agent's work (a line logged is no progress, SPEC §25) — runs_file().
+AGENT = (
+    'echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}|${LOOPKIT_TASK-}"'
+    ' >> "$LOOPKIT_WORKSPACE.runs.txt"\n'
+)
 VERIFY_FAILS = (
     'echo "collected 3 items"\necho "FAILED test_price.py - AssertionError: boom"\nexit 1\n'
 )
@@ -218,9 +223,15 @@ def setup(ws: Path, extra: str = "", agent: str = AGENT, verify: str = VERIFY_FA
     write_config(ws, "[loop]\n" + "\n".join(kept) + "\n" + extra + "\n")
 
 
+def runs_file(ws: Path) -> Path:
+    """Where the tests' agents log their runs: ``<workspace>.runs.txt``, beside it."""
+    real = ws.resolve()
+    return real.with_name(f"{real.name}.runs.txt")
+
+
 def runs(ws: Path) -> list[list[str]]:
     """The agent's runs, as AGENT logs them: [iteration, decision, task]."""
-    path = ws / "runs.txt"
+    path = runs_file(ws)
     return [line.split("|") for line in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -339,9 +350,12 @@ class CrashAtSave:
         raise Crash
 
 
-# An agent that logs each run as "<iteration>|<guidance>" to runs.txt, then waits until the
+# An agent that logs each run as "<iteration>|<guidance>" (runs_file), then waits until the
 # test opens its gate (a FIFO named ``gate``): a loop held mid-iteration on the test's word.
-GATED_AGENT = 'echo "$LOOPKIT_ITERATION|${LOOPKIT_GUIDANCE-}" >> runs.txt\nread line < gate\n'
+GATED_AGENT = (
+    'echo "$LOOPKIT_ITERATION|${LOOPKIT_GUIDANCE-}" >> "$LOOPKIT_WORKSPACE.runs.txt"\n'
+    "read line < gate\n"
+)
 
 
 def open_gate(ws: Path) -> None:
@@ -363,7 +377,7 @@ def open_gate(ws: Path) -> None:
 
 def gated_runs(ws: Path) -> list[str]:
     """The :data:`GATED_AGENT`'s runs so far, one "<iteration>|<guidance>" line each."""
-    path = ws / "runs.txt"
+    path = runs_file(ws)
     return path.read_text().splitlines() if path.exists() else []
 
 

@@ -13,18 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from loopkit import log
+from loopkit import log, structured
 from loopkit.redact import Redactor
 
 SECRET = "424242:AAsecretTokenForTheEventsTest_xyz"
 
 
-@pytest.fixture
-def events(tmp_path: Path) -> Iterator[tuple[Path, io.StringIO]]:
+@pytest.fixture(params=["short command", "long-running"])
+def events(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Path, io.StringIO]]:
+    """The events of a short command (loopkit.log alone) and of a long-running process
+    (structlog's chain, loopkit.structured): the same lines either way."""
     console = io.StringIO()
     path = tmp_path / ".loopkit" / "events.jsonl"
-    log.setup(path, Redactor([SECRET]), stream=console, console_level="info")
+    setup = structured.setup if request.param == "long-running" else log.setup
+    setup(path, Redactor([SECRET]), stream=console, console_level="info")
     yield path, console
+    structured.reset()
     log.reset()
 
 
@@ -96,6 +100,7 @@ log.setup(Path(sys.argv[1]), Redactor([sys.argv[2]]), stream=console, console_le
 log.get_logger("loopkit.t").info("ours", msg="shown")
 assert "logging" not in sys.modules  # loopkit's own events need no stdlib logging
 import logging  # as a library does, after setup
+log.bridge()  # as loopkit does where it brings in a library that logs (a channel's client)
 logging.getLogger("httpx").info("GET https://api/bot%s/getMe", sys.argv[2])
 logging.getLogger("lib").warning("careful")
 logging.getLogger("lib").debug("never")
@@ -103,7 +108,9 @@ print(json.dumps(console.getvalue()))
 """
 
 
-def test_a_library_importing_logging_after_setup_is_bridged_redacted(tmp_path: Path) -> None:
+def test_a_library_loaded_after_setup_is_bridged_redacted_where_loopkit_brings_it_in(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "events.jsonl"
     done = subprocess.run([sys.executable, "-c", BRIDGED_LATER, str(path), SECRET],
                           capture_output=True, text=True)  # fmt: skip
@@ -117,5 +124,26 @@ def test_a_library_importing_logging_after_setup_is_bridged_redacted(tmp_path: P
 def test_logging_once_imported_is_bridged_once(events: tuple[Path, io.StringIO]) -> None:
     path, _ = events
     log.setup(path, Redactor([SECRET]), stream=io.StringIO(), console_level="info")
+    log.bridge()
     logging.getLogger("lib").info("once")
     assert [e["event"] for e in lines(path)] == ["once"]
+
+
+STRUCTURED_PROBE = """
+import sys
+from loopkit import log, structured
+from loopkit.redact import Redactor
+structured.setup(None, Redactor([]), console=False)
+assert type(log._SINKS.structured).__name__ == "function" and "structlog" in sys.modules
+print("ok")
+"""
+
+
+def test_the_long_running_setup_runs_every_event_through_structlog() -> None:
+    done = subprocess.run([sys.executable, "-c", STRUCTURED_PROBE], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    assert done.stdout == "ok\n"
+
+
+def test_no_import_hook_is_left_on_the_import_system(events: tuple[Path, io.StringIO]) -> None:
+    assert not [f for f in sys.meta_path if type(f).__module__.startswith("loopkit")]

@@ -8,7 +8,7 @@ set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 loopkit="${LOOPKIT:-loopkit}"
 ws="$(mktemp -d "${TMPDIR:-/tmp}/loopkit-demo.XXXXXX")"
-cp "$here/agent.py" "$here/verify.py" "$here/PLAN.md" "$here/loopkit.toml" "$ws/"
+cp "$here/agent.py" "$here/verify.py" "$here/price.py" "$here/PLAN.md" "$here/loopkit.toml" "$ws/"
 export LOOPKIT_HOME="$ws/.loopkit-home"
 # The demo's question goes nowhere but the console: no channel of yours is used.
 unset LOOPKIT_HITL_CHANNEL LOOPKIT_FLEET_DSN

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 
+from loopkit import log
 from loopkit.datarecord import record
 from loopkit.errors import ConfigError
 
@@ -77,6 +78,9 @@ def create(name: str, settings: ChannelSettings, **options: Any) -> Channel:
         target = SLACK_APP
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
+    # A channel's library logs (httpx its request lines, a token in the URL; slack_sdk,
+    # apprise): its records reach the events file redacted, never the terminal raw.
+    log.bridge()
     channel: Channel = cls(settings, **options)
     return channel
 

@@ -60,7 +60,7 @@ def serve(
       loopkit serve --print-unit > ~/.config/systemd/user/loopkit-serve.service
       systemctl --user enable --now loopkit-serve
     """
-    from loopkit import log as events
+    from loopkit import structured as events  # a long-running process: structlog's chain
     from loopkit.config import load
     from loopkit.home import home
     from loopkit.inbox.serve import DEFAULT_LISTEN, unit

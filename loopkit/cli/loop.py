@@ -37,6 +37,7 @@ def run(app: App, exit_on_block: bool, max_iterations: int | None) -> int:
     from loopkit.setup import readiness
     from loopkit.supervisor.loop import Options, Supervisor
 
+    app.long_running = True
     config = app.config(console_level="info")
     # No loopkit.toml, a channel that reaches nobody, no agent, a program that is not there:
     # named now, not after three failed iterations (`loopkit doctor` says the same).

@@ -32,4 +32,5 @@ def mcp(app: App, print_config: bool) -> int:
     from loopkit.mcp_server.server import serve
     from loopkit.mcp_server.workspace import ServedWorkspace
 
+    app.long_running = True
     return serve(ServedWorkspace.start(app))

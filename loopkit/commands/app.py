@@ -35,6 +35,9 @@ class App:
     root: Path = Path(".")  # the workspace, as found (SPEC §9)
     explicit: Path | None = None  # the -C folder, if one was given
     verbose: bool = False
+    # A long-running process (``run``, ``mcp``): its events go through structlog's chain
+    # (:mod:`loopkit.structured`); a short command's through loopkit.log alone (SPEC §20).
+    long_running: bool = False
     # This process runs inside a supervised agent's session (SPEC §11): what it asks is the
     # agent's, and the supervisor sends it (see :meth:`escalator`).
     agent_session: bool = field(default_factory=agentsession.inside)
@@ -175,6 +178,8 @@ class App:
 
         workspace = Workspace.of(config)
         is_workspace = (config.workspace / CONFIG_NAME).exists() or workspace.state_dir.is_dir()
+        if self.long_running:  # run, mcp: structlog's chain (its import is no one's wait)
+            from loopkit import structured as events  # type: ignore[no-redef]
         events.setup(
             workspace.events_file if is_workspace or not anywhere else None,
             Redactor(config.channels.secrets()),

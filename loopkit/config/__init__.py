@@ -103,13 +103,13 @@ class EscalationConfig:
 class StuckConfig:
     """``[stuck]`` (SPEC section 19): each threshold ``0`` (or ``"off"``) = that trigger off."""
 
-    no_progress: int = 3  # iterations in a row that reach no new workspace state
-    same_error: int = 3  # verify failures in a row with the same normalised output
-    repeated_output: int = 4  # agent outputs in a row that are near-copies of earlier ones
+    no_progress: int = 3  # iterations in a row that break no new ground (SPEC §25)
+    same_error: int = 3  # verify failures in a row with the same failure, no new ground
+    repeated_output: int = 4  # agent outputs in a row, no new ground, near-copies of earlier
     crash_loop: int = 3  # agent runs in a row that fail (or time out) and change nothing
     max_task_iterations: int = 0  # iterations on one task (0: off)
     task_timeout: float | None = None  # seconds of wall time on one task (None: off)
-    max_cost_usd: float | None = None  # dollars summed from Claude's results (None: off)
+    max_cost_usd: float | None = None  # dollars the agent reports spending (None: off)
 
 
 @record(frozen=True, slots=True)

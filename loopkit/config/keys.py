@@ -61,7 +61,10 @@ KEYS: dict[str, dict[str, Key]] = {
             "The agent's process group is stopped after this; it counts as a failure.",
         ),
         "max_verify_failures": Key(
-            v.positive_int, "Consecutive verify failures on the same task before loopkit escalates."
+            v.positive_int,
+            "Consecutive verify failures on the same task before loopkit escalates, each "
+            "breaking no new ground (SPEC §25: one that reached new files or lines, or failed a "
+            "way not seen before in the task, starts the count again).",
         ),
         "task_file": Key(
             v.relative_file,
@@ -162,27 +165,29 @@ KEYS: dict[str, dict[str, Key]] = {
     "stuck": {
         "no_progress": Key(
             v.count,
-            "Iterations in a row that bring the workspace (git's HEAD, index and working tree; "
-            "outside git, the files' content) to no state it was not already in during the last "
-            "few iterations, before loopkit asks. A commit is progress; touching a file or "
-            "flipping it back and forth is not. `0` turns it off. [Stuck detection](stuck.md).",
+            "Iterations in a row that break no new ground before loopkit asks: the task's change "
+            "(committed or not, on any branch) reaches no file or line it had not reached, "
+            "verify fails no way it had not, no task is ticked while verify passes. Rewriting "
+            "the same lines, flipping them back, re-committing, touching only timestamps, "
+            "comments, counters or versions is no new ground. `0` turns it off. "
+            "[Stuck detection](stuck.md).",
         ),
         "same_error": Key(
             v.count,
-            "Verify failures in a row with the same output once timestamps, durations, addresses, "
-            "temporary paths, pids and line numbers are masked — across tasks too. `0` turns it "
-            "off.",
+            "Verify failures in a row with the same failure (its failing tests and their first "
+            "error lines, run-to-run noise masked), each breaking no new ground or ticking a task "
+            "over it — across tasks too. `0` turns it off.",
         ),
         "repeated_output": Key(
             v.count,
-            "Agent outputs in a row that are near-copies (similarity ≥ 0.9) of one of the last "
-            "four. `0` turns it off.",
+            "Agent outputs in a row, breaking no new ground, that are near-copies (similarity ≥ "
+            "0.9, head and tail) of one of the last four. `0` turns it off.",
         ),
         "crash_loop": Key(
             v.count,
-            "Agent runs in a row that exit non-zero, time out or cannot start, and change nothing "
-            "(a Claude result naming a rate limit or an overload is not a crash). `0` turns it "
-            "off.",
+            "Agent runs in a row that exit non-zero, time out or cannot start, and reach nothing "
+            "new (a run naming a rate limit or an overload is the agent's API down, not a "
+            "crash). `0` turns it off.",
         ),
         "max_task_iterations": Key(
             v.count, "Iterations on one task before loopkit asks whether to go on (`0`: no limit)."
@@ -194,9 +199,9 @@ KEYS: dict[str, dict[str, Key]] = {
         ),
         "max_cost_usd": Key(
             v.optional_money,
-            "US dollars, summed from the `total_cost_usd` of the `claude -p --output-format json` "
-            'results the agent prints; past it loopkit asks before spending more (`0` or `"off"`: '
-            "no limit). An answer approves another as much.",
+            "US dollars the agent reports spending, summed: Claude's `total_cost_usd`, Codex's and "
+            "Gemini's token usage priced at list prices (JSON output); past it loopkit asks "
+            'before spending more (`0` or `"off"`: no limit). An answer approves another as much.',
         ),
     },
     "policy": {
@@ -213,15 +218,17 @@ KEYS: dict[str, dict[str, Key]] = {
     "gate": {
         "rules": Key(
             v.gate_rules,
-            "Which Bash commands wait for a human's approval under Claude Code: regular "
-            "expressions searched in the command (case-insensitive), or `tool:<glob>` for a tool "
-            "by name. Set, they replace the defaults below.",
+            "Which Bash commands wait for a human's approval: regular expressions searched in "
+            "the command as written and as the shell reads it (case-insensitive), or "
+            "`tool:<glob>` for a tool by name. Set, they replace the defaults below.",
         ),
         "protect": Key(
             v.strings,
-            "Globs for the files Write / Edit / MultiEdit / NotebookEdit touch: a name (`.env*`), "
-            "or a path relative to the session's folder (`**/migrations/**`). Set, they replace "
-            "the defaults below.",
+            "Globs for the files the file tools (Write / Edit / MultiEdit / NotebookEdit, "
+            "apply_patch, write_file) and the shell's writes touch, case aside: a name "
+            "(`.env*`), or a path relative to the session's folder (`**/migrations/**`). Set, "
+            "they replace the defaults below. Under `loopkit run` loopkit's own files are "
+            "guarded besides.",
         ),
         "extend_defaults": Key(v.flag, "Keep the default rules and add yours."),
     },

@@ -290,7 +290,8 @@ def state(path: Path) -> BlockState:
     return "file" if stat.S_ISREG(mode) else "other"
 
 
-def _what(path: Path) -> str:
+def what(path: Path) -> str:
+    """What is at ``path``, in words: ``a symbolic link``, ``a FIFO``, ``a folder`` …"""
     try:
         mode = os.lstat(path).st_mode
         return "a symbolic link" if stat.S_ISLNK(mode) else readfile.kind_of(mode)
@@ -298,9 +299,36 @@ def _what(path: Path) -> str:
         return "something other than a file"
 
 
+CLAIM_LIMIT = 1024 * 1024  # of an agent's BLOCKED.md kept when its marker is rewritten
+
+
+def claim(path: Path, request_id: str) -> None:
+    """Make the BLOCKED.md at ``path`` name ``request_id``: its marker put first, the rest
+    of the file kept below it (cut at :data:`CLAIM_LIMIT`). For an agent's file whose own
+    marker names no block (SPEC section 28), so that every surface finds its request by
+    the marker, as for any other block."""
+    raw = readfile.read_bytes(path, CLAIM_LIMIT + 1, follow_links=False)
+    body = raw[:CLAIM_LIMIT].decode("utf-8", "replace")
+    if len(raw) > CLAIM_LIMIT:
+        body += "\n[… the rest cut]\n"
+    atomicfile.write_text(path, f"<!-- loopkit request: {request_id} -->\n{body}")
+
+
+def move_aside(path: Path, folder: Path) -> Path:
+    """Move what is at ``path`` (a link, a FIFO, a folder: never opened, never followed)
+    into ``folder``/in-the-way/, under a name of its own; returns where it went."""
+    import time
+
+    aside = folder / "in-the-way"
+    aside.mkdir(parents=True, exist_ok=True)
+    target = aside / f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.{os.getpid()}"
+    os.rename(path, target)
+    return target
+
+
 def not_a_file(path: Path) -> BadInput:
     return BadInput(
-        f"{path} is {_what(path)}, not a regular file; remove it (rm -r {path.name}) so "
+        f"{path} is {what(path)}, not a regular file; remove it (rm -r {path.name}) so "
         "loopkit can tell blocked from unblocked"
     )
 
@@ -308,7 +336,7 @@ def not_a_file(path: Path) -> BadInput:
 def in_the_way(path: Path, request_id: str) -> BadInput:
     """Something other than a file holds BLOCKED.md's place; the question is saved."""
     return BadInput(
-        f"{path} is {_what(path)}, not a file, so the block could not be written; the question is "
+        f"{path} is {what(path)}, not a file, so the block could not be written; the question is "
         f"saved as requests/{request_id}.json — remove it (rm -r {path.name}) and the next "
         "`loopkit run`, `status` or `escalate` raises the block"
     )

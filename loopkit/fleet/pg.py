@@ -33,7 +33,7 @@ from loopkit.errors import RequestConflict
 from loopkit.fleet.schema import version as schema_version
 from loopkit.home import machine
 from loopkit.home.bot import KEEP_HANDLED, BotLease, OffsetFile, Position
-from loopkit.log import get_logger
+from loopkit.log import bridge, get_logger
 from loopkit.requests.answer import already_answered, apply_reply, dismiss_record
 from loopkit.requests.hub import Remote
 from loopkit.requests.record import Request
@@ -104,6 +104,7 @@ def _row(machine_name: str, workspace: Workspace, record: Request) -> dict[str, 
 
 class PgHub:
     def __init__(self, dsn: str) -> None:
+        bridge()  # psycopg logs: its records go redacted where loopkit's go
         self.dsn = dsn
         self.machine = machine()
         self._warned = False

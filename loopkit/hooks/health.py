@@ -32,8 +32,8 @@ from loopkit.datarecord import record
 from loopkit.hooks import codextrust, geminitrust
 from loopkit.hooks.agentconfig import AGENTS
 from loopkit.hooks.agentconfig import ours as runs_ours
+from loopkit.hooks.gateconfig import load_rules
 from loopkit.hooks.install import EVENTS, ours, wrapped_head
-from loopkit.hooks.pretooluse import load_rules
 from loopkit.hooks.rules import match
 
 TYPE_CHECKING = False

@@ -1,15 +1,20 @@
 """``loopkit hook claude pretooluse``: Claude Code's PreToolUse hook (SPEC section 12).
 
 It runs before every tool call, so the path of a call that surely matches no rule imports
-only loopkit's own standard-library helpers (``discover``, :mod:`~loopkit.hooks.rules`) — no
-``re``, ``typing`` or ``json``: its scans are written out by hand — and parses ``loopkit.toml``
-only when it may hold a gate table (:func:`may_hold_gate`): no output, exit 0, about as fast as
-``python -c pass``. A match goes to
-:mod:`~loopkit.hooks.approve`, which asks for an approval bound to this exact call.
-Anything that goes wrong on a matched call, on input that cannot be read (which could hide
-one), or anywhere before the call is known to be ungated — a bug included — denies it (exit
-2, one line on stderr): a broken gate never lets a P0 call through. Claude Code takes any
-other exit, 1 for a traceback or 127 for a hook it cannot find, for "proceed".
+only loopkit's own standard-library helpers (``discover``, :mod:`~loopkit.hooks.rules`,
+:mod:`~loopkit.hooks.gateconfig`) — no ``re``, ``typing`` or ``json``: its scans are written
+out by hand — and loads ``loopkit.toml`` only when it changed since it last loaded
+(:func:`~loopkit.hooks.gateconfig.defaults_hold`): no output, exit 0, about as fast as
+``python -c pass``. A match goes to :mod:`~loopkit.hooks.approve`, which asks for an
+approval bound to this exact call.
+
+It fails closed (SPEC sections 17 and 28). Anything that goes wrong on a matched call, on
+input that cannot be read (which could hide one), or anywhere before the call is known to
+be ungated — a bug included — denies it (exit 2, one line on stderr): a broken gate never
+lets a P0 call through. Claude Code takes any other exit, 1 for a traceback or 127 for a
+hook it cannot find, for "proceed". So is denied, with the reason: every call while
+``loopkit.toml`` does not load; a call over :data:`MAX_INPUT`; one not read and matched
+within :data:`READ_TIME` (a timer stops even a regular expression's search).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import os
 import sys
 
 from loopkit import discover
-from loopkit.hooks.rules import WORDS, Rules, match
+from loopkit.hooks.gateconfig import defaults_hold, load_rules
+from loopkit.hooks.rules import WORDS, match
 
 TYPE_CHECKING = False  # typing costs ~3 ms of a start of ~20: mypy reads the name as its own
 if TYPE_CHECKING:
@@ -129,13 +135,13 @@ def _skip_space(raw: bytes, at: int) -> int:
     return at + len(window) - len(rest)
 
 
-def _names_a_command_word(given: bytes) -> bool:
-    """``re.search(rb"(?i)\\b(?:rm|find|…)", given)``: a word of :data:`_BASH_WORDS` at the
-    start of a word (each starts with a letter, so \\b is: nothing or a non-word byte before).
-    Past :data:`_MANY` of them inside other words, True: parse it."""
+def _names_a_command_word(given: bytes, words: tuple[bytes, ...] = _BASH_WORDS) -> bool:
+    """``re.search(rb"(?i)\\b(?:rm|find|…)", given)``: one of ``words`` at the start of a
+    word (each starts with a letter, so \\b is: nothing or a non-word byte before). Past
+    :data:`_MANY` of them inside other words, True: parse it."""
     folded = given.lower()  # ASCII only, as a bytes expression's (?i)
     inside = 0
-    for word in _BASH_WORDS:
+    for word in words:
         at = folded.find(word)
         while at >= 0:
             if at == 0 or folded[at - 1] not in _WORD:
@@ -147,16 +153,70 @@ def _names_a_command_word(given: bytes) -> bool:
     return False
 
 
+# Under `loopkit run`, what a shell command needs to change loopkit's own files
+# (:mod:`~loopkit.hooks.guard`): their names, a glob, a redirection to a file, or a program
+# that writes the files it is given (through a symbolic link too).
+_OWN_WORDS = (b"loopkit", b".claude", b".codex", b".gemini", b"requests", b"blocked")
+_WRITERS = tuple(
+    w.encode()
+    for w in (
+        "rm", "mv", "cp", "ln", "tee", "sed", "perl", "ruby", "awk", "gawk", "yq", "truncate",
+        "chmod", "chown", "chgrp", "chattr", "setfacl", "dd", "install", "rsync", "unlink",
+        "rmdir", "shred", "patch"
+    )
+)  # fmt: skip
+_HARMLESS_REDIRECTS = (b"&1", b"&2", b"&-", b"/dev/null")  # after `>`, blanks skipped
+
+
+def _may_write_own(command: bytes, blocked: str) -> bool:
+    """Whether the (lower-case, unquoted) command could write one of loopkit's own files."""
+    names = (*_OWN_WORDS, os.path.basename(blocked).lower().encode())
+    if any(name in command for name in names):
+        return True
+    if b"*" in command or b"?" in command or b"[" in command:
+        return True
+    at = command.find(b">")
+    while at >= 0:
+        rest = command[at + 1 :].lstrip(b" \t>|")
+        if not rest.startswith(_HARMLESS_REDIRECTS):
+            return True
+        at = command.find(b">", at + 1)
+    return _names_a_command_word(command, _WRITERS)
+
+
+def _splices(command: bytes) -> bool:
+    """Whether a variable's value could join two parts of a word: ``r${x}m`` and ``r$@m``
+    are ``rm`` when ``x`` is unset (the shell reads it as nothing). Past :data:`_MANY`
+    expansions, True: parse it."""
+    at, seen = command.find(b"$"), 0
+    while at >= 0:
+        seen += 1
+        if seen > _MANY or (at > 0 and command[at - 1] in _WORD):
+            return True
+        after = command[at + 1 : at + 2]
+        if after == b"{":
+            close = command.find(b"}", at)
+            end = close + 1 if close >= 0 else len(command)
+        else:
+            end = at + 2 if after and after in b"@*#?$!-0123456789" else -1
+        if end >= 0 and command[end : end + 1] and command[end] in _WORD:
+            return True
+        at = command.find(b"$", at + 1)
+    return False
+
+
 def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = None) -> bool:
-    """True when no default rule can match ``raw`` and the workspace has no ``[gate]`` of its
-    own — decided without parsing the JSON (the common call's whole cost is start-up). Any
-    doubt (an escape sequence, a session folder other than ours) says False: parse it."""
+    """True when no default rule can match ``raw`` and the workspace's ``loopkit.toml``
+    loads with no ``[gate]`` of its own — decided without parsing the JSON (the common
+    call's whole cost is start-up). Any doubt (an escape sequence, a session folder other
+    than ours, a config not known to load) says False: parse it."""
     dialect = dialect or CLAUDE
     if b"\\" in raw:
         return False
     if raw.count(b'"tool_name"') > 1 or raw.count(b'"cwd"') > 1:
         return False  # a key twice, or nested: json.loads keeps the last, a scan sees them all
-    if b"AskUserQuestion" in raw and os.environ.get(SUPERVISED):
+    supervised = bool(os.environ.get(SUPERVISED))
+    if b"AskUserQuestion" in raw and supervised:
         return False  # Claude's own question, asked as loopkit's (hooks.question)
     named = explicit if explicit is not None else os.environ.get("LOOPKIT_WORKSPACE", "").strip()
     if named and not os.path.isabs(named):
@@ -173,85 +233,87 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
         if start is None or start == _PARSE or not raw.startswith(quoted, start):
             return False
         workspace = discover.find_workspace(None, cwd=here)
-    if may_hold_gate(workspace):
-        return False
+    blocked = defaults_hold(workspace)
+    if blocked is None:
+        return False  # a [gate] of its own, or a loopkit.toml not known to load
     tool = dialect.gated_tool(raw)
     if tool is None:
         return True
     if tool == _PARSE_IT:
         return False
-    given = raw.split(b'"tool_input"', 1)[-1]
-    if tool in dialect.shell and any(word in given for word in dialect.shell_writes):
-        return False  # a patch through the shell: its files are read (the dialect's calls)
     if tool not in dialect.shell:
         # The whole call, the session's folder too: a relative path is joined onto it
         # (``0002.sql`` written in ``…/migrations`` is a protected file).
         folded = raw.lower()
-        return not any(word in folded for word in _PATH_WORDS)
-    # The rules read the command as text, where a non-ASCII letter can match an ASCII one
-    # case-insensitively ("ſ" is an "s"): only ASCII is decided on its bytes.
-    return given.isascii() and not _names_a_command_word(given)
-
-
-SCAN_LIMIT = 1 << 20
-# Every valid TOML spelling of a key named gate holds the word itself ([gate], [ "gate" ],
-# gate.rules, gate = {…}, 'gate') unless a basic string spells a letter as an escape.
-_MAY_NAME_GATE = (b"gate", b"\\u", b"\\U", b"\\x")  # gate|\\[uUx]
-
-
-def may_hold_gate(workspace: str) -> bool:
-    """False only when ``loopkit.toml`` surely has no gate table: there is none, or its text
-    neither says ``gate`` nor holds an escape that could spell a letter of it (``\\u0067``).
-    Anything else — a file too long to scan, one that cannot be read, something other than
-    a file — says True: parse it, and :func:`load_rules` (``config.load``) says what is wrong.
-    """
-    try:
-        fd = os.open(os.path.join(workspace, "loopkit.toml"), os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
+        if any(word in folded for word in _PATH_WORDS):
+            return False
+        return not supervised or _own_file_untouched(raw, workspace, blocked)
+    # The rules read the command as the shell does, where a non-ASCII letter can match an
+    # ASCII one case-insensitively ("ſ" is an "s"): only ASCII is decided on its bytes. The
+    # shell drops single quotes (r''m is rm; a double quote or a backslash is parsed, above),
+    # and expands a brace list ({r,}m is rm r).
+    given = raw.split(b'"tool_input"', 1)[-1]
+    if any(word in given for word in dialect.shell_writes):
+        return False  # a patch through the shell: its files are read (the dialect's calls)
+    if not given.isascii():
         return False
-    except OSError:
-        return True
+    folded = given.lower().replace(b"'", b"")
+    start = _string_of(given, b'"command"')
+    if start is None or start == _PARSE:
+        return False
+    command = given[start : given.find(b'"', start)]  # no backslash: it ends at the quote
+    if (b"{" in command and b"," in command) or _splices(command):
+        return False
+    if any(word in folded for word in _PATH_WORDS):
+        return False  # a protected path: its writes by the shell are gated too
+    own = supervised and _may_write_own(folded, blocked)
+    if own and not _own_files_untouched(raw, command, workspace, blocked):
+        return False
+    return not _names_a_command_word(folded)
+
+
+_OWN_CHECKED = 4096  # bytes of a command the fast path reads for loopkit's own files
+_PATH_KEYS = (b'"file_path"', b'"notebook_path"')  # the file tools' (Codex's patch: parsed)
+
+
+def _own_file_untouched(raw: bytes, workspace: str, blocked: str) -> bool:
+    """A file tool's call under ``loopkit run``: True when the one path it names, read off
+    the call by hand, is none of loopkit's own files (:mod:`~loopkit.hooks.guard`, links
+    followed, as the full path judges it)."""
+    keys = [key for key in _PATH_KEYS if key in raw]
+    cwd_at = _string_of(raw, b'"cwd"')
+    if len(keys) != 1 or raw.count(keys[0]) != 1 or cwd_at is None or cwd_at == _PARSE:
+        return False
+    at = _string_of(raw, keys[0])
+    if at is None or at == _PARSE:
+        return False
+    path = raw[at : raw.find(b'"', at)].decode()
+    cwd = raw[cwd_at : raw.find(b'"', cwd_at)].decode()
+    from loopkit.hooks.guard import Guard
+
+    return bool(path) and Guard(workspace, blocked).path(path, cwd) is None
+
+
+def _own_files_untouched(raw: bytes, command: bytes, workspace: str, blocked: str) -> bool:
+    """The guard's own answer (:mod:`~loopkit.hooks.guard`, as the full path gives it) for a
+    short command whose text and folder are read off the call by hand (it holds no
+    backslash, so the JSON strings are the text): True when it writes none of loopkit's
+    files. No ``re``, no ``json``: most commands an agent runs under ``loopkit run`` write a
+    file or redirect, and the full path costs twice the hook's start."""
+    start = _string_of(raw, b'"cwd"')
+    if start is None or start == _PARSE or len(command) > _OWN_CHECKED:
+        return False
+    cwd = raw[start : raw.find(b'"', start)].decode()
+    from loopkit.hooks.commandline import understand
+    from loopkit.hooks.guard import Guard
+    from loopkit.hooks.shell import Unreadable
+
+    text = command.decode()
     try:
-        if not _regular(fd):
-            return True
-        text = b""
-        while len(text) <= SCAN_LIMIT and (chunk := os.read(fd, SCAN_LIMIT + 1 - len(text))):
-            text += chunk  # a read may return less than asked (FUSE, NFS)
-    finally:
-        os.close(fd)
-    return len(text) > SCAN_LIMIT or any(word in text for word in _MAY_NAME_GATE)
-
-
-def load_rules(workspace: str) -> Rules:
-    """``[gate]`` from the workspace's loopkit.toml (any valid spelling), else the defaults.
-
-    A file that does not load keeps the valid part of its table — a typo in ``[loop]`` does
-    not drop the user's own rules — and remembers why (said on a match, which is denied).
-    A table that is itself unusable leaves the defaults.
-    """
-    if not may_hold_gate(workspace):
-        return Rules.build()
-    from pathlib import Path
-
-    from loopkit import config
-    from loopkit.errors import ConfigError
-
-    problems: tuple[str, ...] = ()
-    try:
-        loaded = config.load(Path(workspace))
-    except ConfigError as exc:
-        problems = (str(exc),)
-        loaded = config.load(Path(workspace), lenient=True)
-    gate = loaded.gate
-    rules = list(gate.rules) if gate.rules is not None else None
-    protect = list(gate.protect) if gate.protect is not None else None
-    return Rules.build(rules, protect, gate.extend_defaults, problems=problems)
-
-
-def _regular(fd: int) -> bool:
-    import stat
-
-    return stat.S_ISREG(os.fstat(fd).st_mode)
+        reading = understand(text, cwd=cwd, starts=frozenset())
+    except Unreadable:
+        return False
+    return Guard(workspace, blocked).command(reading, text) is None
 
 
 def main(explicit: str | None = None, dialect: Dialect | None = None) -> int:
@@ -279,13 +341,78 @@ def _quiet_stdout() -> None:
 
 
 def _main(explicit: str | None, dialect: Dialect) -> int:
-    raw = sys.stdin.buffer.read(MAX_INPUT)
+    raw = sys.stdin.buffer.read(MAX_INPUT + 1)
+    if len(raw) > MAX_INPUT:
+        return _deny_on_error(
+            f"{dialect.event} hook: the call is over {MAX_INPUT >> 20} MiB, more than the gate "
+            "reads"
+        )
     try:
         if _surely_ungated(raw, explicit, dialect):
             return 0
     except (OSError, discover.NotAFolder):
         pass  # the full path below says what is wrong
+    import time
+
+    deadline = time.monotonic() + READ_TIME
+    _alarm(READ_TIME + 0.05)  # reading and matching never outlast it (SPEC §28: within 1 s)
+    try:
+        found = _judge(raw, explicit, dialect, deadline)
+    except _Late:
+        return _deny_on_error(
+            f"{dialect.event} hook: the call could not be read within {READ_TIME:g} s"
+        )
+    finally:
+        _alarm(0)
+    if isinstance(found, int):
+        return found
+    event, workspace, hit = found
     import json
+
+    try:
+        from loopkit.hooks.approve import verdict
+
+        tool_name, tool_input = event["tool_name"], event.get("tool_input", {})
+        shown = dialect.shown(tool_name, tool_input)
+        decision = dialect.answer(*verdict(workspace, event, hit, agent=dialect.agent, shown=shown))
+    except Exception as exc:  # any failure on a matched call denies it
+        return _deny_on_error(f"{dialect.event} hook failed on a gated call: {exc}")
+    if decision is None:
+        return 0
+    sys.stdout.write(json.dumps(decision) + "\n")
+    sys.stdout.flush()  # a decision that cannot be given is a failure, and denies
+    return 0
+
+
+READ_TIME = 0.7  # seconds to read and match a call: past them it is denied (within 1 s in all)
+
+
+class _Late(BaseException):  # never caught by an `except Exception` on the way
+    """The call was not read and matched within :data:`READ_TIME`."""
+
+
+def _late(signum: int, frame: object) -> None:
+    raise _Late
+
+
+def _alarm(seconds: float) -> None:
+    """Raise :class:`_Late` in ``seconds`` (0: never) — even inside a regular expression's
+    search, which looks at signals as it goes."""
+    import signal
+
+    if seconds:
+        signal.signal(signal.SIGALRM, _late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+def _judge(
+    raw: bytes, explicit: str | None, dialect: Dialect, deadline: float
+) -> int | tuple[dict[str, Any], str, str]:
+    """Read the call and match it: the hook's exit when that decides it (0: no rule holds
+    it, or Claude's question answered; 2: denied), else ``(event, workspace, rule)``."""
+    import json
+
+    from loopkit.hooks.shell import Unreadable
 
     try:
         event = json.loads(raw)
@@ -296,12 +423,21 @@ def _main(explicit: str | None, dialect: Dialect) -> int:
             raise TypeError("tool_name and cwd must be strings")
     except (ValueError, KeyError, TypeError) as exc:
         return _deny_on_error(f"{dialect.event} hook: cannot read the call from stdin ({exc})")
+    except RecursionError:
+        return _deny_on_error(f"{dialect.event} hook: the call is nested too deep to read")
     try:
         workspace = discover.find_workspace(explicit, cwd=cwd)
     except discover.NotAFolder as exc:
         return _deny_on_error(str(exc))
+    supervised = bool(os.environ.get(SUPERVISED))
+    rules = load_rules(workspace, supervised=supervised)
+    if rules.broken is not None:
+        return _deny_on_error(
+            f"{rules.broken} (until loopkit.toml loads, the gate denies every call: fix it)"
+        )
     driven = os.environ.get(DRIVEN[0]) == DRIVEN[1]  # the supervisor asks Claude's questions
-    if tool_name == "AskUserQuestion" and os.environ.get(SUPERVISED) and not driven:
+    if tool_name == "AskUserQuestion" and supervised and not driven:
+        _alarm(0)  # asking is not reading: it takes as long as it takes
         try:
             from loopkit.hooks.question import decide as asked
 
@@ -312,28 +448,17 @@ def _main(explicit: str | None, dialect: Dialect) -> int:
             sys.stdout.write(json.dumps(answer) + "\n")
             sys.stdout.flush()
             return 0
-    rules = load_rules(workspace)
-    hit = next(
-        (h for name, given in dialect.calls(tool_name, tool_input)
-         if (h := match(rules, name, given, cwd)) is not None),
-        None,
-    )  # fmt: skip
+    try:
+        hit = next(
+            (h for name, given in dialect.calls(tool_name, tool_input)
+             if (h := match(rules, name, given, cwd, deadline=deadline)) is not None),
+            None,
+        )  # fmt: skip
+    except Unreadable as exc:
+        return _deny_on_error(f"{dialect.event} hook: {exc}")
     if hit is None:
         return 0
-    try:
-        from loopkit.hooks.approve import verdict
-
-        if rules.problems:
-            return _deny_on_error(f"{rules.problems[0]} (fix loopkit.toml to let gated calls ask)")
-        shown = dialect.shown(tool_name, tool_input)
-        decision = dialect.answer(*verdict(workspace, event, hit, agent=dialect.agent, shown=shown))
-    except Exception as exc:  # any failure on a matched call denies it
-        return _deny_on_error(f"{dialect.event} hook failed on a gated call: {exc}")
-    if decision is None:
-        return 0
-    sys.stdout.write(json.dumps(decision) + "\n")
-    sys.stdout.flush()  # a decision that cannot be given is a failure, and denies
-    return 0
+    return {**event, "cwd": event.get("cwd") or cwd}, workspace, hit
 
 
 CLAUDE = Dialect()

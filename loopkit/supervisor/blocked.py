@@ -16,12 +16,16 @@ import time
 
 from loopkit import atomicfile
 from loopkit.clock import iso_seconds, parse_iso
+from loopkit.datarecord import replace
 from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
 from loopkit.escalation import adoption, blockfile, delivery
+from loopkit.escalation.blockfile import Escalation
 from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.requests.answer import decision_of, is_human_decision, timed_out, unblocked_by_hand
 from loopkit.requests.models import Status
+from loopkit.requests.record import new_id
+from loopkit.supervisor import triggers
 from loopkit.supervisor.parts import CONTINUE, KEEP_WAITING
 from loopkit.supervisor.stuck_watch import block_ended
 from loopkit.watch.waits import wait_unblock
@@ -86,17 +90,62 @@ class BlockedPhase:
         return step
 
     def _restored(self, path: Path) -> Request | None:
-        """A BLOCKED.md of loopkit's own (its marker names a request) whose record is gone:
-        the request raised again from the file and sent (SPEC section 17). None for a file
-        without a marker (a human's pause) or one that cannot be read."""
+        """A BLOCKED.md with a marker that names no request standing for a block — its
+        record gone, unreadable, never raised as a block, or long since applied — is asked
+        (SPEC sections 17 and 28), never waited on in silence. A record that is gone is
+        raised again from the file under the id its marker names; otherwise the file is
+        adopted as the agent's block under a new id, which its marker then names. None for a
+        file without a marker (a human's pause, or an agent's file adopted already)."""
         marked = blockfile.request_id_of(path)
-        if marked is None or self.parts.store.path(marked).exists():
+        if marked is None:
             return None
+        if not self.parts.store.path(marked).exists():
+            try:
+                return self.parts.escalator.restore(adoption.read(path), marked).request
+            except LoopkitError as exc:
+                log.error("restore_failed", msg=f"cannot raise {path.name} again: {exc}")
+                return None
         try:
-            return self.parts.escalator.restore(adoption.read(path), marked).request
+            why = _not_standing(self.parts.store.load(marked))
         except LoopkitError as exc:
-            log.error("restore_failed", msg=f"cannot raise {path.name} again: {exc}")
+            why = f"its record cannot be read ({exc})"
+        if why is None:
             return None
+        return self._adopted(path, f"its marker names request {marked}, which {why}")
+
+    def _adopted(self, path: Path, why: str) -> Request | None:
+        """Ask what the file at ``path`` says (or, for something other than a file, what is
+        there) as the agent's block: a request of its own, sent."""
+        state = self.parts.state
+        request_id = new_id()
+        if blockfile.state(path) == "file":
+            written = adoption.read(path)
+            try:
+                blockfile.claim(path, request_id)
+            except OSError as exc:
+                log.error("claim_failed", msg=f"cannot mark {path.name} as request "
+                          f"{request_id}: {exc}")  # fmt: skip
+        else:
+            written = Escalation(
+                question=f"{path.name} is {blockfile.what(path)}, not a file: what now?",
+                context=f"Something other than a regular file is at {path}; loopkit does not "
+                "open it. Once answered it is moved aside into .loopkit/ and the loop goes on.",
+                attempted=[],
+                choices=[],
+                trigger="agent-file",
+            )
+        escalation = triggers.adopted(written, task=state.task, iteration=state.iteration)
+        try:
+            result = self.parts.escalator.adopt(replace(escalation, request_id=request_id))
+        except LoopkitError as exc:
+            log.error("adopt_failed", msg=f"cannot ask {path.name}: {exc}")
+            return None
+        log.warning(
+            "block_asked",
+            request_id=request_id,
+            msg=f"{path.name}: {why} — asked as the agent's block (requests/{request_id}.json)",
+        )
+        return result.request
 
     def _block_request(self) -> str | None:
         """The request of the BLOCKED.md there (:func:`adoption.block_request`)."""
@@ -106,21 +155,29 @@ class BlockedPhase:
     def run(self, *, resend: bool) -> Step:
         path = self.parts.workspace.blocked
         state = self.parts.state
-        if blockfile.state(path) == "other":
+        kind = blockfile.state(path)
+        present = kind != "absent"
+        # A BLOCKED.md names its request; one without a marker is the agent's when we adopted
+        # it, else a human's own pause (the request we remember is stale then). Something
+        # other than a file, or gone: the request we remember is the one.
+        request_id = self._block_request() if kind == "file" else state.open_request
+        record = self._load(request_id)
+        if kind == "file" and (record is None or _not_standing(record) is not None):
+            record = self._restored(path) or record
+            request_id = record.request_id if record is not None else request_id
+        if kind == "other":
             if not self._announced_folder:
                 self._announced_folder = True
                 log.error("blocked_not_a_file", msg=str(blockfile.not_a_file(path)))
+            if record is None or not record.is_open or not record.has_own_block:
+                # Asked, never waited on in silence (SPEC section 28).
+                record = self._adopted(path, "something other than a file is in its place")
+                request_id = record.request_id if record is not None else request_id
+                if record is not None:
+                    state.status, state.open_request = LoopStatus.BLOCKED, request_id
+                    self.parts.save()
             if self.parts.options.exit_on_block:
                 raise blockfile.not_a_file(path)
-        present = blockfile.state(path) != "absent"
-        # A BLOCKED.md names its request; one without a marker is the agent's when we adopted
-        # it, else a human's own pause (the request we remember is stale then). Gone: the
-        # request we remember is the one.
-        request_id = self._block_request() if present else state.open_request
-        record = self._load(request_id)
-        if present and record is None:
-            record = self._restored(path)
-            request_id = record.request_id if record is not None else request_id
         if present and record is None and not self._announced_pause:
             self._announced_pause = True
             log.info(
@@ -141,7 +198,7 @@ class BlockedPhase:
             # The agent's question, which its process left to us to send (with
             # --exit-on-block too): now, if the agent's turn ended before we sent it.
             self.parts.escalator.send_left(record)
-        if state.status != "blocked" or state.open_request != request_id:
+        if state.status != LoopStatus.BLOCKED or state.open_request != request_id:
             state.status, state.open_request = LoopStatus.BLOCKED, request_id
             self.parts.save()
         if self.parts.options.exit_on_block:
@@ -462,8 +519,20 @@ class BlockedPhase:
             )
 
     def _remove_block(self, record: Request) -> None:
-        """Remove BLOCKED.md if it is still this request's block (never a human's own)."""
-        blockfile.remove_block(self.parts.workspace.blocked, record)
+        """Remove BLOCKED.md if it is still this request's block (never a human's own). When
+        something other than a file stood in its place, the block was this request: what
+        is there is moved aside into ``.loopkit/`` (kept for a human to look at, never
+        opened), so the loop can tell blocked from unblocked again."""
+        path = self.parts.workspace.blocked
+        if blockfile.state(path) == "other" and record.block == "adopted":
+            try:
+                moved = blockfile.move_aside(path, self.parts.workspace.state_dir)
+            except OSError as exc:
+                log.error("move_aside_failed", msg=f"cannot move {path.name} aside: {exc}")
+                return
+            log.info("moved_aside", msg=f"{path.name} was in the way: moved to {moved}")
+            return
+        blockfile.remove_block(path, record)
 
     def _resume(self, *, durable: bool = True) -> Step:
         """The loop runs again: saved — durably when a decision was handed on (it must be
@@ -482,6 +551,16 @@ class BlockedPhase:
 
 def _applied(record: Request) -> bool:
     return bool(record.applied_at)
+
+
+def _not_standing(record: Request) -> str | None:
+    """Why ``record`` is not the request of a BLOCKED.md that names it, or None when it is:
+    it was raised with a block of its own, and what ended it was not acted on yet."""
+    if not record.has_own_block:
+        return "was never raised as a block"
+    if _applied(record):
+        return "was answered and acted on already"
+    return None
 
 
 def answers_the_loop(record: Request) -> bool:

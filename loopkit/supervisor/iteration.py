@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 
 from loopkit.agentsession import DRIVER, DRIVER_ENV
 from loopkit.clock import iso_seconds, parse_iso
@@ -21,7 +22,7 @@ from loopkit.escalation import adoption, blockfile, evidence
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.supervisor import resume, triggers
+from loopkit.supervisor import resume, stuck, triggers
 from loopkit.supervisor.childpath import child_environment
 from loopkit.supervisor.claudestream import ClaudeStream, speaks_stream_json
 from loopkit.supervisor.dialogs import Dialogs
@@ -30,12 +31,13 @@ from loopkit.supervisor.parts import CONTINUE
 from loopkit.supervisor.pause import guidance_for_agent
 from loopkit.supervisor.runner import describe
 from loopkit.supervisor.stuck_watch import StuckWatch
-from loopkit.supervisor.tasks import read_tasks
+from loopkit.supervisor.tasks import current_task, read_tasks
 from loopkit.workspace.state import LoopStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
     from loopkit.agentresult import Result as AgentResult
@@ -268,7 +270,9 @@ class Iteration:
         self._asked = None
         self._result = None
         stopfailure.take(self.parts.workspace.root)  # one left from before is not this turn's
+        turn = _TurnMark.now(self.parts.workspace.requests_dir)
         agent = self._agent_turn(loop.agent, log_file)
+        standing = self._blocks_stand(turn)
         if self.parts.stop.is_set():
             self.parts.save()
             return self.parts.stopped()
@@ -286,6 +290,7 @@ class Iteration:
             request_id = blockfile.request_id_of(blocked_path)
             if request_id is None and blockfile.state(blocked_path) == "file":
                 request_id = self._adopt(task)
+            request_id = request_id or standing  # something in the way of its file
             self.parts.state.status = LoopStatus.BLOCKED
             self.parts.state.open_request = request_id
             self.parts.save()
@@ -309,7 +314,8 @@ class Iteration:
                 return self.parts.stopped()
             self._verdict(verify)
         # Counted before the failure below is, so one state save holds both counts.
-        fired = self.stuck.observe(task, agent, verify)
+        fired = self.stuck.observe(task, agent, verify, ticked=self._ticked(task),
+                                   result=self._result)  # fmt: skip
         if agent_failed:
             self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
         elif verify is None or verify.ok:
@@ -476,6 +482,49 @@ class Iteration:
             return self.parts.stopped()
         return CONTINUE
 
+    def _blocks_stand(self, turn: _TurnMark) -> str | None:
+        """Only a human lifts a block (SPEC section 28). A block that stood during the
+        agent's turn and whose file was removed or moved while the agent ran (``loopkit
+        escalate …; rm -f BLOCKED.md``) is not lifted: its request stays open and its
+        ``BLOCKED.md`` is written again (something other than a file in its place: the
+        request is the block; another block there: it joins that one). An answer — from the
+        phone, the inbox, ``reply``/``unblock`` — closes the request, and then nothing
+        stands. Returns the request that stands, if one does."""
+        store, path = self.parts.store, self.parts.workspace.blocked
+        found = [self._asked] if self._asked else []
+        if turn.changed(self.parts.workspace.requests_dir):
+            found += store.changed_since(turn.ns - TURN_SLACK_NS)
+        standing: str | None = None
+        for request_id in dict.fromkeys(found):
+            try:
+                record = store.load(request_id)
+            except LoopkitError:
+                continue
+            if not record.is_open or not record.has_own_block:
+                continue
+            if blockfile.is_block_of(path, record):
+                standing = standing or request_id
+                continue
+            where = blockfile.state(path)
+            if where == "other":
+                standing = standing or request_id
+                continue
+            try:
+                placed = self.parts.escalator.place(record, persisted=True, own=True)
+            except LoopkitError as exc:
+                log.error("block_not_restored", msg=f"cannot write {path.name} again: {exc}")
+                standing = standing or request_id
+                continue
+            log.warning(
+                "block_stands",
+                request_id=request_id,
+                msg=f"{path.name} of request {request_id} went while the agent ran: only a "
+                "human lifts a block — it stands"
+                + (f" (joined to {placed.joined})" if placed.joined else ", written again"),
+            )
+            standing = standing or placed.joined or request_id
+        return standing
+
     def _block_watch(self) -> Callable[[], bool]:
         """What the runner looks at while the agent runs (at every change in the workspace,
         and every ``recheck`` s): a block that appears is sent at once — the agent's process
@@ -540,12 +589,37 @@ class Iteration:
             self.parts.state.failures, self.parts.state.failed_iterations = 0, []
             self.parts.save()
 
+    def _ticked(self, task: str | None) -> bool:
+        """Whether the task this iteration ran on is no longer the current one: ticked off
+        (or its line gone) during it."""
+        loop = self.parts.config.loop
+        if not loop.task_file or task is None:
+            return False
+        now = current_task(self.parts.workspace.root, loop.task_file, loop.task_pattern,
+                           self._skipped)  # fmt: skip
+        return now != task
+
     def _count_failure(self, task: str | None, reason: str, output: str) -> None:
+        """A failing iteration, counted towards ``max_verify_failures`` only when it broke
+        no new ground (SPEC §25): one that reached new files or lines, or failed a way not
+        seen before in the task, starts the count again — a test stays red while the layers
+        beneath it land, and 20 → 15 → 9 failing tests is progress."""
         state = self.parts.state
+        if self.stuck.broke_new_ground:
+            if state.failures:
+                log.info("failure_new_ground", task=task,
+                         msg=f"{reason}, but the iteration broke new ground: not counted "
+                         f"(0/{self.parts.config.loop.max_verify_failures})")  # fmt: skip
+            else:
+                log.info("failure_new_ground", task=task,
+                         msg=f"{reason}; the iteration broke new ground: not counted")  # fmt: skip
+            state.failures, state.failed_iterations = 0, []
+            self.parts.save()
+            return
         state.failures += 1
-        sig = triggers.signature(output, 1)
+        sig = triggers.what_failed(output)[-1] if output.strip() else ""
         state.failed_iterations.append(
-            {"iteration": state.iteration, "reason": reason, "signature": sig[0] if sig else ""}
+            {"iteration": state.iteration, "reason": reason, "signature": sig}
         )
         limit = self.parts.config.loop.max_verify_failures
         state.failed_iterations = state.failed_iterations[-limit:]
@@ -560,6 +634,8 @@ class Iteration:
             loop = self.parts.config.loop
             agents_fault = reason.startswith("agent") or loop.verify is None
             command = (loop.agent if agents_fault else loop.verify) or ""
+            # The signal that counts the same failures is answered with this block.
+            self.stuck.carry(stuck.CRASH_LOOP if agents_fault else stuck.SAME_ERROR)
             self._escalate(
                 triggers.verify_failures(
                     task=task,
@@ -609,6 +685,35 @@ class Iteration:
             request_id=result.request.request_id,
             msg=f"the question ({sent}):\n{lines}",
         )
+
+
+TURN_SLACK_NS = 2_000_000_000  # coarse mtimes: records written up to 2 s before the turn too
+
+
+class _TurnMark:
+    """When an agent's turn began, and how its ``requests/`` folder looked then: a turn that
+    wrote no record is known by one ``stat``, no record read."""
+
+    __slots__ = ("folder", "ns")
+
+    def __init__(self, ns: int, folder: tuple[int, int, int] | None) -> None:
+        self.ns = ns
+        self.folder = folder
+
+    @classmethod
+    def now(cls, requests_dir: Path) -> _TurnMark:
+        return cls(time.time_ns(), _folder_stamp(requests_dir))
+
+    def changed(self, requests_dir: Path) -> bool:
+        return _folder_stamp(requests_dir) != self.folder or self.folder is None
+
+
+def _folder_stamp(folder: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_ino, info.st_size
 
 
 def _verdict(result: Finished) -> dict[str, Any]:

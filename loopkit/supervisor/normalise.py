@@ -1,10 +1,12 @@
 """Output with what changes from run to run masked, and its fingerprint (SPEC section 19).
 
 Two runs failing the same way print the same thing but for the noise: when it ran
-(timestamps), how long it took (durations), where things sat in memory (hex addresses), the
-temporary folder, process ids, and the line and column a message points at (an edit above
-it moves them). :func:`normalise` masks exactly those and keeps what says *which* error it
-is — file names, test names, messages. A masked value becomes a ``<tag>`` the text itself
+(timestamps, epoch seconds), how long it took (durations), where things sat in memory (hex
+addresses), the temporary folder and the random numbers in its names, process ids, random
+ports, test-order seeds, the counts in a summary line (``12 passed``: a test added elsewhere
+moves them), and the line and column a message points at (an edit above it moves them).
+:func:`normalise` masks exactly those and keeps what says *which* error it is — file names,
+test names, messages. A masked value becomes a ``<tag>`` the text itself
 cannot spell differently, so masking never merges two errors that differ in a name or a
 word (``tests/supervisor/test_normalise.py`` holds it with generated errors).
 """
@@ -37,6 +39,16 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
         "<time>",
     ),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
+    # Epoch seconds (2017-2033, a fraction allowed) and milliseconds: 1796421449.46
+    (re.compile(r"(?<![\w.])1[5-9]\d{8}(?:\d{3}|\.\d+)?(?![\w.])"), "<epoch>"),
+    # A port on the loopback, an address or a URL's host; "port 53552"
+    (
+        re.compile(
+            r"((?:localhost|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]*\]|(?<=://)[\w.-]+)):\d{2,5}\b"
+        ),
+        r"\1:<port>",
+    ),
+    (re.compile(r"\b([Pp]ort)([\s=:#]+)\d{2,5}\b"), r"\1\2<port>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
     (
         re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
@@ -54,7 +66,16 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     # pids: pid 4242, pid=4242, [4242], process 4242
     (re.compile(r"\b(pid|PID|process|Process|worker|gw)[\s=:#]*\d+\b"), r"\1 <pid>"),
     (re.compile(r"(?<=\w)\[\d{2,7}\](?=:)"), "[<pid>]"),
-    (re.compile(r"\b(seed|Seed|SEED)([\s=:]+)\d+\b"), r"\1\2<seed>"),
+    (re.compile(r"(seed|Seed|SEED)([\s=:(]+)\d+\b"), r"\1\2<seed>"),
+    # Counts in a summary: "12 passed", "3 errors", "57 items", "40 source files", "4 total"
+    (
+        re.compile(
+            r"\b\d+(?=\s+(?:(?:previous|source|test)\s+)?(?:passed|failed|failures?|errors?|"
+            r"warnings?|skipped|deselected|xfailed|xpassed|selected|rerun|items?|tests?|"
+            r"problems?|files?|modules?|suites?|snapshots?|checks?|total|pending|todo)\b)"
+        ),
+        "<n>",
+    ),
     # Line and column: file.py:12, file.py:12:5, file.ts(12,5), line 12, col 5, 12 | gutter
     (re.compile(r"(\.[A-Za-z0-9]{1,6})(?::\d+){1,2}\b"), r"\1:<line>"),
     (re.compile(r"(\.[A-Za-z0-9]{1,6})\(\d+,\s?\d+\)"), r"\1(<line>)"),
@@ -70,9 +91,12 @@ _MKDTEMP = re.compile(r"^tmp[A-Za-z0-9_]{6,8}$")  # tempfile.mkdtemp()'s names
 
 def _temp_path(match: re.Match[str]) -> str:
     """A temporary path: the root and its random folders masked (``tmpab3k9x``, the numbers
-    in ``pytest-41/test_x0``); the folders' names and the file's own name kept."""
+    in ``pytest-41/test_x0``); the folders' names and the file's own name kept, but for a
+    random name (``tmpab3k9xq1``) and a run of three digits or more in it
+    (``pytest-97882``: a folder's number, never a file's own)."""
     *folders, last = match.group(1).split("/") if match.group(1) else ["", ""]
     kept = ["<tmp>" if _MKDTEMP.match(f) else re.sub(r"\d+", "<n>", f) for f in folders[1:]]
+    last = "<tmp>" if _MKDTEMP.match(last) else re.sub(r"\d{3,}", "<n>", last)
     return "/".join(["<tmp>", *kept, last]) if match.group(1) else "<tmp>"
 
 

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from loopkit.watch.wake import Wake
 
 TAIL_BYTES = 8192
+HEAD_BYTES = 2048  # of the start of the output, kept too: what an agent says it did first
 Ending = Literal["exited", "timeout", "stopped", "interrupted", "not-started"]
 
 
@@ -58,6 +59,7 @@ class Finished:
     duration: float
     tail: str  # the last TAIL_BYTES of output, decoded
     error: str | None = None  # why it did not start, or how it ended when not by itself
+    head: str = ""  # the first HEAD_BYTES of output, decoded (the stuck detector's)
 
     @property
     def ok(self) -> bool:
@@ -142,7 +144,8 @@ class AgentInput:
 
 
 class _Output:
-    """Copies a child's output to the sinks and keeps the last TAIL_BYTES."""
+    """Copies a child's output to the sinks and keeps the first HEAD_BYTES and the last
+    TAIL_BYTES."""
 
     def __init__(self, fd: int, sinks: list[Callable[[bytes], None]], *, tail: bool = True) -> None:
         self.fd = fd
@@ -150,6 +153,7 @@ class _Output:
         self.keeps_tail = tail
         self.tail: deque[bytes] = deque()
         self.size = 0
+        self.head = b""
         self.eof = False
         os.set_blocking(fd, False)
 
@@ -160,6 +164,8 @@ class _Output:
                 sink(chunk)
         if not self.keeps_tail:
             return
+        if len(self.head) < HEAD_BYTES:
+            self.head += chunk[: HEAD_BYTES - len(self.head)]
         self.tail.append(chunk)
         self.size += len(chunk)
         while self.size - len(self.tail[0]) >= TAIL_BYTES:
@@ -188,6 +194,9 @@ class _Output:
 
     def text(self) -> str:
         return b"".join(self.tail)[-TAIL_BYTES:].decode("utf-8", "replace")
+
+    def head_text(self) -> str:
+        return self.head.decode("utf-8", "replace")
 
 
 class _Streams:
@@ -225,6 +234,9 @@ class _Streams:
 
     def text(self) -> str:
         return self.main.text()
+
+    def head_text(self) -> str:
+        return self.main.head_text()
 
 
 class _Spawned:
@@ -505,6 +517,7 @@ class Runner:
             self.clock() - started,
             output.text(),
             error,
+            output.head_text(),
         )
 
     def _release(self, ready: Prepared, argv: list[str], cwd: str, env: Mapping[str, str]) -> bool:

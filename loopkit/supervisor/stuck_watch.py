@@ -2,13 +2,16 @@
 
 :class:`~loopkit.supervisor.iteration.Iteration` owns one :class:`StuckWatch` and calls it
 at the head of an iteration, :meth:`StuckWatch.begin` (the task's budgets: iterations and
-wall time, before anything more is spent), and once the agent and verify ran,
-:meth:`StuckWatch.observe` (the workspace's digest, the error, the output, the crash, the
-cost) — before the verify failure is counted, so one state save holds both — and
-:meth:`StuckWatch.ask` after it. A signal
-that fires is asked as the supervisor's own block (:mod:`loopkit.supervisor.stuck_questions`);
-when a block was already raised in that iteration (verify failures, say), the signals join
-it instead — one question per iteration — and its ending resets them too. The counters live
+wall time, before anything more is spent; where a new task's ground begins), and once the
+agent and verify ran, :meth:`StuckWatch.observe` (how far the task's change reaches, the
+task ticked or not, the error, the output, the crash, the agent's usage) — before the verify
+failure is counted, so one state save holds both, and so that a failure in an iteration that
+broke new ground is not counted against ``max_verify_failures`` (``broke_new_ground``) — and
+:meth:`StuckWatch.ask` after it. The spend is recorded in the state (``spend_usd``), where
+``loopkit ps``, the Loops page and Telegram's ``/loops`` read it. A signal that fires is
+asked as the supervisor's own block (:mod:`loopkit.supervisor.stuck_questions`); when a
+block was already raised in that iteration (verify failures, say), the signals join it
+instead — one question per iteration — and its ending resets them too. The counters live
 in ``state.json`` (``stuck``) and are saved with the state.
 """
 
@@ -17,13 +20,14 @@ from __future__ import annotations
 from loopkit.escalation import blockfile
 from loopkit.log import get_logger
 from loopkit.supervisor import stuck, stuck_questions
-from loopkit.supervisor.snapshot import Snapshots
-from loopkit.supervisor.spend import claude_run
+from loopkit.supervisor.reach import Reach
+from loopkit.supervisor.spend import AgentRun, agent_run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from loopkit.agentresult import Result as AgentResult
     from loopkit.escalation.blockfile import Escalation
     from loopkit.supervisor.parts import Parts
     from loopkit.supervisor.runner import Finished
@@ -36,54 +40,79 @@ class StuckWatch:
     def __init__(self, parts: Parts, *, escalate: Callable[[Escalation], None]) -> None:
         self.parts = parts
         self.escalate = escalate
-        self._snapshots: Snapshots | None = None
+        self._reach: Reach | None = None
+        self._reach_task: tuple[str | None] | None = None  # the task its ground began with
+        self.broke_new_ground = False  # whether the last observed iteration did
 
     def _detector(self) -> stuck.Detector:
         counters = stuck.Counters.from_dict(self.parts.state.stuck)
         return stuck.Detector(self.parts.config.stuck, counters)
 
-    def _snapshot(self) -> Snapshots:
+    def _reach_of(self) -> Reach:
         workspace = self.parts.workspace
         blocked = self.parts.config.escalation.blocked_file
         if (
-            self._snapshots is None
-            or self._snapshots.root != workspace.root
-            or (blocked not in self._snapshots.excluded)
+            self._reach is None
+            or self._reach.root != workspace.root
+            or (blocked not in self._reach.excluded)
         ):
-            self._snapshots = Snapshots(workspace.root, excluded=(blocked,))
-        return self._snapshots
+            self._reach, self._reach_task = Reach(workspace.root, excluded=(blocked,)), None
+        return self._reach
 
     def begin(self, task: str | None) -> bool:
-        """The task's budgets, before the agent runs; True when that raised a block."""
+        """The task's budgets, before the agent runs; True when that raised a block. A new
+        task (or a new supervisor) starts the task's ground where the workspace is now."""
+        reach = self._reach_of()
+        if self._reach_task != (task,):
+            reach.start(self.parts.state.task_base)
+            self._reach_task = (task,)
         detector = self._detector()
-        if detector.needs_snapshot and detector.counters.last_state is None:
-            detector.counters.last_state = self._snapshot().take().digest
         found = detector.begin(task, self.parts.clock.now())
         self._count(detector, found)
         return self.ask(found, task)
 
     def observe(
-        self, task: str | None, agent: Finished, verify: Finished | None
+        self,
+        task: str | None,
+        agent: Finished,
+        verify: Finished | None,
+        *,
+        ticked: bool = False,
+        result: AgentResult | None = None,
     ) -> list[stuck.Signal]:
         """Count what the iteration did (in the state, saved with the next save); the signals
-        that fired are the pending ones of whatever block this iteration raises."""
+        that fired are the pending ones of whatever block this iteration raises. ``ticked``:
+        the task it ran on is no longer the current one (ticked off, or gone); ``result``:
+        Claude's result when the agent was spoken with (its output then is not the tail)."""
         detector = self._detector()
-        taken = self._snapshot().take() if detector.needs_snapshot else None
-        claude = claude_run(agent.tail)
+        reach = self._reach_of()
+        if self._reach_task != (task,):  # observed without a begin (a test's iteration)
+            reach.start(self.parts.state.task_base)
+            self._reach_task = (task,)
+        ground = reach.take()
+        exited = agent.exit_code if agent.ending == "exited" else None
+        usage = with_result(agent_run(agent.tail, exit_code=exited), result)
         seen = stuck.Observation(
             iteration=self.parts.state.iteration,
             task=task,
-            after=taken.digest if taken else None,
-            head=taken.head if taken else None,
+            reached=ground.new,
+            reached_note=ground.note,
+            head=ground.head,
+            ticked=ticked,
             agent_ending=agent.ending,
             agent_exit=agent.exit_code,
             agent_output=agent.tail,
+            agent_head=agent.head,
             verify_exit=None if verify is None else _exit(verify),
             verify_output="" if verify is None else verify.tail,
-            cost_usd=claude.cost_usd,
-            outage=claude.outage,
+            cost_usd=usage.cost_usd,
+            outage=usage.outage,
+            denied=usage.denied,
         )
         found = detector.observe(seen)
+        self.broke_new_ground = detector.broke_new_ground
+        if usage.cost_usd is not None or self.parts.state.spend_usd is not None:
+            self.parts.state.spend_usd = round(detector.counters.spent_usd, 6)
         self._count(detector, found)
         return found
 
@@ -100,6 +129,13 @@ class StuckWatch:
         self.escalate(stuck_questions.escalation(found, task=task, iteration=state.iteration))
         return True
 
+    def carry(self, name: str) -> None:
+        """The block about to be raised answers signal ``name`` too (verify failing again
+        and again is also the same error): its end resets that signal's count."""
+        counters = stuck.Counters.from_dict(self.parts.state.stuck)
+        counters.pending = list(dict.fromkeys([*counters.pending, name]))
+        self.parts.state.stuck = counters.to_dict()
+
     def _count(self, detector: stuck.Detector, found: Sequence[stuck.Signal]) -> None:
         for signal in found:
             log.warning(
@@ -112,6 +148,19 @@ class StuckWatch:
         names = [s.trigger for s in found]
         detector.counters.pending = list(dict.fromkeys([*detector.counters.pending, *names]))
         self.parts.state.stuck = detector.counters.to_dict()
+
+
+def with_result(usage: AgentRun, result: AgentResult | None) -> AgentRun:
+    """What the agent's output said, completed by Claude's result read from its stream: its
+    cost, the API failure it names (a dependency down), the tool it refused."""
+    if result is None:
+        return usage
+    failure = result.failure()
+    down = failure[1] or "API error" if failure and failure[0] == "dependency" else ""
+    outage = usage.outage or down
+    denied = usage.denied or next((f"{d.tool_name}(…)" for d in result.permission_denials), "")
+    cost = usage.cost_usd if usage.cost_usd is not None else result.total_cost_usd
+    return AgentRun(cost, outage, denied)
 
 
 def block_ended(state: State) -> list[str]:

@@ -3,8 +3,10 @@
 Each block the supervisor raises offers, in this order: A) Retry with a hint, B) Skip the
 task (only when there is a task), C) Abort the loop — whatever letters they get, their values
 are ``retry``, ``skip`` and ``abort``, and their aliases (``stop``, ``next``, ``again``, …) are
-read as them (SPEC section 16). Context is an error signature — the few lines of output that
-say what failed — never a wall of log; the full output is in ``.loopkit/logs/``.
+read as them (SPEC section 16). Context is an error signature — the failing test and its first
+error line (:mod:`loopkit.supervisor.failure`), never the runner's summary, never a wall of
+log; the full output is in ``.loopkit/logs/``. A question fits the phone by cutting its
+context, never its ask (:func:`loopkit.message.ask`, SPEC §25).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import re
 
 from loopkit.datarecord import replace
 from loopkit.escalation.blockfile import Choice, Escalation
-from loopkit.escalation.rubric import MAX_STEM as MAX_PROMPT
-from loopkit.message import fold
+from loopkit.message import ask, fold
+from loopkit.supervisor.failure import NO_OUTPUT
+from loopkit.supervisor.failure import read as read_failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,6 +68,15 @@ def _in_a_row(count: int) -> str:
     return "once" if count == 1 else f"{count} times in a row"
 
 
+def what_failed(output: str, exit_code: int = 1) -> list[str]:
+    """The failing test and its first error line (or the first error line alone): what a
+    human needs of a failed command's output, never its summary line."""
+    failure = read_failure(output, exit_code)
+    if not failure.test:
+        return [failure.line]
+    return [fold(failure.test, 200), *([failure.said] if failure.said else [])]
+
+
 def verify_failures(
     *,
     task: str | None,
@@ -74,7 +86,7 @@ def verify_failures(
     failed: Sequence[dict[str, Any]],
     iteration: int,
 ) -> Escalation:
-    sig = signature(last_output) or ["(no output)"]
+    sig = what_failed(last_output)
     reasons = sorted({str(f["reason"]) for f in failed})
     # Who failed: the agent (it could not run, or timed out) or verify — or both by turns.
     if reasons and all(r.startswith("agent") for r in reasons):
@@ -96,15 +108,15 @@ def verify_failures(
         for f in failed
     ]
     numbers = ", ".join(str(f["iteration"]) for f in failed)
+    failure = read_failure(last_output)
+    said = failure.brief or failure.line  # the failing test: its first error line
     summary = {
-        "context": f"{_task_name(task)}: {sig[-1]}",
+        "context": fold(f"{_task_name(task)}: {': '.join(sig)}", 280),
         "attempted": f"iteration{'s' if len(failed) > 1 else ''} {numbers}: {'; '.join(reasons)}",
     }
-    head = f"{who} failed {_in_a_row(failures)} on "
-    tail = ": how do I go on?"
-    room = max(20, MAX_PROMPT - len(head) - len(tail) - len("task ''"))  # the rubric's 120
+    head = f"{who} failed {_in_a_row(failures)} on {_task_name(task, 40)}"
     return Escalation(
-        question=f"{head}{_task_name(task, room)}{tail}",
+        question=ask(f"{head} — {said}" if failure.line != NO_OUTPUT else head, "how do I go on?"),
         context=context,
         attempted=attempted or [f"{failures} iterations of the agent"],
         choices=choices(task),
@@ -120,10 +132,9 @@ def missing_env(*, names: Sequence[str], task: str | None, iteration: int, pid: 
     listed = ", ".join(names)
     plural = "s are" if len(names) > 1 else " is"
     return Escalation(
-        question=fold(
-            f"Required environment variable{plural} not set: {listed}. "
-            "Restart loopkit run with it set?",
-            MAX_PROMPT,
+        question=ask(
+            f"Required environment variable{plural} not set: {listed}",
+            "restart loopkit run with it set?",
         ),
         context="\n".join(
             [
@@ -148,7 +159,9 @@ def dependency_down(
     sig = signature(last_output) or ["(no output)"]
     summary = {"context": f"preflight `{fold(command, 60)}`: {sig[-1]}"}
     return Escalation(
-        question=f"Preflight `{fold(command, 60)}` failed {len(tries)} times: is something down?",
+        question=ask(
+            f"Preflight `{fold(command, 60)}` failed {len(tries)} times", "is something down?"
+        ),
         context="\n".join([f"Preflight: `{fold(command, 100)}`", *(f"> {line}" for line in sig)]),
         attempted=list(tries),
         choices=choices(task),
@@ -165,9 +178,8 @@ def agent_api_down(
 ) -> Escalation:
     """The agent's API has been down (rate-limited, overloaded) for ``[loop] dependency_wait``."""
     return Escalation(
-        question=fold(
-            f"The agent's API has failed since {since[11:16]} UTC ({error}): keep waiting?",
-            MAX_PROMPT,
+        question=ask(
+            f"The agent's API has failed since {since[11:16]} UTC ({error})", "keep waiting?"
         ),
         context="\n".join(
             [
@@ -189,9 +201,7 @@ def agent_api_down(
 def agent_credential(*, error: str, task: str | None, iteration: int) -> Escalation:
     """The agent's API refused its login or its billing: nothing to wait for."""
     return Escalation(
-        question=fold(
-            f"The agent's API refused it ({error}): fix the credential, then retry?", MAX_PROMPT
-        ),
+        question=ask(f"The agent's API refused it ({error})", "fix the credential, then retry?"),
         context="\n".join(
             [
                 f"Claude Code's StopFailure hook: {error}",

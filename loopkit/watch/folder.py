@@ -47,6 +47,20 @@ Mode = Literal["inotify", "polling"]
 Vanish = Literal["deleted", "moved_out", "renamed"]
 
 
+def _probe(name: str) -> bool:
+    """A name an editor makes in a folder to learn how to save there: vim's ``4913`` (and
+    the numbers after it), gedit's ``.goutputstream-…``."""
+    return name.isdigit() or name.startswith(".goutputstream-")
+
+
+def _tells_of_an_editor(name: str, of: str) -> bool:
+    """Whether ``name`` is an editor's swap, lock or temporary file for the file ``of``."""
+    if name.startswith(f".{of}.sw") and len(name) == len(of) + 5:  # vim, nano: .NAME.swp
+        return True
+    return name in (f".#{of}", f"#{of}#", f".{of}.kate-swp", f"{of}___jb_tmp___",
+                    f"{of}___jb_old___")  # fmt: skip
+
+
 def _inotify_reader() -> Any:
     from watchdog.observers.inotify_c import InotifyFD
 
@@ -119,6 +133,8 @@ class FolderWatch:
         self.mode: Mode = "polling"
         self._warned = False
         self._followed: dict[Path, tuple[Vanish, int] | None] = {}  # path → (how, cookie)
+        self._inodes: dict[Path, int] = {}  # a followed path → its inode, last seen there
+        self._probed: set[Path] = set()  # followed paths whose folder an editor probed since
 
     @property
     def timeout_hint(self) -> float:
@@ -166,6 +182,61 @@ class FolderWatch:
         """Remember how ``path`` (in a watched folder) goes; see :meth:`vanished`."""
         with self._lock:
             self._followed.setdefault(Path(path), None)
+        self.seen(path)
+
+    def seen(self, path: Path) -> bool:
+        """Note that a followed ``path`` is there now (its inode: :meth:`renamed_within`
+        finds it under another name); False when it is not."""
+        try:
+            inode = os.lstat(path).st_ino
+        except OSError:
+            return False
+        with self._lock:
+            self._inodes[Path(path)] = inode
+            self._probed.discard(Path(path))
+        return True
+
+    def ever_seen(self, path: Path) -> bool:
+        with self._lock:
+            return Path(path) in self._inodes
+
+    def same_folder(self, path: Path) -> bool:
+        """Whether ``path``'s folder is still the folder the watch is armed on (not swapped
+        for another since)."""
+        armed = self._armed.get(path.parent)
+        try:
+            return armed is not None and os.stat(path.parent).st_ino == armed[0]
+        except OSError:
+            return False
+
+    def renamed_within(self, path: Path) -> bool:
+        """Whether the file last seen at ``path`` is in its folder under another name (a
+        rename inside the folder: an editor's safe-write), read from the folder itself —
+        whatever order, or delay, the rename's events come in."""
+        with self._lock:
+            inode = self._inodes.get(Path(path))
+        if inode is None:
+            return False
+        try:
+            with os.scandir(path.parent) as entries:
+                return any(e.inode() == inode and e.name != path.name for e in entries)
+        except OSError:
+            return False
+
+    def editing(self, path: Path) -> bool:
+        """Whether an editor is at work on ``path``: its swap or lock file beside it (vim's
+        and nano's ``.NAME.swp``, Emacs's ``.#NAME``, Kate's ``.NAME.kate-swp``,
+        JetBrains' ``NAME___jb_tmp___``), or a probe it made in the folder since ``path`` was
+        last there (vim's ``4913``, gedit's ``.goutputstream-…``) — or the folder itself went
+        and came back since (a folder swap)."""
+        with self._lock:
+            if Path(path) in self._probed:
+                return True
+        try:
+            with os.scandir(path.parent) as entries:
+                return any(_tells_of_an_editor(e.name, path.name) for e in entries)
+        except OSError:
+            return False
 
     def vanished(self, path: Path) -> Vanish | None:
         """How a followed ``path`` last went, by the events read so far; None when it came
@@ -181,7 +252,11 @@ class FolderWatch:
     def _record(self, folder: Path, event: Any) -> None:
         if not self._followed or not event.name:
             return
-        path = folder / os.fsdecode(event.name)
+        name = os.fsdecode(event.name)
+        path = folder / name
+        if (event.is_create or event.is_moved_to) and _probe(name):
+            with self._lock:
+                self._probed.update(p for p in self._followed if p.parent == folder)
         with self._lock:
             followed = path in self._followed
             if event.is_moved_to and not followed:
@@ -196,11 +271,16 @@ class FolderWatch:
                 self._followed[path] = ("deleted", 0)
             elif event.is_create or event.is_moved_to:
                 self._followed[path] = None
+                with contextlib.suppress(OSError):  # the new file's inode, as it arrives
+                    self._inodes[path] = os.lstat(path).st_ino
 
     def _notify(self, folder: Path, *, dead: bool) -> None:
         if dead:
             with self._lock:
                 self._dead.add(folder)
+                # The folder itself went (deleted, moved: a folder swap in progress): its
+                # files are in a save until they are seen again.
+                self._probed.update(p for p in self._followed if p.parent == folder)
         self.wake.set()
 
     def ensure(self) -> None:
@@ -243,6 +323,8 @@ class FolderWatch:
                 for path in self._followed:
                     if path.parent == folder:
                         self._followed[path] = None
+                        if inode != armed[0]:  # another folder now: a swap in progress
+                            self._probed.add(path)
         if inode is None:
             return  # not there (yet); callers poll until it is
         callback = _Callback(self, folder)

@@ -4,25 +4,31 @@
 found, sleep on the wake-up until a watched folder changes (or the watch's safety interval,
 or the deadline). :func:`wait_unblock` is the supervisor's wait while blocked, built on it.
 
-"Gone" means the workspace folder exists and nothing is at the block path for a short
-confirmation window. Editors that save by moving the original away and writing a new file
-leave the path empty for a moment, and the window makes sure such a save is never taken for
-an unblock. How long depends on how the file went, as the folder watch tells it (a rename's
-two inotify events paired by their cookie):
+"Gone" is decided by what happened to the file, never by how long it has been absent
+(SPEC §27): editors save by moving the original away and writing a new one, and a window of
+milliseconds is a bet a loaded machine loses. With the folder watched (inotify):
 
-- renamed to another name in the folder (vim's and Emacs's default backup, JetBrains "safe
-  write"), deleted (vim with ``backupdir`` on another file system: copy, delete, write anew —
-  up to ~5 ms apart, measured), or no event seen: :data:`CONFIRM_WINDOW`;
-- moved out of the folder (``mv BLOCKED.md done/``): :data:`MOVED_OUT_WINDOW`. The one editor
-  save that looks like it (vim or Emacs with the backup folder elsewhere on the same file
-  system) writes the new file straight after its ``rename`` — ≤ 0.05 ms apart, measured.
+- the absence is explained first: until the watch has read the event that took the file
+  away, nothing is decided (events come in order: whatever an editor did before is read by
+  then too);
+- **renamed inside the folder** — its inode is there under another name (vim's
+  ``BLOCKED.md~``, JetBrains' ``___jb_old___``, Emacs's backup) — is never an unblock: the
+  wait goes on until the name comes back, for as long as that takes;
+- **an editor at work** on it — its swap or lock file beside it, or a probe it made in the
+  folder since the file was last there (vim's ``4913`` before it copies and deletes) — is a
+  save in progress: the wait goes on until the name comes back, or the editor is gone;
+- otherwise a **deletion** (``rm``) or a **move out of the folder** (``mv BLOCKED.md
+  done/``) is an unblock, at once.
 
+Without inotify (polling, or events lost) the old rule stands: absent for
+:data:`CONFIRM_WINDOW` (:data:`MOVED_OUT_WINDOW` when the watch saw it moved out).
 A folder at the block path is not "gone" either: the loop stays blocked until it is removed.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Literal, TypeVar
 
 from loopkit.clock import SystemClock
@@ -37,8 +43,8 @@ if TYPE_CHECKING:
     from loopkit.watch.folder import FolderWatch
     from loopkit.watch.wake import Waker
 
-CONFIRM_WINDOW = 0.008  # seconds; SPEC: absence is confirmed over ≤ 10 ms
-MOVED_OUT_WINDOW = 0.002  # seconds; BLOCKED.md moved out of the folder (no paired MOVED_TO)
+CONFIRM_WINDOW = 0.008  # seconds, without inotify: absence is confirmed over ≤ 10 ms
+MOVED_OUT_WINDOW = 0.002  # seconds, without inotify: moved out of the folder (no MOVED_TO)
 Outcome = Literal["gone", "answered", "stopped", "timeout"]
 T = TypeVar("T")
 
@@ -79,6 +85,33 @@ def is_gone(path: Path) -> bool:
 def _confirmed(
     path: Path, watch: FolderWatch, wake: Waker, stop: threading.Event, window: float, clock: Clock
 ) -> bool:
+    """Whether ``path``'s absence is an unblock (see the module). False: not (yet) — the
+    caller looks again at the next change in the folder."""
+    if watch.mode == "inotify" and watch.ever_seen(path):
+        return _gone_by_event(path, watch, wake, stop)
+    return _gone_by_window(path, watch, wake, stop, window, clock)
+
+
+def _gone_by_event(path: Path, watch: FolderWatch, wake: Waker, stop: threading.Event) -> bool:
+    # The event comes from the watch's reader thread: it is waited for in real time (the
+    # loop's clock may be a test's), at most the watch's safety interval — a lost event.
+    until = time.monotonic() + watch.timeout_hint
+    while watch.vanished(path) is None:  # the event that took it away is not read yet
+        if not is_gone(path) or stop.is_set():
+            return False
+        left = until - time.monotonic()
+        if left <= 0:
+            break  # no event: lost (an overflow); the folder itself decides
+        wake.clear()
+        wake.wait(min(left, 0.05))
+    if not is_gone(path) or stop.is_set() or not watch.same_folder(path):
+        return False  # a folder swapped for another: looked at again once the watch re-arms
+    return not (watch.renamed_within(path) or watch.editing(path))
+
+
+def _gone_by_window(
+    path: Path, watch: FolderWatch, wake: Waker, stop: threading.Event, window: float, clock: Clock
+) -> bool:
     start = clock.monotonic()
     while True:
         wake.clear()
@@ -116,7 +149,10 @@ def wait_unblock(
             return "stopped"
         if answered():  # an answer lifts its block itself: nothing to confirm
             return "answered"
-        if is_gone(path) and _confirmed(path, watch, wake, stop, window, clock):
+        if not is_gone(path):
+            watch.seen(path)  # its inode now: a later rename inside the folder is found
+            return None
+        if _confirmed(path, watch, wake, stop, window, clock):
             return "gone"
         return "stopped" if stop.is_set() else None
 

@@ -67,6 +67,9 @@ class State:
     answers_seen_ns: int = 0
     # The stuck detector's counters (SPEC section 19; loopkit.supervisor.stuck.Counters).
     stuck: dict[str, Any] = field(default_factory=dict)
+    # Dollars the agent's runs reported spending (Claude's cost, Codex's and Gemini's tokens
+    # priced), summed over the loop's life; None until one reported any: `ps` shows it.
+    spend_usd: float | None = None
     # The agent's own session (SPEC section 18): the id its last result named, that result
     # (loopkit.agentresult: is_error, subtype, total_cost_usd, permission_denials, …), the
     # last resume after an answer (session, resumed or why not), and a dependency that is

@@ -10,7 +10,8 @@ library's heavy modules they do without: ``dataclasses`` (it imports ``inspect``
 ``dis``, ``tokenize`` and ``exec``\\ s each class's methods; loopkit's records are
 ``loopkit.datarecord``'s), ``typing`` (names for the type checker are imported for it alone),
 ``tomllib`` (a plain ``loopkit.toml`` is read by ``loopkit.config.plaintoml``), ``logging``
-(bridged only when a library imports it), ``subprocess`` (no ``git`` outside a checkout),
+(bridged explicitly where loopkit brings in a library that logs), ``subprocess`` (no ``git``
+outside a checkout),
 ``hashlib`` (it loads OpenSSL; a workspace's id is CPython's own SHA-256).
 """
 
@@ -160,10 +161,15 @@ def test_the_gates_no_match_path_imports_no_re_typing_or_json(
     workspace: Path, agent: str, event: str, tool: str
 ) -> None:
     """A tool call no rule can hold, as the agent runs the hook (in the session's folder) and
-    as `loopkit run` names the workspace: exit 0 with none of them loaded."""
+    as `loopkit run` names the workspace: exit 0 with none of them loaded — once the first
+    call has loaded loopkit.toml (its stat is kept: hooks.gateconfig)."""
     out = workspace.parent / "imports.json"
     call = {"session_id": "s", "cwd": str(workspace), "hook_event_name": "PreToolUse",
             "tool_name": tool, "tool_input": {"command": "pytest -q"}}  # fmt: skip
+    first = subprocess.run([str(LOOPKIT), "hook", agent, event], input=json.dumps(call),
+                           capture_output=True, text=True, env=clean_env(), cwd=workspace,
+                           timeout=60)  # fmt: skip
+    assert first.returncode == 0, first.stderr
     for where in ([], ["-C", str(workspace)]):
         out.unlink(missing_ok=True)  # (a run that wrote nothing must not read the last one's)
         done = subprocess.run(
@@ -173,3 +179,12 @@ def test_the_gates_no_match_path_imports_no_re_typing_or_json(
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert out.read_text().split() == ["0"], where  # the exit, and nothing loaded
+
+
+def test_the_long_running_processes_log_through_structlog_and_the_short_ones_do_not(
+    workspace: Path,
+) -> None:
+    """SPEC §27: structlog is the logger of ``run`` (and ``serve``, ``mcp``); ``status``,
+    ``reply`` and the hooks stay within their start-up budget without it."""
+    assert "structlog" in _imports(workspace, "run", "--max-iterations", "1", click=True)
+    assert "structlog" not in _imports(workspace, "status")

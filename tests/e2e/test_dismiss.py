@@ -7,7 +7,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import ESCALATE, Daemon, clean_env, files, gate, lk, loopkit, record, write_config
+from helpers import (
+    ESCALATE,
+    Daemon,
+    clean_env,
+    files,
+    gate,
+    lk,
+    loopkit,
+    record,
+    runs_file,
+    write_config,
+)
 
 
 def test_dismiss_closes_it_from_any_folder_once(ws: Path, tmp_path: Path) -> None:
@@ -88,7 +99,9 @@ def test_a_dismissed_gate_does_not_run(ws: Path) -> None:
 
 
 def test_a_waiting_loop_resumes_with_no_decision(ws: Path) -> None:
-    (ws / "agent.sh").write_text('echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> runs.txt\n')
+    (ws / "agent.sh").write_text(
+        'echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> "$LOOPKIT_WORKSPACE.runs.txt"\n'
+    )
     write_config(ws, '[loop]\nagent = ["/bin/sh", "agent.sh"]\nverify = "exit 1"\npause = "0s"\n')
     with Daemon(ws) as daemon:
         state = daemon.wait_state(status="blocked", iteration=3)
@@ -96,6 +109,6 @@ def test_a_waiting_loop_resumes_with_no_decision(ws: Path) -> None:
         done = lk(ws, "dismiss", rid, "--reason", "not needed")
         assert done.returncode == 0, done.stderr
         daemon.wait_state(status="blocked", iteration=6)
-    lines = (ws / "runs.txt").read_text().splitlines()
+    lines = runs_file(ws).read_text().splitlines()
     assert lines[3] == "4|"  # no decision: a dismissal is no answer
     assert record(ws, rid)["status"] == "dismissed"

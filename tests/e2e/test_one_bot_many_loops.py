@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 
 from fakeserver import FakeServer
-from helpers import PHONE_CHAT, Daemon, phone_env, wait_until, write_config
+from helpers import PHONE_CHAT, Daemon, phone_env, runs_file, wait_until, write_config
 
 ANA = {"id": 111, "first_name": "Ana"}
 AGENT = """\
 import os
-open("runs.txt", "a").write(os.environ.get("LOOPKIT_DECISION", "") + "\\n")
+open(os.environ["LOOPKIT_WORKSPACE"] + ".runs.txt", "a").write(
+    os.environ.get("LOOPKIT_DECISION", "") + "\\n"
+)
 if not os.path.exists("asked"):  # ask once, by hand, as seed 001 tells agents to
     open("asked", "w").close()
     name = os.path.basename(os.getcwd())
@@ -63,7 +65,7 @@ def tap(server: FakeServer, request_id: str, index: int, message_id: int) -> Non
 
 
 def resumed_with(ws: Path, decision: str) -> bool:
-    runs = ws / "runs.txt"
+    runs = runs_file(ws)
     return runs.exists() and decision in runs.read_text().splitlines()
 
 

@@ -17,6 +17,7 @@ from helpers import (
     loopkit,
     offset_file,
     phone_env,
+    runs_file,
     wait_until,
     write_config,
 )
@@ -26,7 +27,9 @@ ANA = {"id": 111, "first_name": "Ana"}
 
 def setup(ws: Path, extra: str = "") -> None:
     """A failing loop with tasks to skip, so the supervisor offers Retry / Skip / Abort."""
-    (ws / "agent.sh").write_text('echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> runs.txt\n')
+    (ws / "agent.sh").write_text(
+        'echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> "$LOOPKIT_WORKSPACE.runs.txt"\n'
+    )
     (ws / "PLAN.md").write_text("- [ ] the first task\n- [ ] the second task\n")
     write_config(
         ws,
@@ -37,7 +40,7 @@ def setup(ws: Path, extra: str = "") -> None:
 
 
 def runs(ws: Path) -> list[str]:
-    return (ws / "runs.txt").read_text().splitlines()
+    return runs_file(ws).read_text().splitlines()
 
 
 def sent(server: FakeServer, count: int = 1) -> tuple[str, int]:

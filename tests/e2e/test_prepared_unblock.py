@@ -18,11 +18,11 @@ from pathlib import Path
 from loopkit.supervisor import cgroup
 from loopkit.supervisor import procfs as procs
 
-from helpers import Daemon, cgroups_or_skip, clean_env, lk, setup, wait_until
+from helpers import Daemon, cgroups_or_skip, clean_env, lk, runs_file, setup, wait_until
 
 # Each run logs its pid and decision, then asks (the first run only): the loop blocks.
 AGENT = r"""
-echo "$$|${LOOPKIT_DECISION:--}" >> runs.txt
+echo "$$|${LOOPKIT_DECISION:--}" >> "$LOOPKIT_WORKSPACE.runs.txt"
 [ -f asked ] && exit 0
 touch asked
 exec "$LOOPKIT" escalate -q "Which flow?" -c "a choice" -a "nothing yet" \
@@ -89,7 +89,7 @@ def test_an_answer_runs_the_agent_in_the_prepared_process_with_the_decision(ws: 
         answered = lk(ws, "unblock", "--reply", "B", env=clean_env())
         assert answered.returncode == 0, answered.stderr
         assert daemon.wait() == 0, daemon.stderr()
-    first, second = (ws / "runs.txt").read_text().splitlines()
+    first, second = runs_file(ws).read_text().splitlines()
     assert first.endswith("|-")
     assert second == f"{pid}|flow-b"  # that very process, with the human's decision
     assert not procs.running(pid)

@@ -20,6 +20,7 @@ from helpers import (
     gated_runs,
     loopkit,
     open_gate,
+    runs_file,
     setup,
     wait_until,
 )
@@ -67,7 +68,7 @@ def test_ps_shows_blocked_paused_finished_and_dead_loops(tmp_path: Path) -> None
     with Daemon(paused) as held, Daemon(dead) as doomed:
         held.wait_state(status="paused")
         doomed.wait_state(status="running", iteration=1)
-        wait_until((dead / "runs.txt").exists, what="the doomed loop's agent to start")
+        wait_until(runs_file(dead).exists, what="the doomed loop's agent to start")
         # running.json names the agent once its start is recorded — a moment after it runs
         # (or already, under `also`, as the process prepared for it): wait for that.
         wait_until(lambda: _recorded(dead), what="running.json to name the agent")

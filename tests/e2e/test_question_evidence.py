@@ -17,10 +17,11 @@ from loopkit.inbox.web import Inbox, app
 from helpers import Browser, clean_env, loopkit, setup
 
 SECRET = "123456:AAFakeTokenInTheAgentOutput_abcdefgh"
-# Prints 30 numbered lines (a token-shaped secret among them) and changes a tracked file.
+# Prints 30 numbered lines (a token-shaped secret among them) and changes a tracked file —
+# by a comment: no new ground (SPEC §25), so max_verify_failures = 1 asks at once.
 AGENT = (
     f'for i in $(seq 1 30); do echo "agent line $i"; done\necho "token {SECRET}"\n'
-    'echo "print(2)" >> app.py\n'
+    'echo "# checked" >> app.py\n'
 )
 
 

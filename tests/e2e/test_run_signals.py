@@ -88,8 +88,9 @@ def test_sighup_reloads_at_the_next_iteration(ws: Path) -> None:
     setup(ws)
     with Daemon(ws) as daemon:
         daemon.wait_state(status="blocked", iteration=3)
-        (ws / "agent2.sh").write_text('echo "$LOOPKIT_ITERATION|reloaded|" >> runs.txt\n')
-        write_config(ws, (ws / "loopkit.toml").read_text().replace("agent.sh", "agent2.sh"))
+        agent2 = ws.parent / "agent2.sh"  # beside the workspace: no work of the agent's
+        agent2.write_text('echo "$LOOPKIT_ITERATION|reloaded|" >> "$LOOPKIT_WORKSPACE.runs.txt"\n')
+        write_config(ws, (ws / "loopkit.toml").read_text().replace("agent.sh", str(agent2)))
         os.kill(daemon.proc.pid, signal.SIGHUP)
         (ws / "BLOCKED.md").unlink()
         daemon.wait_state(status="blocked", iteration=6)
@@ -100,8 +101,9 @@ def test_sighup_to_a_channel_that_reaches_nobody_keeps_the_old_config(ws: Path) 
     setup(ws)
     with Daemon(ws) as daemon:
         daemon.wait_state(status="blocked", iteration=3)
-        (ws / "agent2.sh").write_text('echo "$LOOPKIT_ITERATION|reloaded|" >> runs.txt\n')
-        text = (ws / "loopkit.toml").read_text().replace("agent.sh", "agent2.sh")
+        agent2 = ws.parent / "agent2.sh"
+        agent2.write_text('echo "$LOOPKIT_ITERATION|reloaded|" >> "$LOOPKIT_WORKSPACE.runs.txt"\n')
+        text = (ws / "loopkit.toml").read_text().replace("agent.sh", str(agent2))
         write_config(ws, text + '[escalation]\nchannel = "slack"\n')  # no webhook is set
         os.kill(daemon.proc.pid, signal.SIGHUP)
         (ws / "BLOCKED.md").unlink()

@@ -1,6 +1,7 @@
 """``loopkit run`` in a git repository, with the installed loopkit and shell agents: a loop
-that commits every iteration never trips the stuck detector; one that only touches a file
-(its mtime, not its content) is asked about at ``no_progress`` with the unchanged commit."""
+that commits a new module every iteration never trips the stuck detector; one that only
+touches a file (its mtime, not its content) is asked about at ``no_progress`` with the
+unchanged commit."""
 
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ def git_repo(ws: Path) -> str:
 
 def test_a_loop_committing_every_iteration_is_never_stuck(ws: Path) -> None:
     git_repo(ws)
-    agent = (
-        'echo "def step$LOOPKIT_ITERATION(): return $LOOPKIT_ITERATION" > step.py\n'
-        f'git {GIT_ID} add step.py && git {GIT_ID} commit -qm "step $LOOPKIT_ITERATION"\n'
+    agent = (  # a new module each commit: new ground (a counter rewritten would not be)
+        'echo "def step(): return $LOOPKIT_ITERATION" > "step$LOOPKIT_ITERATION.py"\n'
+        f'git {GIT_ID} add -A && git {GIT_ID} commit -qm "step $LOOPKIT_ITERATION"\n'
         'echo "Committed step $LOOPKIT_ITERATION."\n'
     )
     setup(ws, agent=agent, verify="echo '3 passed in 0.01s'\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fakeslack import CHANNEL_ID, FakeSlack
-from helpers import Daemon, clean_env, loopkit, wait_until, write_config
+from helpers import Daemon, clean_env, loopkit, runs_file, wait_until, write_config
 
 
 @pytest.fixture
@@ -24,7 +24,9 @@ def slack() -> Iterator[FakeSlack]:
 
 
 def setup(ws: Path) -> None:
-    (ws / "agent.sh").write_text('echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> runs.txt\n')
+    (ws / "agent.sh").write_text(
+        'echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> "$LOOPKIT_WORKSPACE.runs.txt"\n'
+    )
     (ws / "PLAN.md").write_text("- [ ] the first task\n- [ ] the second task\n")
     write_config(
         ws,
@@ -56,7 +58,7 @@ def test_a_click_resumes_the_loop_within_a_second(ws: Path, slack: FakeSlack) ->
         assert "Resolved: Retry with a hint — by ana" in blocks[-1]["text"]["text"]
         assert all(b["type"] == "section" for b in blocks)
         daemon.wait_state(status="blocked", iteration=6)
-        runs = (ws / "runs.txt").read_text().splitlines()
+        runs = runs_file(ws).read_text().splitlines()
         assert runs[3] == "4|retry" and [r.split("|")[1] for r in runs].count("retry") == 1
         record = json.loads((ws / "requests" / f"{request_id}.json").read_text())
         assert record["resolution"]["by_id"] == "U0ANA"

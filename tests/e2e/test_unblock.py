@@ -6,7 +6,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import ESCALATE, POLICY, Daemon, clean_env, files, lk, loopkit, record, write_config
+from helpers import (
+    ESCALATE,
+    POLICY,
+    Daemon,
+    clean_env,
+    files,
+    lk,
+    loopkit,
+    record,
+    runs_file,
+    write_config,
+)
 
 
 def test_unblock_with_a_reply(ws: Path) -> None:
@@ -57,7 +68,9 @@ def test_unblock_reply_on_an_answered_block_says_how_to_lift_it(ws: Path) -> Non
 
 
 def test_unblock_reply_reaches_the_running_loop(ws: Path) -> None:
-    (ws / "agent.sh").write_text('echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> runs.txt\n')
+    (ws / "agent.sh").write_text(
+        'echo "$LOOPKIT_ITERATION|${LOOPKIT_DECISION-}" >> "$LOOPKIT_WORKSPACE.runs.txt"\n'
+    )
     write_config(
         ws,
         '[loop]\nagent = ["/bin/sh", "agent.sh"]\nverify = "exit 1"\npause = "0s"\n',
@@ -67,7 +80,7 @@ def test_unblock_reply_reaches_the_running_loop(ws: Path) -> None:
         done = loopkit("-C", str(ws), "unblock", "--reply", "use Decimal, not float")
         assert done.returncode == 0, done.stderr
         daemon.wait_state(status="blocked", iteration=6)
-    lines = (ws / "runs.txt").read_text().splitlines()
+    lines = runs_file(ws).read_text().splitlines()
     assert lines[3] == "4|use Decimal, not float"
     assert lines[4] == "5|"
 

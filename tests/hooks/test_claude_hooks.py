@@ -150,11 +150,13 @@ def test_a_rejection_is_denied_with_the_humans_reason(ws: Path) -> None:
     assert verdict == "deny" and "keep the old keys" in reason
 
 
-def test_a_broken_gate_denies_a_matched_call(ws: Path) -> None:
+def test_a_broken_gate_denies_every_call(ws: Path) -> None:
+    """A rule that is no regular expression leaves no rule to trust: every call is denied
+    with the error (SPEC section 28), the unmatched ones too."""
     write_config(ws, '[gate]\nrules = ["(unclosed"]\n')
-    done = hook(ws, event(ws, "Bash", {"command": "rm -rf build"}))
-    assert done.returncode == 2 and "[gate]" in done.stderr
-    assert hook(ws, event(ws, "Bash", {"command": "ls"})).returncode == 0
+    for command in ("rm -rf build", "ls"):
+        done = hook(ws, event(ws, "Bash", {"command": command}))
+        assert done.returncode == 2 and "[gate]" in done.stderr
     write_config(ws, '[escalation]\nchannel = "none"\n')
     (ws / "requests").write_text("a file where the folder goes")
     broken = hook(ws, event(ws, "Bash", {"command": "rm -rf build"}))

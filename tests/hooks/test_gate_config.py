@@ -1,9 +1,12 @@
 """The gate reads the config as written: ``[gate]`` in any valid TOML spelling is applied, by
-the hook's full path and by its fast path alike (SPEC section 17)."""
+the hook's full path and by its fast path alike (SPEC section 17); a ``loopkit.toml`` that
+does not load denies every call, saying why — never the defaults in place of the user's
+rules (SPEC section 28)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 import tomllib
@@ -14,12 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopkit.hooks.pretooluse import _surely_ungated, load_rules, may_hold_gate
+from loopkit.hooks.gateconfig import defaults_hold, load_rules
+from loopkit.hooks.pretooluse import _surely_ungated
 from loopkit.hooks.rules import Rules, match
 
 from helpers import LOOPKIT, clean_env, write_config
 
 RULE = r"\bnpm\s+publish\b"
+_WORDS_OF_CALLS = ["npm", "publish", "ls", "pytest", "-q", "cat", "README.md", "git", "status"]
 SPELLINGS = {
     "[gate]": "[gate]\nrules = ['{rule}']\nprotect = ['*.md']\n",
     "[ gate ]": "[ gate ]\nrules = ['{rule}']\nprotect = ['*.md']\n",
@@ -81,28 +86,111 @@ def test_the_installed_hook_holds_a_call_the_users_rule_names(ws: Path, spelling
     assert verdict["permissionDecision"] == "deny"
 
 
-def test_a_gate_table_is_kept_when_another_table_is_broken(ws: Path) -> None:
-    """A typo elsewhere in loopkit.toml does not drop the user's own rules: the valid
-    [gate] still applies, and a call it names is denied saying what is wrong."""
-    write_config(ws, f"[loop]\nagnet = 'x'\n[gate]\nrules = ['{RULE}']\n")
-    rules = load_rules(str(ws))
-    assert match(rules, "Bash", {"command": "npm publish"}, str(ws)) is not None
-    assert rules.problems and "agnet" in rules.problems[0]
-
-
-def test_the_scan_parses_whenever_it_cannot_prove_there_is_no_gate(ws: Path) -> None:
-    assert not may_hold_gate(str(ws))  # no loopkit.toml
-    write_config(ws, "[loop]\npause = '1s'\n")
-    assert not may_hold_gate(str(ws))
-    for text in ("[ gate ]\n", "['\\u0067ate']\n", '["\\U00000067ate"]\n', "# navigate\n"):
-        write_config(ws, text)
-        assert may_hold_gate(str(ws)), text
-    # A file too long to scan cheaply may hold one past the part read.
-    write_config(ws, "# " + "x" * (2 << 20) + "\n[gate]\nrules = ['npm']\n")
-    assert may_hold_gate(str(ws))
+def test_the_fast_path_trusts_a_file_only_as_it_was_when_it_loaded(ws: Path) -> None:
+    """The stat of a loopkit.toml that loaded is kept; any change, and any file that does
+    not load or holds a gate of its own, is loaded again (the fast path parses)."""
+    assert defaults_hold(str(ws)) == "BLOCKED.md"  # no loopkit.toml
+    write_config(ws, "[escalation]\nblocked_file = 'STUCK.md'\n")
+    assert defaults_hold(str(ws)) is None  # not loaded yet
+    assert load_rules(str(ws)).broken is None
+    assert defaults_hold(str(ws)) == "STUCK.md"
+    write_config(ws, "[escalation]\nblocked_file = 'STUCK.md'\n[gate]\nrules = ['npm']\n")
+    assert defaults_hold(str(ws)) is None  # changed
+    assert load_rules(str(ws)).commands == ("npm",)
+    assert defaults_hold(str(ws)) is None  # a gate of its own: loaded every time
+    write_config(ws, "[escalation]\nblocked_fil = 'x'\n")
+    assert load_rules(str(ws)).broken is not None
+    assert defaults_hold(str(ws)) is None  # never remembered
     (ws / "loopkit.toml").unlink()
-    (ws / "loopkit.toml").mkdir()  # not a file: config.load says what is wrong
-    assert may_hold_gate(str(ws))
+    os.mkfifo(ws / "loopkit.toml")
+    assert defaults_hold(str(ws)) is None
+    assert "FIFO" in str(load_rules(str(ws)).broken)
+
+
+# --- a loopkit.toml that does not load ----------------------------------------------------
+
+# Ways a loopkit.toml holding the user's own rule fails to load, as a human (or an agent)
+# leaves it; each is a config error `loopkit run` refuses to start with.
+_BREAKS = {
+    "a rule that is no regular expression": lambda text: text.replace(
+        "rules = [", "rules = ['(unclosed', "
+    ),
+    "a syntax error": lambda text: text + "[loop\n",
+    "a byte-order mark": lambda text: "\ufeff" + text,
+    "an unknown key": lambda text: text + "[loop]\nagnet = 'claude'\n",
+    "an unknown table": lambda text: text + "[lop]\npause = '1s'\n",
+    "a value of the wrong kind": lambda text: text + "[hooks]\nwait = 'forever'\n",
+    "a gate that is no table": lambda text: "gate = 3\n",
+    "a misspelt gate": lambda text: text.replace("[gate]", "[gat]"),
+    "a duplicated table": lambda text: text + "[gate]\nprotect = []\n",
+    "a key set twice": lambda text: text.replace("[gate]\n", "[gate]\nrules = []\n"),
+    "not UTF-8": lambda text: text + "# caf\udce9\n",
+    "an empty list item": lambda text: text.replace("rules = [", "rules = [ , "),
+    "nested too deep": lambda text: text + "x = " + "[" * 3000 + "]" * 3000 + "\n",
+}
+_USERS = "[gate]\nrules = ['{rule}']\nextend_defaults = true\n"
+
+
+def _write_broken(ws: Path, how: str, then: str = "") -> None:
+    text = _BREAKS[how](_USERS.format(rule=RULE)) + then
+    (ws / "loopkit.toml").write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
+@pytest.mark.parametrize("how", _BREAKS)
+def test_a_config_that_does_not_load_keeps_no_rule_and_says_why(ws: Path, how: str) -> None:
+    """Before: a lenient load kept what it could and dropped the rest — the user's own rule
+    among it (13/13): `npm publish` ran. Now every call is denied with the error."""
+    from loopkit import config
+    from loopkit.errors import ConfigError
+
+    _write_broken(ws, how)
+    with pytest.raises(ConfigError) as error:
+        config.load(ws)
+    rules = load_rules(str(ws))
+    assert rules.broken is not None and str(error.value) in rules.broken
+    for tool, tool_input in (("Bash", {"command": "npm publish"}), ("Bash", {"command": "ls"}),
+                             ("Read", {"file_path": "x"})):  # fmt: skip
+        assert not _surely_ungated(_raw(ws, tool, tool_input), str(ws))
+
+
+@pytest.mark.parametrize("how", sorted(_BREAKS)[::3])
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_every_hook_denies_every_call_while_the_config_does_not_load(
+    ws: Path, how: str, agent: str
+) -> None:
+    _write_broken(ws, how)
+    tool = {"claude": "Bash", "codex": "Bash", "gemini": "run_shell_command"}[agent]
+    event = {"claude": "pretooluse", "codex": "pretooluse", "gemini": "beforetool"}[agent]
+    for command in ("npm publish", "pytest -q"):
+        done = subprocess.run(
+            [str(LOOPKIT), "hook", agent, event],
+            input=_raw(ws, tool, {"command": command}),
+            cwd=ws,
+            capture_output=True,
+            timeout=60,
+            env=clean_env(),
+        )
+        assert done.returncode == 2 and done.stdout == b"", (how, command, done.stdout)
+        [line] = done.stderr.decode().splitlines()
+        assert "loopkit.toml" in line and "denies every call" in line, line
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    how=st.sampled_from(sorted(_BREAKS)),
+    then=st.sampled_from(["", "\n", "# a comment\n", "[loop]\npause = '1s'\n"]),
+    command=st.lists(st.sampled_from(_WORDS_OF_CALLS), min_size=1, max_size=4).map(" ".join),
+)
+def test_no_broken_config_lets_any_call_through(
+    ws: Path, how: str, then: str, command: str
+) -> None:
+    """Whatever else the file holds, a file that does not load denies — the fast path never
+    waves a call through on the strength of a file it has not loaded."""
+    _write_broken(ws, how, then)
+    assert load_rules(str(ws)).broken is not None
+    assert not _surely_ungated(_raw(ws, "Bash", {"command": command}), str(ws))
 
 
 # --- the property: the fast path never waves through a call the full rules stop ------------

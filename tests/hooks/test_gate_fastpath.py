@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from loopkit.hooks.codex import CODEX
+from loopkit.hooks.gateconfig import defaults_hold
 from loopkit.hooks.gemini import GEMINI
-from loopkit.hooks.pretooluse import _MANY, CLAUDE, Dialect, _surely_ungated, may_hold_gate
+from loopkit.hooks.pretooluse import _MANY, CLAUDE, Dialect, _surely_ungated
 from loopkit.hooks.rules import WORDS
 
 DIALECTS = (CLAUDE, CODEX, GEMINI)
@@ -24,7 +25,6 @@ _OLD_BASH_WORDS = re.compile(
     rb"(?i)\b(?:" + b"|".join(sorted({w.encode() for ws in WORDS.values() for w in ws})) + rb")"
 )
 _OLD_PATH_WORDS = re.compile(rb"(?i)\.env|\.pem|\.key|migrations")
-_OLD_MAY_NAME_GATE = re.compile(rb"gate|\\[uUx]")
 _WORDS = sorted({w.encode() for ws in WORDS.values() for w in ws})
 
 
@@ -103,11 +103,21 @@ def calls(draw: st.DrawFn) -> list[bytes]:
 
 def _hardened(raw: bytes, dialect: Dialect) -> bool:
     """Where the fast path now parses though the expressions waved the call through: a key
-    twice (json.loads keeps the last one), or a file tool's protected word outside its input
-    (the session's folder: a relative path is joined onto it)."""
+    twice (json.loads keeps the last one), a file tool's protected word outside its input
+    (the session's folder: a relative path is joined onto it); in a command, a single
+    quote (the shell drops it: r''m is rm), a brace list ({r,}m), a protected path (the
+    shell's writes are gated too), or a word that writes files through the shell in the
+    dialect (Codex's ``apply_patch`` run as a command, SPEC §23)."""
     if raw.count(b'"tool_name"') > 1 or raw.count(b'"cwd"') > 1:
         return True
+    if any(word in raw for word in getattr(dialect, "shell_writes", ())):
+        return True
     folded = raw.lower()
+    given = folded.split(b'"tool_input"', 1)[-1]
+    if b"'" in given or (b"{" in given and b"," in given) or b'"command"' not in given:
+        return True  # (the command is read off its key now: none, parse it)
+    if any(w in given for w in (b".env", b".pem", b".key", b"migrations")):
+        return True
     return any(w in folded for w in (b".env", b".pem", b".key", b"migrations")) and any(
         f'"{name}"'.encode() in raw for name in dialect.files
     )
@@ -127,7 +137,7 @@ def session(ws: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(ws)
     for name in ("LOOPKIT_WORKSPACE", "LOOPKIT_AGENT_SESSION"):
         monkeypatch.delenv(name, raising=False)
-    assert not may_hold_gate(str(ws))
+    assert defaults_hold(str(ws)) == "BLOCKED.md"  # no loopkit.toml
     return os.getcwd()
 
 
@@ -161,19 +171,6 @@ def test_fragments_never_pass_a_call_the_expressions_would_stop(
 @given(parts=calls())
 def test_calls_are_read_as_the_expressions_read_them(session: str, parts: list[bytes]) -> None:
     _agree(_spelled(parts, session), session)
-
-
-@_SLOW
-@given(
-    text=st.lists(
-        st.sampled_from([b"gate", b"GATE", b"ga", b"te", b"\\", b"u", b"U", b"x", b"X", b"[", b"="])
-        | st.binary(max_size=3),
-        max_size=20,
-    ).map(b"".join)
-)
-def test_may_hold_gate_reads_the_file_as_the_expression_did(ws: Path, text: bytes) -> None:
-    (ws / "loopkit.toml").write_bytes(text)
-    assert may_hold_gate(str(ws)) == (_OLD_MAY_NAME_GATE.search(text) is not None), text
 
 
 def _full_path_gates(raw: bytes, dialect: Dialect) -> bool:

@@ -116,7 +116,7 @@ def test_whatever_breaks_in_the_hook_exits_2_never_1(ws: Path, tmp_path: Path) -
     # A bug past the reading of the call: the rules raise.
     boom = (
         "import sys\nimport loopkit.hooks.pretooluse as hook\n"
-        "def broken(*args):\n    raise RuntimeError('a bug')\n"
+        "def broken(*args, **kwargs):\n    raise RuntimeError('a bug')\n"
         "hook.match = broken\nsys.exit(hook.main())\n"
     )
     done = subprocess.run(

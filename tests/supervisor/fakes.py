@@ -35,6 +35,7 @@ from loopkit.requests.store import RequestStore
 from loopkit.supervisor.loop import Options, Supervisor
 from loopkit.supervisor.parts import EscalatorFactory
 from loopkit.supervisor.runner import (
+    HEAD_BYTES,
     TAIL_BYTES,
     Conversation,
     Ending,
@@ -207,9 +208,10 @@ class FakeRunner:
         elif ending in ("stopped", "interrupted"):
             error = "stopped by loopkit"
         tail = output[-TAIL_BYTES:].decode("utf-8", "replace")
+        head = output[:HEAD_BYTES].decode("utf-8", "replace")
         duration = self.clock.monotonic() - started
         return Finished(ending, code if code is not None and code >= 0 else None, duration,
-                        tail, error)  # fmt: skip
+                        tail, error, head)  # fmt: skip
 
     def ahead(self, cwd: str, env: Mapping[str, str]) -> None:
         """Nothing is made ahead here: a fake command starts in no time."""

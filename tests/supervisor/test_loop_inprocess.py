@@ -17,7 +17,6 @@ from fakes import FakeClock, FakeRunner, RecordingChannel, Run, loop_config, sup
 from loopkit.answering import answer
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.escalation import blockfile
-from loopkit.watch.waits import CONFIRM_WINDOW
 
 pytestmark = pytest.mark.usefixtures("no_subprocesses")
 
@@ -46,8 +45,11 @@ def test_verify_failing_three_times_raises_the_block(ws: Path) -> None:
     assert request_id is not None
     record = sup.parts.store.load(request_id)
     assert (record.trigger, record.raised_by) == ("verify-failures", "supervisor")
-    assert record.prompt == "Verify failed 3 times in a row on the current task: how do I go on?"
-    assert "test_total - AssertionError" in record.situation  # the failure's signature
+    assert record.prompt == (
+        "Verify failed 3 times in a row on the current task — test_prices.py::test_total: "
+        "AssertionError: how do I go on?"
+    )  # the failing test and its first error line (SPEC §25), not the runner's summary
+    assert "> tests/test_prices.py::test_total\n> AssertionError" in record.situation
     assert [o.value for o in record.options] == ["retry", "abort"]  # no task: no Skip
     [sent] = channel.sent  # the human is told once
     assert sent.request_id == request_id
@@ -134,8 +136,8 @@ def test_blocked_md_deleted_resumes_with_the_counter_at_zero(ws: Path) -> None:
     clock.at(3600, lift)
     assert sup.run() == EXIT_OK
     assert runner.names() == ["agent", "verify"] * 4
-    # The fourth iteration starts once the absence is confirmed (SPEC: within 50 ms).
-    assert runner.calls[-2].at == pytest.approx(3600 + CONFIRM_WINDOW)
+    # The fourth iteration starts at once: a deletion is an unblock (SPEC §27).
+    assert runner.calls[-2].at == 3600
     [record] = [r for _, r in sup.parts.store.all()]
     assert not isinstance(record, Exception)
     assert record.status == "resolved" and record.resolution is not None

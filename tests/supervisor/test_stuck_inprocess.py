@@ -52,6 +52,12 @@ def writes(call: Call) -> None:
     (Path(call.cwd) / f"step{n}.py").write_text(f"def step{n}() -> int:\n    return {n}\n")
 
 
+def rewrites(call: Call) -> None:
+    """An agent that rewrites the same lines each run, differently: no new ground."""
+    n = iteration_of(call)
+    (Path(call.cwd) / "cart.py").write_text(f"def total(cart):\n    return round(sum(cart), {n})\n")
+
+
 def progressing(call: Call) -> Run:
     n = iteration_of(call)
     return Run(output=f"Implemented step {n} in step{n}.py: returns {n}; tests added.\n",
@@ -113,23 +119,24 @@ def test_the_same_error_across_tasks_asks_with_its_first_line(ws: Path) -> None:
 
     sup, _runner, record = run_until_blocked(ws, Run(output="Done.", does=tick), verify,
                                             task_file="PLAN.md")  # fmt: skip
-    assert record.trigger == "stuck-same-error" and record.iteration == 3
+    # The first failure is where it begins; each task ticked over it after counts (SPEC §25).
+    assert record.trigger == "stuck-same-error" and record.iteration == 4
     assert "> E ModuleNotFoundError: No module named 'shop'" in record.situation
     assert record.attempted == [
-        "iteration 1 on task 'task 1': exit 2",
         "iteration 2 on task 'task 2': exit 2",
         "iteration 3 on task 'task 3': exit 2",
+        "iteration 4 on task 'task 4': exit 2",
     ]
     assert [o.value for o in record.options] == ["retry", "skip", "abort"]
-    assert sup.parts.state.failures == 1  # verify-failures counts per task: not the one
+    assert sup.parts.state.failures == 0  # each tick reached a new line: none counted
 
 
 def test_repeated_output_asks_after_four_near_copies(ws: Path) -> None:
     def sorry(call: Call) -> Run:
         return Run(output=SORRY.replace("again", f"again (run {iteration_of(call)})"),
-                   does=writes)  # fmt: skip
+                   does=rewrites)  # fmt: skip
 
-    _sup, _runner, record = run_until_blocked(ws, sorry)
+    _sup, _runner, record = run_until_blocked(ws, sorry, no_progress=0)
     assert record.trigger == "stuck-repeated-output" and record.iteration == 5
     assert "similarity 0.9" in record.prompt
     assert record.attempted[0].startswith("iteration 2: similarity 0.9")
@@ -139,7 +146,7 @@ def test_a_crash_loop_asks_with_the_exit_codes_and_names_no_progress_too(ws: Pat
     agent = Run(1, output="Error: Invalid API key · Please run /login\n")
     sup, _runner, record = run_until_blocked(ws, agent)
     assert record.trigger == "stuck-crash-loop" and record.iteration == 3
-    assert record.prompt.startswith("Stuck (crash_loop): The agent crashed 3 times in a row")
+    assert record.prompt.startswith("Stuck (crash_loop): the agent crashed 3× in a row")
     assert "> Error: Invalid API key · Please run /login" in record.situation
     assert "Also: no_progress — No progress in 3 iterations (3 of 3)" in record.situation
     assert record.attempted[:3] == [

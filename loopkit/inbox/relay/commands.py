@@ -164,7 +164,8 @@ def _listing(found: list[Loop]) -> str:
         since = loops.since_text(one)
         name = loops.address(one) if one.repo in shared else one.repo
         on = f" (on {one.machine})" if one.machine and one.repo not in shared else ""
-        extra = f" · Q: {fold(one.question, 60)}" if one.question else ""
+        extra = f" · ${one.spend_usd:.2f} spent" if one.spend_usd is not None else ""
+        extra += f" · Q: {fold(one.question, 60)}" if one.question else ""
         extra += " · pause pending" if one.paused_by and one.state != "paused" else ""
         lines.append(f"- {name}{on}: {one.state}, iteration {one.iteration}"
                      f"{' · ' + since if since else ''}{extra}")  # fmt: skip

@@ -214,3 +214,19 @@ def test_the_list_of_many_loops_fits_one_telegram_message() -> None:
     assert "more: `loopkit ps` or the inbox's Loops page lists all" in text
     assert text.startswith("Loops:\n- service-number-000") and text.endswith("<note>")
     assert len(_listing(many[:3]).splitlines()) == 5  # a few: every one, nothing cut
+
+
+def test_loops_shows_what_each_loop_spent() -> None:
+    """``/loops`` shows the spend the supervisor recorded, as ``ps`` and the Loops page do."""
+    from loopkit.inbox.relay.commands import _listing
+    from loopkit.loops import Loop
+
+    spent, free = (
+        Loop(key=key, repo=key, workspace=f"/srv/{key}", machine=None, state="running", pid=1,
+             iteration=4, task=None, since=None, last_verify=None, question=None,
+             request_id=None, spend_usd=spend, paused_by=None, guidance_pending=0)
+        for key, spend in (("shop", 1.2), ("docs", None))
+    )  # fmt: skip
+    lines = _listing([spent, free]).splitlines()
+    assert lines[1] == "- shop: running, iteration 4 · $1.20 spent"
+    assert lines[2] == "- docs: running, iteration 4"

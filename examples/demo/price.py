@@ -1,0 +1,2 @@
+def round_price(amount):
+    return round(amount, 2)
