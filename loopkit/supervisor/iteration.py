@@ -90,15 +90,28 @@ class Iteration:
         loop = self.parts.config.loop
         state = self.parts.state
         task = None
+        none_left: Tasks | None = None
         if loop.task_file:
             skipped = self._skipped_tasks()  # `unskip` may change it
             tasks = read_tasks(self.parts.workspace.root, loop.task_file, loop.task_pattern,
                                skipped)  # fmt: skip
-            if tasks.none_left:  # never an agent run on "the current task" of none
+            if tasks.none_left and loop.done is None:  # no agent run on the task of none
                 why = _none_left(loop.task_file, tasks)
                 return self.parts.finish(LoopStatus.FINISHED, EXIT_OK, why)
+            none_left = tasks if tasks.none_left else None
             task = tasks.current
         state.iteration += 1
+        if none_left is not None and loop.task_file and loop.done is not None:
+            # No task is left, and `done` decides: asked now, before an agent runs on none
+            # (init's `loopkit tasks --done` says yes). One of the user's own that says no
+            # lets the loop go on, watched for progress like any (SPEC §25).
+            with self._iteration_log() as log_file:
+                done = self._run("done", loop.done, log_file, timeout=loop.iteration_timeout)
+            if self.parts.stop.is_set():
+                return self.parts.stopped()
+            if done.ok:
+                why = _none_left(loop.task_file, none_left) + "; the done command exited 0"
+                return self.parts.finish(LoopStatus.FINISHED, EXIT_OK, why)
         changed = task != state.task or state.status != "running"
         if task != state.task or state.iteration == 1:
             state.task_base = evidence.head(self.parts.workspace.root)  # no git: no subprocess

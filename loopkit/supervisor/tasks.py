@@ -2,9 +2,10 @@
 
 With no ``task_file`` the whole loop is one task (``None``). Skipped tasks are passed over,
 so *Skip the task* moves the loop to the next unchecked line. A ``task_file`` that exists
-and has no task left — each ticked, or skipped — is a finished loop: ``loopkit run`` ends
-(exit 0) rather than run an agent on no task, and ``loopkit tasks --done`` (the ``done``
-``init`` writes) exits 0.
+and has no task left — each ticked, or skipped — finishes the loop before an agent runs on
+no task: at once without a ``done``; with one, when it says so, asked then (``loopkit tasks
+--done``, the ``done`` ``init`` writes, does: it exits 0). A ``done`` of the user's own that
+says no lets the loop go on, watched for progress (SPEC §25).
 
 A pattern of the user's own is matched in a child interpreter given :data:`PATTERN_TIMEOUT`
 seconds (SPEC §28): Python's ``re`` backtracks, a pattern such as ``^(- \\[ \\] )*(a+)+$``

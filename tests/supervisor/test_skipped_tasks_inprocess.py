@@ -148,3 +148,20 @@ def test_a_task_file_not_there_yet_is_not_finished(ws: Path) -> None:
     runner = FakeRunner(clock, {"agent": [Run()], "verify": [Run()]})
     assert supervisor(config, clock, runner, max_iterations=1).run() == EXIT_OK
     assert [c.name for c in runner.calls] == ["agent", "verify"]
+
+
+@pytest.mark.parametrize(
+    ("says", "runs"), [(0, ["done"]), (1, ["done", "agent", "verify", "done"])]
+)
+def test_with_no_task_left_the_done_decides_before_an_agent_runs(
+    ws: Path, says: int, runs: list[str]
+) -> None:
+    """init's done (`loopkit tasks --done`) says yes: the loop ends with no agent run. One of
+    the user's own that says no lets the loop go on (SPEC §25 watches it for progress)."""
+    (ws / "PLAN.md").write_text("- [x] one\n- [ ] two\n")
+    config = loop_config(ws, task_file="PLAN.md", done="done")
+    SkippedTasks(Workspace.of(config)).add("two", skipped_at=None, request_id=None)
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": [Run()], "verify": [Run()], "done": Run(says)})
+    supervisor(config, clock, runner, max_iterations=1).run()
+    assert [c.name for c in runner.calls] == runs
