@@ -198,7 +198,8 @@ class Iteration:
         )
         self.parts.flush_echo()
         # What a command printed passes the redactor before it reaches any file or message.
-        result = replace(result, tail=self.parts.redactor.text(result.tail))
+        redact = self.parts.redactor.text  # its head too: the stuck detector keeps it
+        result = replace(result, tail=redact(result.tail), head=redact(result.head))
         code = result.exit_code if result.exit_code is not None else result.ending
         log_file.end(f"--- {name}: {code} after {result.duration:.2f} s")
         if result.ending == "not-started":

@@ -163,7 +163,7 @@ def test_stop_of_a_dead_loop_ends_what_its_agent_left_running(ws: Path) -> None:
     dead loop ends it (its recorded process group and cgroup), and the loop is stopped."""
     setup(ws, agent=AGENT + "sleep 600 &\nexec sleep 600\n")
     with Daemon(ws) as doomed:
-        wait_until((ws / "runs.txt").exists, what="the agent to start")
+        wait_until(runs_file(ws).exists, what="the agent to start")
         wait_until(lambda: _recorded(ws), what="running.json to name the agent")
         [agent] = _recorded(ws)[:1]
         os.kill(doomed.proc.pid, signal.SIGKILL)
