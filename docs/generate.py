@@ -307,9 +307,17 @@ ENVIRONMENT: dict[str, str] = {
     "they carry keys); channel `apprise`, needs `loopkit[apprise]`.",
     "LOOPKIT_HITL_DIAL_CMD": "Your command; it gets the message on stdin (a secret: the "
     "whole line is masked).",
+    "LOOPKIT_HITL_NTFY_URL": "Channel `ntfy`: the full topic URL on ntfy.sh or your own "
+    "server (`https://ntfy.sh/<topic>`; a secret: whoever knows the topic reads it).",
+    "LOOPKIT_HITL_NTFY_TOKEN": "An ntfy access token (`tk_…`) for a protected topic (a secret).",
+    "LOOPKIT_HITL_PAGERDUTY_ROUTING_KEY": "Channel `pagerduty`: the integration key of an "
+    "Events API v2 integration on a PagerDuty service (a secret).",
+    "LOOPKIT_HITL_PAGERDUTY_API": "The Events API's base URL (default "
+    "`https://events.pagerduty.com`; events go to `{base}/v2/enqueue`): tests.",
     "LOOPKIT_INBOX_URL": "The web inbox as the phone reaches it, without a token: Telegram "
     "and Slack-app messages then carry an **Open** button, and every one-way message "
-    "(Slack webhook, Apprise, dial) ends with the link to the request's page.",
+    "(Slack webhook, Apprise, dial) ends with the link to the request's page. Channel "
+    "`ntfy` needs it: its buttons answer there.",
     "LOOPKIT_FLEET_DSN": "The fleet's PostgreSQL (`postgresql://…`); overrides `[fleet] dsn`. "
     "A secret.",
 }

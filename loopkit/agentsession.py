@@ -2,16 +2,25 @@
 
 Every command ``loopkit run`` starts carries ``LOOPKIT_AGENT_SESSION`` (a token per
 supervisor run) and, where a writable cgroup v2 exists, runs in a cgroup named
-``loopkit-…``; its descendants inherit both. ``loopkit reply``, ``unblock`` and the inbox
-refuse an answer that comes from such a process (exit 77). A process is inside when it
-carries the variable, or when it sits in a loopkit cgroup — which catches an agent that
-cleared its environment (``env -u``) and one that left its session (``setsid``).
+``loopkit-…``; its descendants inherit both. And the supervisor is a child subreaper that
+names itself ``loopkit-run`` while it runs: every process its agent starts stays its
+descendant, however it detaches (``setsid``, a double fork: an orphan goes to the nearest
+subreaper, not to init). The answering service (:mod:`loopkit.answering.who`) refuses an
+answer from such a process (exit 77) — from ``reply``, ``unblock``, ``dismiss``, the Python
+API and the inbox alike. A process is inside when it carries the variable, sits in a
+loopkit cgroup, or descends from a running supervisor: ``env -u``, ``env -i`` and
+``setsid`` change none of the last two, and the last needs no cgroup (a non-root user,
+other systems).
 
 For the inbox the question is about the *browser's* process: on loopback the connection's
 peer is found in ``/proc/net/tcp*`` by its port, its owner among ``/proc/*/fd``, and that
-process is asked the same question. This guards against an agent answering by accident or
-out of helpfulness; a hostile process of the same Unix user can read anything the user can,
-so it is not a wall against that — run the agent as another user, or in a container.
+process is asked the same question.
+
+Where it ends: a process of the same Unix user *outside* the loop's process tree — one the
+agent had started elsewhere before, a cron job it wrote, a shell it reaches over ssh — is
+not told apart from the human, and can read and write what the user can. To make it a
+wall, run the agent as another Unix user (its own home, no access to yours) or in a
+container.
 """
 
 from __future__ import annotations
@@ -62,14 +71,60 @@ def _in_loopkit_cgroup(pid: int | str) -> bool:
     return False
 
 
+SUPERVISOR_NAME = "loopkit-run"  # the supervisor's thread name while it runs (prctl)
+
+
+def _parent(pid: int) -> int | None:
+    """``pid``'s parent, from ``/proc/<pid>/stat`` (its name may hold spaces and parens)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def _names(pid: int) -> set[str]:
+    """The names of ``pid``'s threads (a supervisor may run in any of them)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return set()
+    found = set()
+    for task in tasks:
+        try:
+            found.add(Path(f"/proc/{pid}/task/{task}/comm").read_text().strip())
+        except OSError:
+            continue
+    return found
+
+
+def under_supervisor(pid: int) -> bool:
+    """True when a ``loopkit run`` supervisor is among ``pid``'s ancestors (not ``pid``
+    itself). The supervisor is a child subreaper while it runs, so a process its agent
+    started stays below it whatever it does — ``setsid``, a double fork, ``env -i`` — and
+    it names itself :data:`SUPERVISOR_NAME`, which no other process can change."""
+    seen: set[int] = set()
+    current = _parent(pid)
+    while current is not None and current > 1 and current not in seen:
+        seen.add(current)
+        if SUPERVISOR_NAME in _names(current):
+            return True
+        current = _parent(current)
+    return False
+
+
 def inside(environ: Mapping[str, str] | None = None) -> bool:
-    """True when this process runs inside a supervised agent's session."""
+    """True when this process runs inside a supervised agent's session: it carries the
+    session's variable, sits in a loopkit cgroup, or descends from a running supervisor."""
     environ = os.environ if environ is None else environ
-    return bool(environ.get(SESSION_ENV)) or _in_loopkit_cgroup("self")
+    if environ.get(SESSION_ENV) or _in_loopkit_cgroup("self"):
+        return True
+    return under_supervisor(os.getpid())
 
 
 def process_inside(pid: int) -> bool:
-    return _environ_has(pid) or _in_loopkit_cgroup(pid)
+    return _environ_has(pid) or _in_loopkit_cgroup(pid) or under_supervisor(pid)
 
 
 def _socket_inode(client_host: str, client_port: int, server_port: int) -> str | None:

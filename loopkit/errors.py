@@ -31,6 +31,7 @@ EXIT_CONFLICT = 4
 EXIT_USAGE = 64
 EXIT_DATAERR = 65
 EXIT_NOINPUT = 66
+EXIT_TEMPFAIL = 75  # recorded here only: the fleet could not be reached (SPEC §28)
 EXIT_NOPERM = 77
 EXIT_CONFIG = 78
 EXIT_SIGINT = 130

@@ -36,8 +36,10 @@ writes, with the same events.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -49,8 +51,9 @@ from loopkit.escalation import marker
 from loopkit.home import Registry, machine, sha256_hex, workspace_id
 from loopkit.message import age, fold
 from loopkit.workspace import Workspace
+from loopkit.workspace import live as live_file
 from loopkit.workspace.state import ALIVE, State, StateFile
-from loopkit.workspace.steer import Notes, Steering
+from loopkit.workspace.steer import Notes, Says, Steering
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,7 +62,7 @@ if TYPE_CHECKING:
     from loopkit.fleet import LoopRows
     from loopkit.home import Registered
     from loopkit.requests.hub import Remote
-    from loopkit.workspace.steer import Command
+    from loopkit.workspace.steer import Command, Said
 
 
 @record(frozen=True, slots=True)
@@ -83,6 +86,10 @@ class Loop:
     guidance_pending: int  # notes waiting for the next agent run
     problem: str | None = None  # why the row is incomplete (state.json unreadable, …)
     heard_at: str | None = None  # another machine's loop: when the fleet last heard of it
+    # The agent's running turn (SPEC §24, .loopkit/live.json): the tool it runs, its input,
+    # since when, its last words, turns, calls, tokens, spend. None: no turn runs (or
+    # another machine's loop: the fleet does not carry it).
+    live: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -149,6 +156,7 @@ def read_loop(registered: Registered, *, exiting: int | None = None) -> Loop:
         paused_by=paused.line() if paused else None,
         guidance_pending=Notes(workspace).count(),
         problem=problem,
+        live=live_file.read(workspace, state.pid) if alive else None,
     )
 
 
@@ -375,6 +383,62 @@ def since_text(loop: Loop) -> str:
     return ""
 
 
+def _ago(stamp: object, now: datetime | None = None) -> str | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return age(((now or clock.now()) - clock.parse_iso(stamp)).total_seconds())
+    except ValueError:
+        return None
+
+
+def tool_text(tool: dict[str, Any]) -> str:
+    """A running call as a human reads it: its tool and what it runs (a command in full,
+    up to a line), else its path, else its input."""
+    given = tool.get("input")
+    shown: object = given
+    if isinstance(given, dict):
+        shown = next((given[k] for k in ("command", "cmd", "file_path", "notebook_path", "path",
+                                         "pattern", "url", "query")
+                      if isinstance(given.get(k), str)), given)  # fmt: skip
+    if not isinstance(shown, str):
+        shown = json.dumps(shown, ensure_ascii=False)
+    return f"{tool.get('name') or '?'}: {shown}"
+
+
+def live_line(running: dict[str, Any], width: int = 120, *, now: datetime | None = None) -> str:
+    """The running turn on one line: ``▶ Bash: pytest -x (for 12s) · turn 4, 7 calls ·
+    12k tokens · $0.31``, or, between calls, ``thinking (12s since its last event)``."""
+    tool = running.get("tool")
+    if isinstance(tool, dict):
+        since = _ago(tool.get("since"), now)
+        head = f"▶ {fold(tool_text(tool), width)}" + (f" (for {since})" if since else "")
+    else:
+        quiet = _ago(running.get("event_at"), now)
+        head = "▷ between calls" + (f" ({quiet} since its last event)" if quiet else "")
+    counts = []
+    if isinstance(running.get("turns"), int) and running["turns"]:
+        counts.append(f"turn {running['turns']}")
+    if isinstance(running.get("calls"), int):
+        counts.append(f"{running['calls']} call{'s' if running['calls'] != 1 else ''}")
+    tokens = running.get("tokens")
+    if isinstance(tokens, dict):
+        total = sum(v for v in tokens.values() if isinstance(v, int))
+        if total:
+            counts.append(f"{total / 1000:.1f}k tokens" if total >= 1000 else f"{total} tokens")
+    if isinstance(running.get("spend_usd"), int | float):
+        counts.append(f"${running['spend_usd']:.2f}")
+    if running.get("runaway"):
+        counts.append(f"stopping: {running['runaway'].get('trigger')}")
+    return " · ".join([head, *([", ".join(counts)] if counts else [])])
+
+
+def said_line(running: dict[str, Any], width: int = 100) -> str | None:
+    """The agent's last words, on one line (None: it said nothing yet)."""
+    text = running.get("text")
+    return f'said: "{fold(text, width)}"' if isinstance(text, str) and text else None
+
+
 def verify_text(loop: Loop) -> str:
     verify = loop.last_verify
     if not verify:
@@ -399,6 +463,8 @@ def render(found: list[Loop]) -> str:
         rows.append((one.repo, *on, one.state, str(one.iteration), since_text(one),
                      fold(one.task or "", 40), verify_text(one), spend))  # fmt: skip
         name = one.where
+        if one.live:
+            notes.append(f"{name}: {live_line(one.live)}")
         if one.question:
             notes.append(f"{name}: Q: {fold(one.question, 100)}")
         if one.paused_by:
@@ -484,6 +550,60 @@ def note(loop: Loop, text: str, *, by: str, via: str, fleet: Fleet | None = None
     return f"{loop.where}: note sent for its next agent run"
 
 
+SAY_WAIT = 5.0  # seconds a running supervisor has to say where a message went
+
+
+def said_to(words: tuple[str, ...], found: list[Loop]) -> tuple[str | None, str]:
+    """``loopkit say [REPO] TEXT``'s words: the loop they name first — only when more words
+    follow and the first names a loop exactly as :func:`find` does — and the message (None:
+    this workspace's loop; every word is the message)."""
+    if len(words) > 1 and find(words[0], found):
+        return words[0], " ".join(words[1:])
+    return None, " ".join(words)
+
+
+def say(
+    loop: Loop, text: str, *, by: str, via: str, fleet: Fleet | None = None,
+    wait: float = SAY_WAIT,
+) -> str:  # fmt: skip
+    """A message for ``loop``'s running turn (SPEC §24): delivered into it where the agent
+    takes input mid-turn, else a note for its next agent run (``LOOPKIT_GUIDANCE``); what
+    happened, in one line — the human is told which. Another machine's loop gets it as a
+    note through ``fleet``."""
+    if not text.strip():
+        Notes.refuse_empty()
+    if loop.machine is not None:
+        note(loop, text, by=by, via=via, fleet=fleet)
+        return (f"{loop.where}: noted for its next agent run (a message reaches a running "
+                "turn only from its own machine)")  # fmt: skip
+    workspace = _workspace(loop)
+    if loop.pid is None:
+        Notes(workspace).add(text, by=by, via=via)
+        return f"{loop.repo}: noted for its next agent run (no loopkit runs there now)"
+    says = Says(workspace)
+    name = says.give(text, by=by, via=via)
+    said = _answer(says, name, wait)
+    if said is None and says.withdraw(name):  # the supervisor never took it: a note
+        Notes(workspace).add(text, by=by, via=via)
+        return (f"{loop.repo}: noted for its next agent run (its supervisor did not take the "
+                f"message within {wait:g} s)")  # fmt: skip
+    said = said or _answer(says, name, wait)
+    if said is None:
+        return f"{loop.repo}: taken by its supervisor, which has not said where it went yet"
+    return said.line(loop.repo)
+
+
+def _answer(says: Says, name: str, wait: float) -> Said | None:
+    """Where message ``name`` went, once the supervisor says (polled: a short wait, once
+    per message; None after ``wait`` s)."""
+    end = time.monotonic() + wait
+    pause = 0.005
+    while (said := says.outcome(name)) is None and time.monotonic() < end:
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    return said
+
+
 def _remote(fleet: Fleet | None, loop: Loop) -> Fleet:
     if fleet is None:
         raise UsageError(f"{loop.where} is on another machine and no fleet is configured "
@@ -495,8 +615,6 @@ def print_loops(*, as_json: bool) -> int:
     """``loopkit ps`` (its fast path, and the click command's body): exit 0."""
     found = env_fleet_loops()
     if as_json:
-        import json
-
         text = json.dumps([one.to_dict() for one in found], ensure_ascii=False)
     else:
         text = render(found)

@@ -102,6 +102,16 @@ def age(seconds: float) -> str:
 
 
 @record(frozen=True, slots=True)
+class Button:
+    """A one-tap answer on a push (SPEC §29): ``url`` answers choice ``label`` when tapped —
+    or, ``confirm``, opens the page that asks the second tap of an irreversible approval."""
+
+    label: str
+    url: str
+    confirm: bool = False
+
+
+@record(frozen=True, slots=True)
 class Message:
     request_id: str
     repo: str
@@ -112,6 +122,11 @@ class Message:
     choices: tuple[str, ...]  # labels, at most three
     reply_to: int | str | None = None  # the block's message comes first: it replies to none
     link: str | None = None  # the request's page in the web inbox (an "Open" button)
+    person: str | None = None  # who of [[escalation.people]] it goes to (SPEC §29)
+    also_asked: tuple[str, ...] = ()  # the people asked before: "(also asked: …)"
+    buttons: tuple[Button, ...] = ()  # one-tap answers, one per choice (ntfy)
+    p0: bool = False  # what an answer lets happen cannot be undone
+    gate: bool = False  # ... a gated command waits on it
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -123,6 +138,8 @@ class Message:
         """The five lines, with the mobile rubric applied (BLOCKED.md keeps the full text)."""
         attempted = "; ".join(fold(a) for a in self.attempted if a.strip()) or "nothing yet"
         choices = " | ".join(f"{LETTERS[i]}) {c}" for i, c in enumerate(self.labels))
+        asked = fold(", ".join(self.also_asked), 200)
+        also = (f"(also asked: {asked})",) if self.also_asked else ()
         return "\n".join(
             (
                 f"[loopkit] blocked in {fold(self.repo, 100)} on {self.at}",
@@ -130,6 +147,7 @@ class Message:
                 f"Context: {fold(self.context) or '-'}",
                 f"Attempted: {fold(attempted)}",
                 f"Choices: {choices or '-'}",
+                *also,
             )
         )
 
@@ -146,6 +164,7 @@ class Reminder:
     reply_to: int | str | None = None
     choices: tuple[str, ...] = ()
     link: str | None = None  # the request's page in the web inbox
+    person: str | None = None  # who of [[escalation.people]] it goes to
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -179,7 +198,31 @@ class Notice:
         return f"[loopkit] {self.agent} in {fold(self.repo, 100)}: {for_phone(self.question, 200)}"
 
 
-Note = Message | Reminder | Notice  # what a channel sends
+@record(frozen=True, slots=True)
+class FollowUp:
+    """``[loopkit] <repo>: <what became of the question>`` — told to a person who was asked,
+    after the block's message (SPEC §29): who answered and via what, how a tap was read, or
+    that the answer came too late. No buttons."""
+
+    request_id: str
+    repo: str
+    said: str
+    person: str | None = None
+    link: str | None = None
+    reply_to: int | str | None = None
+    choices: tuple[str, ...] = ()
+    question: str = ""
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def text(self) -> str:
+        return f"[loopkit] {fold(self.repo, 100)}: {self.said}"
+
+
+Note = Message | Reminder | Notice | FollowUp  # what a channel sends
 
 
 def one_way(note: Note) -> str:

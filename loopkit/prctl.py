@@ -1,8 +1,10 @@
-"""The two Linux ``prctl`` settings loopkit uses, through ctypes; a no-op where there are none.
+"""The Linux ``prctl`` settings loopkit uses, through ctypes; a no-op where there are none.
 
 - ``PR_SET_CHILD_SUBREAPER``: orphans among our descendants (double forks) are re-parented
   to us instead of to init, so the supervisor can still find, stop and reap them.
 - ``PR_SET_PDEATHSIG``: a child gets a signal when the *thread* that forked it exits.
+- ``PR_SET_NAME``: the calling thread's name (``/proc/<pid>/task/<tid>/comm``), which only
+  its own process can change: the supervisor's mark for :mod:`loopkit.agentsession`.
 
 Every call reports failure by its result and never raises: containment is best effort on
 top of the process group, and an old kernel or another OS must not stop a run.
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
+PR_GET_NAME = 16
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 
@@ -58,6 +62,30 @@ def set_child_subreaper(on: bool) -> bool:
     """Make this process a child subreaper (or stop being one); True when it took."""
     function = _function()
     return function is not None and function(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+
+
+def thread_name() -> str | None:
+    """The calling thread's name, or None."""
+    function = _function()
+    if function is None:
+        return None
+    import ctypes
+
+    buffer = ctypes.create_string_buffer(16)
+    if function(PR_GET_NAME, ctypes.addressof(buffer), 0, 0, 0) != 0:
+        return None
+    return buffer.value.decode(errors="replace")
+
+
+def set_thread_name(name: str) -> bool:
+    """Name the calling thread (at most 15 bytes kept); True when it took."""
+    function = _function()
+    if function is None:
+        return False
+    import ctypes
+
+    buffer = ctypes.create_string_buffer(name.encode()[:15])
+    return function(PR_SET_NAME, ctypes.addressof(buffer), 0, 0, 0) == 0
 
 
 def pdeathsig(sig: signal.Signals) -> Callable[[], None] | None:

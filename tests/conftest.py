@@ -13,6 +13,8 @@ from loopkit.supervisor.cgroup import Cgroup
 from loopkit.supervisor.containment import Containment, label
 from loopkit.supervisor.leftovers import stop_left_behind
 
+from fakentfy import FakeNtfy
+from fakepagerduty import TEST_KEY, FakePagerDuty
 from fakeserver import FakeServer
 
 
@@ -60,6 +62,24 @@ def ws(tmp_path: Path) -> Path:
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
     fake = FakeServer().start()
+    try:
+        yield fake
+    finally:
+        fake.close()
+
+
+@pytest.fixture
+def ntfy() -> Iterator[FakeNtfy]:
+    fake = FakeNtfy().start()
+    try:
+        yield fake
+    finally:
+        fake.close()
+
+
+@pytest.fixture
+def pagerduty() -> Iterator[FakePagerDuty]:
+    fake = FakePagerDuty(TEST_KEY).start()
     try:
         yield fake
     finally:

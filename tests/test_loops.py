@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from loopkit import config
 from loopkit.datarecord import replace
@@ -17,7 +19,7 @@ from loopkit.errors import LoopNotFound
 from loopkit.escalation.blockfile import Escalation, parse_choice
 from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import LoopRows
-from loopkit.loops import Loop, find, listing, pick, remote_key, remote_loops
+from loopkit.loops import Loop, find, listing, pick, remote_key, remote_loops, said_to
 from loopkit.requests.hub import Remote
 from loopkit.requests.record import Request
 
@@ -145,3 +147,28 @@ def test_a_listing_says_when_a_fleet_was_not_reached(ws: Path) -> None:
     assert listing(Gone([])).unreached
     assert not listing(Fleet([])).unreached
     assert not listing(None).unreached
+
+
+def _named(*repos: str) -> list[Loop]:
+    return [Loop(key=r, repo=r, workspace=f"/srv/{r}", machine=None, state="running", pid=1,
+                 iteration=1, task=None, since=None, last_verify=None, question=None,
+                 request_id=None, spend_usd=None, paused_by=None, guidance_pending=0)
+            for r in repos]  # fmt: skip
+
+
+def test_say_reads_a_loops_name_first_only_when_more_words_follow() -> None:
+    found = _named("shop", "billing")
+    assert said_to(("shop", "use", "staging"), found) == ("shop", "use staging")
+    assert said_to(("shop",), found) == (None, "shop")  # one word: the message
+    assert said_to(("use staging for shop",), found) == (None, "use staging for shop")
+    for near in ("Shop", "shop:", "@shop", "shops", "sho"):
+        assert said_to((near, "use", "staging"), found) == (None, f"{near} use staging")
+
+
+@given(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=6))
+def test_say_never_loses_a_word(words: list[str]) -> None:
+    found = _named("shop", "billing")
+    repo, text = said_to(tuple(words), found)
+    said = [repo, text] if repo else [text]
+    assert said == ([words[0], " ".join(words[1:])] if repo else [" ".join(words)])
+    assert repo is None or (repo in ("shop", "billing") and len(words) > 1)

@@ -7,7 +7,9 @@ What happens here, in this order, for every answer:
 1. **Who.** :meth:`~loopkit.answering.who.Answerer.check`: an agent's process, a browser
    driven by one, a chat or user not allowed — refused (exit 77) before anything is read.
 2. **Where.** The request is found on this machine (the assembling workspace's store first,
-   then every registered one's) or, with a fleet, on another machine.
+   then every registered one's) or, with a fleet, on another machine. When its workspace
+   lists ``[[escalation.people]]``, only they answer (SPEC §29,
+   :meth:`~loopkit.answering.who.Answerer.listed`), recorded under their name.
 3. **The second tap.** Approving a P0 request (a gate, ``--irreversible``, the supervisor's
    destructive asks) is recorded only when the surface says it was confirmed; otherwise
    nothing is recorded and :class:`Confirm` says what to ask.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 
 from loopkit import clock
 from loopkit.datarecord import record
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     from loopkit.answering.who import Answerer
+    from loopkit.config.people import Person
     from loopkit.fleet import Hubs
     from loopkit.message import Message
     from loopkit.requests.locate import Stores
@@ -61,6 +65,11 @@ if TYPE_CHECKING:
 
 log = get_logger("loopkit.answer")
 
+# What an answer recorded while the fleet's database could not be reached is told (SPEC §28).
+FLEET_UNREACHABLE = (
+    "recorded here; the fleet is unreachable: it stands only if nobody answered elsewhere"
+)
+
 
 @record(frozen=True, slots=True)
 class Answered:
@@ -73,6 +82,9 @@ class Answered:
     deferred: bool
     store: RequestStore | None
     lifted: bool
+    # Recorded here while the fleet's database could not be reached: it stands only if
+    # nobody answered elsewhere (the follower settles it when the database is back).
+    provisional: bool = False
 
     @property
     def reading(self) -> str:
@@ -128,6 +140,7 @@ class Answering:
         self.here = here
         self._tellers: list[Teller] = []
         self._told: set[tuple[str, ...]] = set()
+        self._telling: list[threading.Thread] = []  # background tellers still at work
         self._lock = threading.Lock()
 
     # --- finding --------------------------------------------------------------------------
@@ -145,6 +158,22 @@ class Answering:
                 return store.load(request_id)
         found = self.hubs.find(request_id)
         return found[1].record if found else None
+
+    def people_of(self, store: RequestStore) -> tuple[Person, ...]:
+        """The ``[[escalation.people]]`` of ``store``'s workspace (none: anyone allowed)."""
+        try:
+            return self.stores.place(store.workspace.root).config.escalation.people
+        except (LoopkitError, OSError):
+            return ()
+
+    def people_for(self, request_id: str) -> tuple[Person, ...]:
+        """The people of the workspace that holds ``request_id`` (none when it is not on this
+        machine)."""
+        try:
+            store = self.holder(request_id)
+        except (LoopkitError, OSError):
+            return ()
+        return self.people_of(store) if store is not None else ()
 
     def message_of(self, record: Request) -> Message:
         """The request's five lines, as they were sent (with its repository's name)."""
@@ -190,6 +219,7 @@ class Answering:
             done = hub.answer_remote(remote, reply, by=who.by, via=who.via, about=who.about)
             answered = Answered(done.record, done.decision, done.deferred, None, False)
         else:
+            who = who.listed(self.people_of(store))
             if not confirmed:
                 current = store.load(request_id)
                 if needs_second_tap(current, reply):
@@ -216,11 +246,12 @@ class Answering:
         expected_updated_at: str | None,
     ) -> Answered:
         outcome: list[Any] = []
+        claimed: list[bool] = []
 
         def record_it(current: Request) -> None:
             outcome.append(apply_reply(current, reply, by=who.by, via=who.via, about=who.about))
             # With a fleet the answer is claimed fleet-wide first: exactly one wins (SPEC §13).
-            store.hub.claim(store.workspace, current)
+            claimed.append(store.hub.claim(store.workspace, current))
 
         store.update(request_id, record_it, expected_updated_at=expected_updated_at)
         done = outcome[0]
@@ -229,7 +260,8 @@ class Answering:
             # The block goes, supervised or not: a waiting supervisor sees the answer either
             # way and hands it on once.
             lifted = blockfile.remove_block(store.workspace.blocked, done.record)
-        return Answered(done.record, done.decision, done.deferred, store, lifted)
+        provisional = bool(claimed) and not claimed[-1]
+        return Answered(done.record, done.decision, done.deferred, store, lifted, provisional)
 
     def dismiss(self, request_id: str, who: Answerer, *, reason: str | None = None) -> Dismissed:
         """Close ``request_id``, which nobody will answer (SPEC §16): never an answer.
@@ -342,9 +374,23 @@ class Answering:
                     due.append(teller)
         for teller in due:
             if background:
-                threading.Thread(target=_show, args=(teller, record), daemon=True).start()
+                thread = threading.Thread(target=_show, args=(teller, record), daemon=True)
+                with self._lock:
+                    self._telling = [t for t in self._telling if t.is_alive()]
+                    self._telling.append(thread)
+                thread.start()
             else:
                 _show(teller, record)
+
+    def finish(self, timeout: float) -> None:
+        """Let the telling under way end before the process does, for at most ``timeout``
+        seconds in all: a follow-up claimed in a record (SPEC §29) and cut off by the exit
+        would be told by nobody."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            telling = list(self._telling)
+        for thread in telling:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _show(teller: Teller, record: Request) -> None:

@@ -29,6 +29,8 @@ CHANNELS: dict[str, str] = {
     "slack": "loopkit.channels.slack:SlackChannel",
     "dial": "loopkit.channels.dial:DialChannel",
     "apprise": "loopkit.channels.apprise:AppriseChannel",
+    "ntfy": "loopkit.channels.ntfy:NtfyChannel",
+    "pagerduty": "loopkit.channels.pagerduty:PagerDutyChannel",
     "none": "loopkit.channels.none:NoChannel",
 }
 # ``slack`` with ``[escalation] slack_mode = "socket"``: the two-way Slack app.
@@ -100,7 +102,16 @@ def problems(config: Config) -> list[Problem]:
     ``run`` refuses to start (and a reload to switch) on the first, ``doctor`` lists them all.
     """
     found: list[Problem] = []
-    for name in config.escalation.ladder:
+    for person in config.escalation.people:  # [[escalation.people]]: each on their channel
+        topic = f"channel {person.channel} ({person.name})"
+        if person.channel == "slack" and not config.channels.slack_socket:
+            text = ('a person is reached on Slack by the Slack app: set [escalation] '
+                    'slack_mode = "socket" (see docs/slack.md)')  # fmt: skip
+            found.append(Problem(topic, text))
+            continue
+        channel = create(person.channel, config.channels.for_person(person))
+        found += [Problem(topic, text) for text in channel.problems()]
+    for name in () if config.escalation.people else config.escalation.ladder:
         if name not in CHANNELS:
             text = (
                 f"unknown channel {name!r} (valid: {', '.join(CHANNELS)}); set "

@@ -73,6 +73,9 @@ class DialChannel:
             "LOOPKIT_REPO": message.repo,
             "LOOPKIT_QUESTION": fold(message.question),
         }
+        person = getattr(message, "person", None)
+        if person:  # [[escalation.people]]: whom the command should reach (SPEC §29)
+            extra["LOOPKIT_PERSON"] = person
         # An environment value cannot hold a NUL byte (Popen would raise ValueError).
         env = {**os.environ, **{key: value.replace("\0", "") for key, value in extra.items()}}
         # PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process. That

@@ -78,7 +78,15 @@ def _json(response: httpx.Response) -> Any:
 
 def _describe(status: int, body: Any, text: str) -> str:
     if isinstance(body, dict) and isinstance(body.get("description"), str):
-        return f"HTTP {status}: {body['description'][:200]}"
+        return f"HTTP {status}: {body['description'][:200]}"  # Telegram
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return f"HTTP {status}: {body['error'][:200]}"  # ntfy: {"code", "http", "error"}
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        # PagerDuty: {"status", "message", "errors": [...]}
+        errors = body.get("errors")
+        said = [str(e) for e in errors] if isinstance(errors, list) else []
+        detail = f" ({'; '.join(said)})" if said else ""
+        return f"HTTP {status}: {(body['message'] + detail)[:200]}"
     short = text.strip()
     if body is None and short and len(short) <= 100 and short.isprintable():
         return f"HTTP {status}: {short}"  # Slack answers with a short word: no_service, ...
@@ -95,9 +103,11 @@ def post_json(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     attempts: int = 2,
+    headers: dict[str, str] | None = None,
 ) -> Response:
     """POST ``payload`` to ``url`` within ``budget`` s; ``attempts=1`` never retries. The
-    answer carries the failed tries before it (``tries``): each is one delivery attempt."""
+    answer carries the failed tries before it (``tries``): each is one delivery attempt.
+    ``headers``: more request headers (an access token), never logged."""
     failed: list[Response] = []
 
     def done(response: Response) -> Response:
@@ -110,7 +120,9 @@ def post_json(
         if remaining <= 0:
             break
         try:
-            answer = client.post(url, json=payload, timeout=httpx.Timeout(remaining))
+            answer = client.post(
+                url, json=payload, headers=headers, timeout=httpx.Timeout(remaining)
+            )
         except httpx.TimeoutException:
             return done(Response("timeout", error=f"no answer within {budget:g} s"))
         except httpx.HTTPError as exc:

@@ -43,10 +43,12 @@ PLACES: tuple[str, ...] = (
     "loopkit.cli.block:resend",
     "loopkit.cli.loops:resume",
     "loopkit.cli.loop:run",
+    "loopkit.cli.loops:say_command",
     "loopkit.cli.setup:send_test",
     "loopkit.cli.inbox:serve",
     "loopkit.cli.loop:status",
     "loopkit.cli.loops:stop",
+    "loopkit.cli.loops:tail_command",
     "loopkit.cli.loop:tasks",
     "loopkit.cli.answer:unblock",
     "loopkit.cli.loop:unskip",
@@ -106,7 +108,7 @@ def root(app: App, workspace: Path | None, verbose: bool) -> None:
 
     \b
     Exit codes: 0 ok · 1 failure · 2 blocked · 3 aborted · 4 conflict · 64 usage
-    65 bad input · 66 no such request or task · 77 an agent answering · 78 config error
-    130/143 interrupted.
+    65 bad input · 66 no such request or task · 75 recorded here only (fleet unreachable)
+    77 an agent answering · 78 config error · 130/143 interrupted.
     """
     app.locate(workspace, verbose=verbose)

@@ -93,8 +93,9 @@ def resend(app: App) -> int:
             "the channel is none, so there is nothing to send; set LOOPKIT_HITL_CHANNEL "
             "to telegram, slack or dial"
         )
-    channel = ladder[delivery.current_rung(record, ladder)]
-    due = delivery.Due(channel, clock.now())
+    rung = ladder[delivery.current_rung(record, ladder)]
+    channel = rung.channel + (f" to {rung.who}" if rung.who else "")
+    due = delivery.Due(rung.channel, clock.now(), person=rung.who)
     outcome = Sender(config, app.store()).send(record, due, claim=False)
     assert outcome is not None  # an unclaimed send is always made
     if outcome.ok:

@@ -90,6 +90,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "loopkit.cli.loop:run",
         "Supervise the loop: agent, verify, escalate when stuck, resume when answered.",
     ),
+    "say": (
+        "loopkit.cli.loops:say_command",
+        "Tell the agent something now, in its running turn; else it is its next run's note.",
+    ),
     "send-test": (
         "loopkit.cli.setup:send_test",
         "Send one test message over the configured channel (exit 0 sent, 1 not).",
@@ -105,6 +109,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stop": (
         "loopkit.cli.loops:stop",
         "Stop a loop's supervisor, as SIGTERM does (REPO as for `pause`; exit 1: none runs).",
+    ),
+    "tail": (
+        "loopkit.cli.loops:tail_command",
+        "A loop's recent history, then what it does as it does it (redacted).",
     ),
     "tasks": (
         "loopkit.cli.loop:tasks",

@@ -1,4 +1,5 @@
-"""``ps``, ``pause``, ``resume``, ``stop`` and ``note``: every loop, and steering one (SPEC §22)."""
+"""``ps``, ``pause``, ``resume``, ``stop``, ``note``, ``say`` and ``tail``: every loop, steering
+one, and watching one (SPEC §22, §24)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ from pathlib import Path
 import click
 
 from loopkit.cli.body import runs
-from loopkit.errors import EXIT_FAILURE, EXIT_OK, LoopkitError, LoopNotFound
+from loopkit.errors import EXIT_FAILURE, EXIT_OK, EXIT_SIGINT, LoopkitError, LoopNotFound
 from loopkit.home import Registered, Registry
 from loopkit.loops import (
     find,
     listing,
+    live_line,
     loops,
     note,
     pick,
     read_loop,
+    said_to,
+    say,
     steer,
 )
 
@@ -157,4 +161,65 @@ def note_command(app: App, text: tuple[str, ...], repo: str | None) -> int:
         one.workspace == loop.workspace for one in loops(Registry())
     ):
         click.echo("(this workspace is not registered yet: its first `loopkit run` registers it)")
+    return EXIT_OK
+
+
+@click.command(name="say")
+@click.argument("words", nargs=-1, required=True, metavar="[REPO] TEXT")
+@click.pass_obj
+def say_command(app: App, words: tuple[str, ...]) -> int:
+    """Tell the agent something now, in its running turn; else it is its next run's note.
+
+    `loopkit say TEXT` in a workspace, `loopkit say REPO TEXT` anywhere (REPO as for
+    `pause`: when the first word names a loop and more words follow, it is the loop; quote
+    the text to keep its first word). Where the agent takes input mid-turn (Claude Code in
+    stream-json) the message goes into the turn that runs; otherwise — another agent, no
+    turn running, no loopkit running — the next agent run gets it as LOOPKIT_GUIDANCE, as
+    `loopkit note` does. The line printed says which.
+    """
+    repo, text = said_to(words, listing(app.hubs).loops if len(words) > 1 else [])
+    loop = _target(app, repo)
+    click.echo(say(loop, text, by=_who(), via="cli", fleet=app.hubs))
+    return EXIT_OK
+
+
+@click.command(name="tail")
+@REPO
+@click.option("-n", "--lines", "count", default=20, show_default=True,
+              type=click.IntRange(min=0), help="Lines of history printed first.")  # fmt: skip
+@click.option(
+    "--follow/--no-follow",
+    default=True,
+    show_default=True,
+    help="Go on printing what the loop does, as `tail -f` does (Ctrl-C ends it).",
+)
+@click.pass_obj
+def tail_command(app: App, repo: str | None, count: int, follow: bool) -> int:
+    """A loop's recent history, then what it does as it does it (redacted).
+
+    REPO as for `pause` (default: this workspace). It prints the loop's state and the
+    agent's running turn, the last lines of its iteration logs — every command's output;
+    for an agent whose events loopkit reads, its turn as text: what it says, each call,
+    each failure, each message a human gave it — and then follows them, into the next
+    iteration too, until Ctrl-C.
+    """
+    from loopkit import config as config_mod
+    from loopkit.redact import Redactor
+    from loopkit.tail import Follow
+
+    loop = _target(app, repo)
+    if loop.machine is not None:
+        raise LoopkitError(f"{loop.where} is on another machine: `loopkit tail` there")
+    root = Path(loop.workspace)
+    try:
+        secrets = config_mod.load(root, lenient=True).channels.secrets()
+    except LoopkitError:
+        secrets = ()
+    head = f"==> {loop.repo}: {loop.state}, iteration {loop.iteration}"
+    click.echo(head + (f" · {live_line(loop.live)}" if loop.live else ""))
+    follower = Follow(root / ".loopkit" / "logs", click.echo, Redactor(secrets))
+    try:
+        follower.run(count, follow=follow)
+    except KeyboardInterrupt:
+        return EXIT_SIGINT
     return EXIT_OK

@@ -8,13 +8,14 @@ import json
 import os
 
 from loopkit.commands.echo import echo
-from loopkit.errors import EXIT_OK, RequestNotFound
+from loopkit.errors import EXIT_OK, EXIT_TEMPFAIL, RequestNotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from loopkit.answering.service import Answering
+    from loopkit.answering.service import Answered, Answering
     from loopkit.answering.who import Answerer
     from loopkit.commands.app import App
+    from loopkit.requests.record import Request
 
 
 def human() -> str:
@@ -56,7 +57,31 @@ def reply(
     echo(done.reading, err=True)
     if done.deferred:
         echo(f"deferred: request {request_id} stays open", err=True)
-    return EXIT_OK
+    _tell_the_asked(service, done.record)
+    return _partition_told(done)
+
+
+def _partition_told(done: Answered) -> int:
+    """75 and the truth when the answer could not be claimed fleet-wide (SPEC §28)."""
+    from loopkit.answering.service import FLEET_UNREACHABLE
+
+    if not done.provisional:
+        return EXIT_OK
+    echo(f"loopkit: {FLEET_UNREACHABLE}", err=True)
+    return EXIT_TEMPFAIL
+
+
+def _tell_the_asked(service: Answering, record: Request) -> None:
+    """The people asked where a message cannot be edited (an ntfy push, a PagerDuty
+    incident) are told how it ended now, before this short process exits (SPEC §29);
+    nothing is loaded for a block that went out elsewhere."""
+    if record.is_open or not any(
+        e.channel in ("ntfy", "pagerduty") and e.ok is True for e in record.delivery
+    ):
+        return
+    from loopkit.answering.telling import FollowUps
+
+    FollowUps(service).show_outcome(record)
 
 
 def unblock(app: App, *, reply: str | None, by: str | None) -> int:
@@ -66,12 +91,14 @@ def unblock(app: App, *, reply: str | None, by: str | None) -> int:
     if outcome.answered is not None:
         echo(json.dumps(outcome.answered.decision, ensure_ascii=False))
         echo(outcome.answered.reading, err=True)
+        _tell_the_asked(service, outcome.answered.record)
     echo(outcome.message, err=True)
-    return EXIT_OK
+    return EXIT_OK if outcome.answered is None else _partition_told(outcome.answered)
 
 
 def dismiss(app: App, *, request_id: str, reason: str | None, by: str | None) -> int:
     service, who = _door(app, by)
     done = service.dismiss(request_id, who, reason=reason)
     echo(done.message, err=True)
+    _tell_the_asked(service, done.record)
     return EXIT_OK

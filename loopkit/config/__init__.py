@@ -32,11 +32,13 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from loopkit.config.people import Person
     from loopkit.config.values import TimeoutAction as TimeoutAction
 
 CONFIG_NAME = "loopkit.toml"
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"
 DEFAULT_SLACK_API = "https://slack.com/api/"
+DEFAULT_PAGERDUTY_API = "https://events.pagerduty.com"
 
 # Secrets that never reach the agent's environment (SPEC §11): the channels', the fleet's,
 # the inbox's. verify, done and preflight are the user's own commands and keep them.
@@ -47,6 +49,9 @@ AGENT_HIDDEN_ENV = (
     "LOOPKIT_HITL_SLACK_APP_TOKEN",
     "LOOPKIT_HITL_APPRISE_URLS",
     "LOOPKIT_HITL_DIAL_CMD",
+    "LOOPKIT_HITL_NTFY_URL",
+    "LOOPKIT_HITL_NTFY_TOKEN",
+    "LOOPKIT_HITL_PAGERDUTY_ROUTING_KEY",
     "LOOPKIT_FLEET_DSN",
     "LOOPKIT_INBOX_TOKEN",
 )
@@ -92,11 +97,20 @@ class EscalationConfig:
     remind_every: float | None = None  # seconds between reminders
     max_reminders: int = 2
     slack_mode: str = "webhook"  # or "socket": a Slack app, buttons over Socket Mode
+    # [[escalation.people]] (SPEC §29): who is asked, in order; listed, they are the ladder.
+    people: tuple[Person, ...] = ()
 
     @property
     def channel(self) -> str:
         """The first rung: the channel a block is sent to first."""
-        return self.ladder[0]
+        return self.people[0].channel if self.people else self.ladder[0]
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """Every channel a block may go out on: the people's, else the ladder's."""
+        if self.people:
+            return tuple(dict.fromkeys(p.channel for p in self.people))
+        return self.ladder
 
 
 @record(frozen=True, slots=True)
@@ -110,6 +124,10 @@ class StuckConfig:
     max_task_iterations: int = 0  # iterations on one task (0: off)
     task_timeout: float | None = None  # seconds of wall time on one task (None: off)
     max_cost_usd: float | None = None  # dollars the agent reports spending (None: off)
+    # Inside one agent turn (SPEC section 24), read from its event stream as it runs:
+    same_call: int = 5  # the same tool call with the same input, in a row
+    ping_pong: int = 4  # cycles of two calls alternating (A-B-A-B…)
+    silent: float | None = 600.0  # seconds with no event and no output (None: off)
 
 
 @record(frozen=True, slots=True)
@@ -149,6 +167,12 @@ class ChannelSettings:
     slack_api: str = DEFAULT_SLACK_API  # Web API base URL (tests point it at 127.0.0.1)
     apprise_urls: tuple[str, ...] = ()  # Apprise's own URLs (discord://, mailto://, ntfy://…)
     dial_cmd: str | None = None
+    ntfy_url: str | None = None  # an ntfy topic URL (the topic is a password on ntfy.sh)
+    ntfy_token: str | None = None  # an ntfy access token (tk_…), for protected topics
+    pagerduty_routing_key: str | None = None  # an Events API v2 integration key
+    pagerduty_api: str = DEFAULT_PAGERDUTY_API  # events posted to {base}/v2/enqueue
+    # Secrets named outside the environment: the people's ntfy topics and Apprise URLs.
+    more_secrets: tuple[str, ...] = ()
     inbox_url: str | None = None  # the web inbox as the phone reaches it: an "Open" button
     fleet_dsn: str | None = None  # [fleet] dsn / LOOPKIT_FLEET_DSN: PostgreSQL, shared
 
@@ -162,10 +186,27 @@ class ChannelSettings:
         the Apprise URLs (they carry keys), the dial command whole and its secret-shaped
         arguments (:func:`dial_secrets`), the fleet's DSN and its password."""
         own = (self.telegram_token, self.slack_webhook, self.slack_bot_token,
-               self.slack_app_token, *self.apprise_urls, self.dial_cmd)  # fmt: skip
+               self.slack_app_token, *self.apprise_urls, self.dial_cmd, self.ntfy_url,
+               self.ntfy_token, self.pagerduty_routing_key, *self.more_secrets)  # fmt: skip
         found = [s for s in own if s]
         fleet = [self.fleet_dsn, *dial_secrets(self.fleet_dsn)] if self.fleet_dsn else []
         return (*found, *dial_secrets(self.dial_cmd or ""), *fleet)
+
+    def for_person(self, person: Person) -> ChannelSettings:
+        """These settings with ``person``'s address where their channel reads its target:
+        the chat, the Slack channel, the Apprise URL, the ntfy topic."""
+        address = person.address
+        if address is None:
+            return self
+        if person.channel == "telegram":
+            return replace(self, telegram_chat=address)
+        if person.channel == "slack":
+            return replace(self, slack_channel=address)
+        if person.channel == "apprise":
+            return replace(self, apprise_urls=(address,))
+        if person.channel == "ntfy":
+            return replace(self, ntfy_url=address)
+        return self
 
 
 @record(frozen=True, slots=True)
@@ -200,11 +241,13 @@ def _line_of(text: str, table: str | None, key: str | None) -> int | None:
     current: str | None = None
     key_re = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=") if key else None
     for number, line in enumerate(text.splitlines(), start=1):
-        header = re.match(r"^\s*\[\s*([A-Za-z0-9_.\-\"']+)\s*\]", line)
+        header = re.match(r"^\s*\[\[?\s*([A-Za-z0-9_.\-\"']+)\s*\]", line)
         if header:
             current = header.group(1).strip("\"'")
             if key is None and current == table:
                 return number
+            if key is not None and current == f"{table}.{key}":
+                return number  # [[escalation.people]]: the first of its tables
             continue
         if key_re and current == table and key_re.match(line):
             return number
@@ -342,8 +385,24 @@ def _channel_settings(environ: Mapping[str, str], lenient: bool = False) -> Chan
         slack_api=(env("LOOPKIT_HITL_SLACK_API") or DEFAULT_SLACK_API).rstrip("/") + "/",
         apprise_urls=_words(env("LOOPKIT_HITL_APPRISE_URLS"), ", \n"),
         dial_cmd=env("LOOPKIT_HITL_DIAL_CMD"),
+        ntfy_url=_ntfy_url(env("LOOPKIT_HITL_NTFY_URL"), lenient),
+        ntfy_token=env("LOOPKIT_HITL_NTFY_TOKEN"),
+        pagerduty_routing_key=env("LOOPKIT_HITL_PAGERDUTY_ROUTING_KEY"),
+        pagerduty_api=(env("LOOPKIT_HITL_PAGERDUTY_API") or DEFAULT_PAGERDUTY_API).rstrip("/"),
         inbox_url=inbox_url.rstrip("/") if inbox_url else None,
         fleet_dsn=_env_dsn(env("LOOPKIT_FLEET_DSN"), lenient),
+    )
+
+
+def _ntfy_url(value: str | None, lenient: bool) -> str | None:
+    """The full topic URL (``https://ntfy.sh/my-topic``): a server and one topic."""
+    if value is None or re.fullmatch(r"https?://[^/?#\s]+/[-_A-Za-z0-9]{1,64}", value):
+        return value
+    if lenient:
+        return None
+    raise ConfigError(
+        "LOOPKIT_HITL_NTFY_URL is not a topic URL; give the server and the topic, e.g. "
+        "https://ntfy.sh/my-topic (the topic: 1-64 letters, digits, - or _)"
     )
 
 
@@ -433,6 +492,9 @@ def load(
         channels = replace(channels, fleet_dsn=dsn)
     if escalation.get("slack_mode", "webhook") != channels.slack_mode:
         channels = replace(channels, slack_mode=escalation["slack_mode"])
+    hidden = tuple(p.address for p in escalation.get("people", ()) if p.secret_address)
+    if hidden:
+        channels = replace(channels, more_secrets=tuple(str(a) for a in hidden))
     return Config(
         workspace=workspace,
         file=file,

@@ -7,6 +7,7 @@ a key added here is known to all three.
 from __future__ import annotations
 
 from loopkit.config import values as v
+from loopkit.config.people import people
 from loopkit.datarecord import record
 
 TYPE_CHECKING = False
@@ -118,10 +119,11 @@ KEYS: dict[str, dict[str, Key]] = {
     "escalation": {
         "channel": Key(
             v.ladder,
-            "Where the question goes: `telegram`, `slack`, `apprise`, `dial`, `none`, or a "
-            'ladder such as `["telegram", "dial"]` (the next rung when one fails hard, or with '
-            "`escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it; each channel's settings: "
-            "[channels](channels.md).",
+            "Where the question goes: `telegram`, `slack`, `dial`, `apprise`, `ntfy`, "
+            '`pagerduty`, `none`, or a ladder such as `["telegram", "dial"]` (the next rung '
+            "when one fails hard, or with `escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it. "
+            "Not needed when `people` are listed: they are the ladder then. Each channel's "
+            "settings: [channels](channels.md).",
         ),
         "blocked_file": Key(
             v.relative_file,
@@ -160,6 +162,18 @@ KEYS: dict[str, dict[str, Key]] = {
             '`"webhook"` (one-way, an incoming webhook) or `"socket"` (a Slack app: buttons and '
             "thread replies over Socket Mode; needs `loopkit[slack]`). `LOOPKIT_HITL_SLACK_MODE` "
             "wins.",
+        ),
+        "people": Key(
+            people,
+            "Who is asked, in order, as `[[escalation.people]]` tables: `name`, `channel` "
+            "(`telegram`, `slack`, `apprise`, `ntfy`, `dial`, `pagerduty`), `address` on it (a "
+            "chat id, a Slack user id, an Apprise URL, an ntfy topic URL; none for `dial` and "
+            '`pagerduty`), `after` (from the block: `"0m"`, `"20m"`) and optional `quiet` hours '
+            '(`"22:00-07:00"`) in `tz` (default the machine\'s). An unanswered block reaches the '
+            "next person when their `after` passes; a person in their quiet hours is skipped. "
+            "Listed, only they may answer (`loopkit reply --by NAME`), and everyone asked is told "
+            "who answered. Listed, they replace `channel` and `escalate_after`. "
+            "[Answering](answering.md#a-team).",
         ),
     },
     "stuck": {
@@ -202,6 +216,23 @@ KEYS: dict[str, dict[str, Key]] = {
             "US dollars the agent reports spending, summed: Claude's `total_cost_usd`, Codex's and "
             "Gemini's token usage priced at list prices (JSON output); past it loopkit asks "
             'before spending more (`0` or `"off"`: no limit). An answer approves another as much.',
+        ),
+        "same_call": Key(
+            v.count,
+            "Inside one agent turn, read from its event stream as it runs: the same tool call "
+            "with the same input (what it runs, masked as for `same_error`; not the agent's "
+            "description of it) this many times in a row, and loopkit stops the turn, keeps "
+            "the session and asks. `0` turns it off. [The live turn](agents.md#the-live-turn).",
+        ),
+        "ping_pong": Key(
+            v.count,
+            "Inside one agent turn: two calls alternating (A, B, A, B, …) for this many cycles, "
+            "and loopkit stops the turn and asks. `0` turns it off.",
+        ),
+        "silent": Key(
+            v.optional_duration,
+            'Inside one agent turn: no event and no output for this long (e.g. `"10m"`), and '
+            'loopkit stops the turn and asks. `0` or `"off"`: never.',
         ),
     },
     "policy": {

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from loopkit.channels import Outcome
+    from loopkit.clock import Clock
     from loopkit.config import Config
     from loopkit.escalation.blockfile import Escalation
     from loopkit.escalation.sender import ChannelFactory
@@ -60,7 +61,8 @@ def answer_hint(
     the two-way app (``slack_mode = "socket"``), not the one-way webhook."""
     names = (ladder,) if isinstance(ladder, str) else ladder
     places = [n for n, on in (("Telegram", "telegram" in names),
-                              ("Slack", slack_app and "slack" in names)) if on]  # fmt: skip
+                              ("Slack", slack_app and "slack" in names),
+                              ("the ntfy push", "ntfy" in names)) if on]  # fmt: skip
     tap = f"tap a button in {' or '.join(places)}, " if places else ""
     one_way = "Slack cannot answer back: " if names[0] == "slack" and not tap else ""
     if irreversible:
@@ -115,14 +117,14 @@ class Escalator:
         store: RequestStore | None = None,
         commit: Callable[[Workspace], str | None] = head_commit,
         agent_session: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         self.config = config
         self.workspace = Workspace.of(config)
         self.store = store or RequestStore(self.workspace)
         self.agent_session = agent_session
-        self.sender = Sender(
-            config, self.store, channel_factory=channel_factory, leave_to_supervisor=agent_session
-        )
+        self.sender = Sender(config, self.store, channel_factory=channel_factory,
+                             leave_to_supervisor=agent_session, clock=clock)  # fmt: skip
         self.commit = commit
 
     def escalate(self, escalation: Escalation) -> Result:
@@ -296,7 +298,7 @@ class Escalator:
             choices=choices,
             meta=meta,
             answer_hint=answer_hint(
-                self.config.escalation.ladder,
+                self.config.escalation.channels,
                 len(choices),
                 irreversible=is_irreversible(record),
                 slack_app=self.config.channels.slack_socket,

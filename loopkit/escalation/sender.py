@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from loopkit import channels, clock
 from loopkit.channels import Outcome
+from loopkit.clock import SystemClock
 from loopkit.datarecord import replace
 from loopkit.errors import ConfigError, LoopkitError
 from loopkit.escalation import delivery
-from loopkit.home import workspace_id
+from loopkit.home import home, taps, workspace_id
 from loopkit.log import get_logger
-from loopkit.message import Reminder
+from loopkit.message import LETTERS, MAX_LABEL, Button, Reminder, for_phone
 from loopkit.redact import Redactor
+from loopkit.requests.irreversible import needs_second_tap
 from loopkit.requests.models import DeliveryAttempt
 from loopkit.workspace import Workspace
 
@@ -30,7 +32,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from loopkit.channels import Channel
+    from loopkit.clock import Clock
     from loopkit.config import Config
+    from loopkit.config.people import Person
     from loopkit.message import Note
     from loopkit.requests.record import Request
     from loopkit.requests.store import RequestStore
@@ -49,11 +53,18 @@ def default_factory(config: Config) -> ChannelFactory:
     return create
 
 
+def channel_for(config: Config, name: str, person: Person | None = None) -> Channel:
+    """Channel ``name`` as set in ``config``, aimed at ``person``'s address when given."""
+    settings = config.channels.for_person(person) if person else config.channels
+    return channels.create(name, settings, budget=config.escalation.send_timeout)
+
+
 class Sender:
     """Sends a workspace's blocks. ``channel_factory`` is the seam for tests.
 
     ``leave_to_supervisor``: this process runs inside a supervised agent's session; it sends
-    nothing and records no attempt — the supervisor sends (:meth:`send_left`).
+    nothing and records no attempt — the supervisor sends (:meth:`send_left`). ``clock``: the
+    time the plan is read at and attempts are stamped with (a test's fake one).
     """
 
     def __init__(
@@ -63,10 +74,13 @@ class Sender:
         *,
         channel_factory: ChannelFactory | None = None,
         leave_to_supervisor: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.workspace = Workspace.of(config)
+        self.clock = clock or SystemClock()
+        self._custom_channels = channel_factory is not None
         self.channel_factory = channel_factory or default_factory(config)
         self.redactor = Redactor(config.channels.secrets())
         self.leave_to_supervisor = leave_to_supervisor
@@ -93,17 +107,23 @@ class Sender:
                 )
             return None
         outcome: Outcome | None = None
-        for _ in range(len(self.config.escalation.ladder) + 1):
+        for _ in range(2 * len(delivery.rungs(self.config.escalation)) + 1):
             fresh = self.store.load(record.request_id)
-            due = delivery.next_due(fresh, self.config.escalation, clock.now())
-            if due is None or due.at > clock.now() or (due.kind == "reminder" and not reminders):
+            now = self.clock.now()
+            due = delivery.next_due(fresh, self.config.escalation, now)
+            if due is None or due.at > now or (due.kind == "reminder" and not reminders):
                 break
+            if due.kind == delivery.QUIET:
+                if not self._skip_quiet(fresh, due):
+                    break  # another loopkit process took this step
+                continue
             sent = self.send(fresh, due)
             if sent is None:
                 break  # another loopkit process took this send
             outcome = sent
-            if outcome.ok or due.kind == "reminder":
-                break
+            if due.kind == "reminder":
+                break  # (the plan says what else is due now: the next person at once, a
+                # hard failure's next rung — nothing, when the block's message arrived)
         return outcome
 
     def send_left(self, record: Request) -> Outcome | None:
@@ -123,19 +143,20 @@ class Sender:
         one block), it has taken this send and None is returned, nothing sent.
         """
         name = due.channel
-        seen = len(record.delivery) if claim else None
-        index = self._start_delivery(record.request_id, name, due.kind, seen)
+        seen = len(delivery.sends(record)) if claim else None
+        index = self._start_delivery(record.request_id, name, due.kind, seen, due.person)
         if index is None:
             return None
         hard = False
+        rung = delivery.rung_of(delivery.rungs(self.config.escalation), name, due.person)
         try:
-            channel = self.channel_factory(name)
+            channel = self._channel(rung)
             missing = channel.problems()
             if missing:
                 hard = True
                 outcome = Outcome(ok=False, status="error", error=missing[0].split(":")[0])
             else:
-                outcome = channel.send(self._note(record, due))
+                outcome = channel.send(self._note(record, due, rung))
         except LoopkitError as exc:
             hard = isinstance(exc, ConfigError)
             outcome = Outcome(ok=False, status="error", error=str(exc))
@@ -144,9 +165,11 @@ class Sender:
         hard = hard or outcome.hard
         self._finish_delivery(record.request_id, index, self._redacted(outcome), hard=hard)
         what = "reminder" if due.kind == "reminder" else "message"
+        to = f" to {due.person}" if due.person else ""
         if outcome.ok:
-            shown = f"sent: {name}" + (" (reminder)" if what == "reminder" else "")
-            log.info("delivered", request_id=record.request_id, channel=name, kind=what, msg=shown)
+            shown = f"sent: {name}{to}" + (" (reminder)" if what == "reminder" else "")
+            log.info("delivered", request_id=record.request_id, channel=name, kind=what,
+                     person=due.person, msg=shown)  # fmt: skip
         else:
             log.warning(
                 "delivery_failed",
@@ -154,17 +177,50 @@ class Sender:
                 channel=name,
                 status=outcome.status,
                 error=self.redactor.text(outcome.error or ""),
-                msg=f"{name} delivery failed: {self.redactor.text(outcome.error or '')}; "
+                person=due.person,
+                msg=f"{name} delivery{to} failed: {self.redactor.text(outcome.error or '')}; "
                 "BLOCKED.md is in place",
             )
         return outcome
 
-    def _note(self, record: Request, due: delivery.Due) -> Note:
+    def _channel(self, rung: delivery.Rung) -> Channel:
+        if self._custom_channels:  # a test's seam
+            return self.channel_factory(rung.channel)
+        return channel_for(self.config, rung.channel, rung.person)
+
+    def _skip_quiet(self, record: Request, due: delivery.Due) -> bool:
+        """Record that ``due.person`` was in their quiet hours when their turn came: nothing
+        is sent to them, and the ladder moves on to the next person (SPEC §29)."""
+        rungs = delivery.rungs(self.config.escalation)
+        person = delivery.rung_of(rungs, due.channel, due.person).person
+        why = person.describe_quiet() if person is not None else "quiet hours"
+        index = self._start_delivery(
+            record.request_id, due.channel, "message", len(delivery.sends(record)), due.person
+        )
+        if index is None:
+            return False
+        skipped = Outcome(ok=False, status=delivery.QUIET, error=f"not asked: {why}", hard=True)
+        self._finish_delivery(record.request_id, index, skipped, hard=True)
+        log.info("person_quiet", request_id=record.request_id, person=due.person,
+                 msg=f"{due.person} not asked: {why}; the next person is")  # fmt: skip
+        return True
+
+    def _note(self, record: Request, due: delivery.Due, rung: delivery.Rung) -> Note:
         repo = self.workspace.repo_name()
         if due.kind != "reminder":
-            return record.message(repo, self._link(record))
+            ladder = delivery.rungs(self.config.escalation)
+            before = ladder.index(rung) if rung in ladder else 0
+            message = record.message(repo, self._link(record))
+            return replace(
+                message,
+                person=rung.who,
+                also_asked=tuple(delivery.asked(record, ladder, before)),
+                buttons=self._buttons(record, rung) if rung.channel == "ntfy" else (),
+                p0=record.is_p0,
+                gate=record.gate is not None,
+            )
         try:
-            waited = (clock.now() - clock.parse_iso(record.asked_at)).total_seconds()
+            waited = (self.clock.now() - clock.parse_iso(record.asked_at)).total_seconds()
         except ValueError:
             waited = 0.0
         return Reminder(
@@ -172,9 +228,31 @@ class Sender:
             repo=repo,
             question=record.prompt,
             waited=waited,
-            reply_to=delivery.message_id(record, due.channel),
+            reply_to=delivery.message_id(record, due.channel, due.person),
             link=self._link(record),
+            person=due.person,
         )
+
+    def _buttons(self, record: Request, rung: delivery.Rung) -> tuple[Button, ...]:
+        """One-tap answers, one per choice, each signed for this request, choice and person
+        (:mod:`loopkit.home.taps`); none without ``LOOPKIT_INBOX_URL``."""
+        base = self.config.channels.inbox_url
+        if not base:
+            return ()
+        try:
+            key = taps.secret(home())
+        except OSError as exc:
+            log.warning("taps_unsigned", msg=f"no one-tap buttons: {exc.strerror or exc}")
+            return ()
+        expires = taps.expires(record.asked_at, record.timeout_default)
+        found = []
+        for index, option in enumerate(record.options[: len(LETTERS)]):
+            tap = taps.Tap(workspace_id(self.workspace.root), record.request_id, index,
+                           rung.who or "", expires)  # fmt: skip
+            confirm = needs_second_tap(record, LETTERS[index])
+            label = for_phone(option.label, MAX_LABEL)
+            found.append(Button(label, taps.url(base, key, tap), confirm))
+        return tuple(found)
 
     def _link(self, record: Request) -> str | None:
         base = self.config.channels.inbox_url
@@ -189,13 +267,18 @@ class Sender:
         return replace(clean(outcome), earlier=tuple(clean(o) for o in outcome.earlier))
 
     def _start_delivery(
-        self, request_id: str, channel: str, kind: delivery.Kind, seen: int | None
+        self,
+        request_id: str,
+        channel: str,
+        kind: delivery.Kind,
+        seen: int | None,
+        person: str | None = None,
     ) -> int | None:
         taken = False
 
         def start(record: Request) -> bool:
             nonlocal taken
-            if seen is not None and len(record.delivery) != seen:
+            if seen is not None and len(delivery.sends(record)) != seen:
                 taken = True
                 return False
             record.delivery = [
@@ -207,9 +290,10 @@ class Sender:
             ]
             attempt = DeliveryAttempt(
                 channel=channel,
-                at=clock.iso_millis(),
+                at=clock.iso_millis(self.clock.now()),
                 repeat=kind == "repeat",
                 reminder=kind == "reminder",
+                person=person,
             )
             record.delivery.append(attempt)
             return True
@@ -231,7 +315,9 @@ class Sender:
                 # A try retried within the same send (a 500, then a 200) is an attempt of its
                 # own; marked, so that the backoff counts sends, not tries.
                 entry = (
-                    base if number == 0 else replace(base, at=clock.iso_millis(), within_send=True)
+                    base
+                    if number == 0
+                    else replace(base, at=clock.iso_millis(self.clock.now()), within_send=True)
                 )
                 entry = replace(
                     entry,
@@ -258,15 +344,15 @@ class Sender:
             return None
         if self.leave_to_supervisor:
             return None  # the supervisor's to send
-        now = clock.now()
+        now = self.clock.now()
         for entry in record.delivery:
-            if entry.in_flight and entry.channel in ladder:
+            if entry.in_flight and any(rung.holds(entry) for rung in ladder):
                 due = delivery.next_due(record, self.config.escalation, now)
                 if restarted:
-                    due = delivery.Due(entry.channel, now, "repeat")
+                    due = delivery.Due(str(entry.channel), now, "repeat", entry.person)
                 if due is not None and due.kind == "repeat" and due.at <= now:
                     return self.send(record, due)
                 return None
-        if record.has_own_block and not record.delivery:
-            return self.send(record, delivery.Due(ladder[0], now))
+        if record.has_own_block and not delivery.sends(record):
+            return self.deliver(record)
         return None

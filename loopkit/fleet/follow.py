@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 
-from loopkit import atomicfile, readfile
+from loopkit import atomicfile, channels, readfile
 from loopkit.errors import LoopkitError
 from loopkit.escalation.blockfile import remove_block
 from loopkit.fleet import states, steering
@@ -34,6 +34,8 @@ from loopkit.fleet.schema import LOOPS_VERSION
 from loopkit.fleet.schema import version as schema_version
 from loopkit.home import home
 from loopkit.log import get_logger
+from loopkit.message import Notice, fold
+from loopkit.requests.reading import told_back
 from loopkit.requests.record import Request
 
 TYPE_CHECKING = False
@@ -259,6 +261,33 @@ class Follower:
 
     # --- applying ---------------------------------------------------------------------------
 
+    def _tell_loser(self, root: Path, repo: str, loser: Request, winner: Request) -> None:
+        """The human whose answer lost, once the database was back, is told so on the
+        channel they answered from (SPEC §28); one who answered from a terminal or the
+        inbox finds the answer that stands on the request (and in the events)."""
+        lost, stands = loser.resolution, winner.resolution
+        if lost is None or stands is None:
+            return
+        said = fold(lost.reply or str(lost.parsed_decision or ""), 60)
+        who = stands.by_name or stands.by or "someone"
+        text = (f"“{said}” to “{fold(loser.prompt, 80)}” was not used: {who} answered first "
+                f"via {stands.via} — {told_back(winner)}")  # fmt: skip
+        log.warning(
+            "answer_not_used",
+            request_id=loser.request_id,
+            by=lost.by,
+            via=lost.via,
+            msg=f"fleet: {lost.by}'s answer to {loser.request_id} was not used",
+        )
+        if lost.via not in channels.CHANNELS:
+            return
+        try:
+            config = self.stores.place(root).config
+            channel = channels.create(str(lost.via), config.channels)
+            channel.send(Notice(repo, text, request_id=loser.request_id, agent="your answer"))
+        except Exception as exc:  # telling is best effort: the record says what stands
+            log.warning("answer_not_used_untold", msg=f"fleet: could not tell {lost.by}: {exc}")
+
     def apply(self, workspace: str, request_id: str, answer: Any) -> None:
         """Give this machine's record the answer another machine wrote (once)."""
         try:
@@ -268,6 +297,7 @@ class Follower:
             log.warning("fleet_apply_failed", msg=f"fleet: cannot apply {request_id}: {exc}")
             return
         taken = False
+        lost: list[tuple[Request, Request]] = []  # (the answer not used, the one that stands)
 
         def take(local: Request) -> bool:
             nonlocal taken
@@ -277,6 +307,7 @@ class Follower:
                 return False  # applied already
             elif _first(remote) < _first(local) and local.applied_at is None:
                 taken = True  # two answers while the database was gone: the first stands
+                lost.append((Request.from_dict(local.to_dict()), remote))
                 log.warning(
                     "fleet_two_answers",
                     request_id=request_id,
@@ -285,6 +316,7 @@ class Follower:
                     "one was not used",
                 )
             else:
+                lost.append((remote, Request.from_dict(local.to_dict())))
                 log.warning(
                     "fleet_two_answers",
                     request_id=request_id,
@@ -302,6 +334,8 @@ class Follower:
         except LoopkitError as exc:
             log.warning("fleet_apply_failed", msg=f"fleet: cannot apply {request_id}: {exc}")
             return
+        for loser, winner in lost:
+            self._tell_loser(Path(workspace), store.workspace.repo_name(), loser, winner)
         if taken and record.status in ("resolved", "dismissed"):
             remove_block(store.workspace.blocked, record)
         self.hub.mirror_applied(store.workspace, record)

@@ -241,21 +241,22 @@ class PgHub:
     def mirror_applied(self, workspace: Workspace, record: Request) -> None:
         self._run(APPLIED, _row(self.machine, workspace, record))
 
-    def claim(self, workspace: Workspace, record: Request) -> None:
+    def claim(self, workspace: Workspace, record: Request) -> bool:
         """This machine's answer (or dismissal) of its own request: it wins unless another
         machine's answer came first (then RequestConflict; the follower applies that one).
-        Database gone: it wins
-        here, and the follower settles it by time when the database is back."""
+        True: it stands fleet-wide. False, the database gone: it is recorded here and stands
+        only if nobody answered elsewhere — the follower settles it by time when the
+        database is back (SPEC §28: the answerer is told so, now and then)."""
         if record.status not in ("resolved", "dismissed"):
-            return  # a review's Defer is no answer: nothing to claim
+            return True  # a review's Defer is no answer: nothing to claim
         params = _row(self.machine, workspace, record)
         with self._use:
             conn = self._session()
             if conn is None:
-                return
+                return False
             try:
                 if conn.execute(CLAIM, params).rowcount == 1:
-                    return
+                    return True
                 found = conn.execute(
                     "SELECT record, answer FROM loopkit_requests WHERE machine = %(machine)s "
                     "AND workspace = %(workspace)s AND request_id = %(request_id)s",
@@ -263,13 +264,14 @@ class PgHub:
                 ).fetchone()
             except psycopg.Error as exc:
                 self._failed(exc)
-                return
+                return False
         if found is None:
             self.mirror(workspace, record)  # never mirrored (it was made while the db was gone)
-            return
+            return True
         winner = Request.from_dict(found[1]["record"] if found[1] else found[0])
         if not winner.is_open:
             raise already_answered(winner)
+        return True
 
     def remote_open(self) -> list[Remote]:
         rows = self._run(

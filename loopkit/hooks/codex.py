@@ -69,14 +69,12 @@ class CodexDialect(Dialect):
         return [(tool_name, tool_input)]
 
     def shown(self, tool_name: str, tool_input: Any) -> list[str]:
-        if tool_name == "Bash" and len(self.calls(tool_name, tool_input)) > 1:
-            from loopkit.message import clean
+        from loopkit.message import clean  # a matched call's: the no-match path loads no re
 
+        if tool_name == "Bash" and len(self.calls(tool_name, tool_input)) > 1:
             files = [clean(g["file_path"]) for _, g in self.calls(tool_name, tool_input)[1:]]
             return ["apply_patch", *files]  # the patch's files, not its text
         if tool_name == "apply_patch":
-            from loopkit.message import clean
-
             return ["apply_patch", *(clean(name) for _, given in self.calls(tool_name, tool_input)
                                      for name in [given["file_path"]])]  # fmt: skip
         name, given = self.calls(tool_name, tool_input)[0]

@@ -64,11 +64,13 @@ def notify(workspace: str, event: dict[str, Any], *, agent: str = "Claude Code")
     if path is None:
         return "ignored: this session was told less than 10 minutes ago"
     config = config_mod.load(Path(workspace), lenient=True)
-    ladder = [name for name in config.escalation.ladder if name != "none"]
+    people = config.escalation.people  # with [[escalation.people]]: the first of them
+    ladder = [p.channel for p in people] or [n for n in config.escalation.ladder if n != "none"]
     if not ladder:
         return "ignored: no channel configured"
     repo = Workspace.of(config).repo_name()
-    channel = channels.create(ladder[0], config.channels, budget=config.escalation.send_timeout)
+    settings = config.channels.for_person(people[0]) if people else config.channels
+    channel = channels.create(ladder[0], settings, budget=config.escalation.send_timeout)
     said = str(event.get("message") or kind.replace("_", " "))
     outcome = channel.send(Notice(repo, said, agent=agent))
     if not outcome.ok:

@@ -2,8 +2,11 @@
 every machine's — live like the list, with Pause / Resume / Stop buttons and a note box.
 
 ``GET /loops`` (``?fragment=list``: the part the page's script fetches every second),
-``POST /loops/<key>/pause|resume|stop`` and ``POST /loops/<key>/note``, each with the
-session's CSRF token. Stop takes two taps: the first POST shows a page that asks again and
+``POST /loops/<key>/pause|resume|stop``, ``POST /loops/<key>/say`` (a message: into the
+agent's running turn where it takes one, else a note for its next run — the page says
+which, SPEC §24) and ``POST /loops/<key>/note`` (a note), each with the session's CSRF
+token. Each card shows the agent's running turn: the call it runs and since when, its last
+words. Stop takes two taps: the first POST shows a page that asks again and
 changes nothing; its form posts once more with ``confirm=1``. A loop is addressed by its
 registry id (another machine's by the key made of its machine and workspace), never by a
 path from the request. Every command is recorded with who (``--user``), via ``inbox`` and
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -47,6 +51,9 @@ def _card(loop: Loop) -> dict[str, Any]:
         "can_pause": loop.paused_by is None and loop.state != "finished",
         "can_resume": loop.paused_by is not None,
         "can_stop": loop.pid is not None,
+        "live": loops.live_line(loop.live) if loop.live else None,
+        "said": loops.said_line(loop.live, 200) if loop.live else None,
+        "takes_messages": bool(loop.live and loop.live.get("takes_messages")),
     }
 
 
@@ -108,21 +115,29 @@ def routes(
 
         return handle
 
-    async def note(request: HttpRequest, nonce: str) -> Response:
-        form = await form_of(request, nonce)
-        if isinstance(form, Response):
-            return form
-        loop = find(request.path_params["key"])
-        if loop is None:
-            return page("missing.html.j2", 404, title="Not found")
-        text = (form.get("note") or "").strip()
-        if not text:
-            return back(f"{loop.where}: an empty note; nothing sent")
-        try:
-            told = loops.note(loop, text, by=user, via="inbox", fleet=remote)
-        except LoopkitError as exc:
-            return page("refused.html.j2", 400, title="Not done", message=str(exc))
-        return back(told)
+    def words_route(field: str, now: bool) -> Handler:
+        async def handle(request: HttpRequest, nonce: str) -> Response:
+            form = await form_of(request, nonce)
+            if isinstance(form, Response):
+                return form
+            loop = find(request.path_params["key"])
+            if loop is None:
+                return page("missing.html.j2", 404, title="Not found")
+            text = (form.get(field) or "").strip()
+            if not text:
+                return back(f"{loop.where}: an empty {'message' if now else 'note'}; "
+                            "nothing sent")  # fmt: skip
+            give = loops.say if now else loops.note
+            try:
+                # A message waits a moment for the supervisor to say where it went: off
+                # the event loop.
+                told = await run_in_threadpool(give, loop, text, by=user, via="inbox",
+                                               fleet=remote)  # fmt: skip
+            except LoopkitError as exc:
+                return page("refused.html.j2", 400, title="Not done", message=str(exc))
+            return back(told)
+
+        return handle
 
     return [
         Route("/loops", authed(listing)),
@@ -130,5 +145,6 @@ def routes(
             Route(f"/loops/{{key}}/{command}", authed(command_route(command)), methods=["POST"])
             for command in ("pause", "resume", "stop")
         ],
-        Route("/loops/{key}/note", authed(note), methods=["POST"]),
+        Route("/loops/{key}/say", authed(words_route("text", now=True)), methods=["POST"]),
+        Route("/loops/{key}/note", authed(words_route("note", now=False)), methods=["POST"]),
     ]

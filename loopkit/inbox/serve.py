@@ -24,6 +24,7 @@ import uvicorn
 
 from loopkit import clock, fleet, loops
 from loopkit.answering.service import Answering
+from loopkit.answering.telling import FollowUps
 from loopkit.datarecord import field, record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM, UsageError
 from loopkit.escalation import blockfile, delivery
@@ -36,7 +37,7 @@ from loopkit.fleet.publishing import Publishing
 from loopkit.home import home
 from loopkit.inbox.auth import InboxToken, Throttle
 from loopkit.inbox.guard import LISTEN_QUEUE, ConnectionGuard, guarded, limits
-from loopkit.inbox.relay.poller import UpdatePoller
+from loopkit.inbox.relay.poller import UpdatePoller, people_chats
 from loopkit.inbox.web import Inbox, app
 from loopkit.log import get_logger
 from loopkit.requests.locate import Stores
@@ -56,6 +57,7 @@ log = get_logger("loopkit.serve")
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 RETRY_LOOK = 5.0  # seconds between looks for deliveries that are due, at the most
+SEND_BUDGET = 12.0  # seconds a stopping serve gives the follow-ups under way (one send's)
 
 UNIT = """\
 [Unit]
@@ -244,7 +246,9 @@ def serve(
     # One door for every answer this process takes — the inbox's, a tap's, a click's — and
     # it tells the others (SPEC §27).
     answering = Answering(stores=stores, hubs=hubs)
-    inbox = Inbox(token, user, Throttle(), stores, hubs, _answering=answering)
+    followups = FollowUps(answering)  # ntfy's people told, PagerDuty's incident resolved
+    inbox = Inbox(token, user, Throttle(), stores, hubs, _answering=answering,
+                  _followups=followups)  # fmt: skip
     server = _Server(sock, app(inbox))
     poller = _poller(settings, answering)
     slack = _slack(settings, answering)
@@ -271,6 +275,7 @@ def serve(
             poller.stop()
         if slack is not None:
             slack.stop()
+        answering.finish(timeout=SEND_BUDGET)  # follow-ups claimed go out first (SPEC §29)
         hubs.close()
         sock.close()
     return EXIT_SIGINT if server.signal == signal.SIGINT else EXIT_SIGTERM
@@ -280,7 +285,9 @@ def _poller(settings: ChannelSettings, answering: Answering) -> UpdatePoller | N
     """The bot's poller for the whole machine, when a bot is configured (serve has no
     workspace of its own: the bot's lease and offset are kept by the environment's fleet,
     else on this machine)."""
-    if not (settings.telegram_token and settings.telegram_chat):
+    if not settings.telegram_token:
+        return None
+    if not (settings.telegram_chat or people_chats(answering.stores)()):
         return None
     poller = UpdatePoller.relay(
         settings, hubs=answering.hubs, stores=answering.stores, answering=answering

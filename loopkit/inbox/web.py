@@ -5,11 +5,13 @@ Routes: ``/`` (open requests), ``/r/<workspace>/<id>`` (one request), ``POST
 /r/<workspace>/<id>/answer``, ``POST /r/<workspace>/<id>/dismiss``, ``/history``,
 ``/loops`` and its buttons (:mod:`~loopkit.inbox.loops`),
 ``/static/…``; ``/healthz`` is the one route
-without auth and it says nothing but "ok". Everything else needs a session (the cookie) or
-the token (``?token=``, exchanged for the cookie and a redirect without it); without either
-it is 401 and nothing else. Every change is a POST with the session's CSRF token. Approving
-an irreversible request and dismissing one take two taps: the first POST shows a page that
-asks again and records nothing; its form posts once more with ``confirm=1``.
+without auth and it says nothing but "ok" — but for ``/t/…``, the one-tap answers of a
+phone push, whose signed URL is their permission (:mod:`~loopkit.inbox.onetap`).
+Everything else needs a session (the cookie) or the token (``?token=``, exchanged for the
+cookie and a redirect without it); without either it is 401 and nothing else. Every
+change is a POST with the session's CSRF token. Approving an irreversible request and
+dismissing one take two taps: the first POST shows a page that asks again and records
+nothing; its form posts once more with ``confirm=1``.
 
 An answer is refused (403, "an agent cannot answer …") when the browser's connection comes
 from a process inside a supervised agent's session (:mod:`loopkit.agentsession`).
@@ -18,6 +20,7 @@ from a process inside a supervised agent's session (:mod:`loopkit.agentsession`)
 from __future__ import annotations
 
 import getpass
+import threading
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from urllib.parse import parse_qs, urlencode
@@ -29,6 +32,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from loopkit.answering.service import Answering, Confirm
+from loopkit.answering.telling import FollowUps
 from loopkit.answering.who import Answerer, Browser
 from loopkit.datarecord import field, record
 from loopkit.errors import AgentAnswer, LoopkitError, RequestConflict
@@ -36,6 +40,7 @@ from loopkit.inbox import pages
 from loopkit.inbox.auth import COOKIE, SESSION_DAYS, Sessions
 from loopkit.inbox.guard import body_within
 from loopkit.inbox.loops import routes as loop_routes
+from loopkit.inbox.onetap import routes as tap_routes
 from loopkit.log import get_logger
 from loopkit.requests.answer import parse_for
 
@@ -73,6 +78,7 @@ class Inbox:
     stores: Stores
     hubs: Hubs
     _answering: Answering | None = field(default=None, repr=False)
+    _followups: FollowUps | None = field(default=None, repr=False)
 
     @property
     def sessions(self) -> Sessions:
@@ -83,7 +89,17 @@ class Inbox:
         """The answering service every change of the inbox goes through."""
         if self._answering is None:
             self._answering = Answering(stores=self.stores, hubs=self.hubs)
+        if self._followups is None:  # one of its tellers, from the first answer on
+            self._followups = FollowUps(self._answering)
         return self._answering
+
+    @property
+    def followups(self) -> FollowUps:
+        """Who else was asked, told how a question ended; a PagerDuty incident acknowledged
+        when its request is opened here (SPEC §29)."""
+        self.answering  # noqa: B018  (made with the service)
+        assert self._followups is not None
+        return self._followups
 
 
 def _templates() -> jinja2.Environment:
@@ -162,6 +178,10 @@ def app(inbox: Inbox) -> Starlette:
             return page("missing.html.j2", 404, title="Not found")
         if request.query_params.get("fragment"):
             return PlainTextResponse(card.record.status, headers=HEADERS)
+        if card.record.is_open and card.machine is None:
+            # Someone is looking at it: its PagerDuty incident is acknowledged (SPEC §29).
+            rid = card.record.request_id
+            threading.Thread(target=inbox.followups.opened, args=(rid,), daemon=True).start()
         return page(
             "request.html.j2",
             card=card,
@@ -289,6 +309,7 @@ def app(inbox: Inbox) -> Starlette:
     return Starlette(
         routes=[
             *steering,
+            *tap_routes(inbox, page=page, headers=HEADERS),
             Route("/healthz", healthz),
             Route("/", authed(listing)),
             Route("/history", authed(past)),

@@ -75,7 +75,7 @@ if TYPE_CHECKING:
         locally then, and the hub catches up when the database is back."""
 
         def mirror(self, workspace: Workspace, record: Request) -> None: ...
-        def claim(self, workspace: Workspace, record: Request) -> None: ...
+        def claim(self, workspace: Workspace, record: Request) -> bool: ...
         def remote_open(self) -> list[Remote]: ...
         def find(self, request_id: str) -> Remote | None: ...
         def answer_remote(
@@ -94,8 +94,8 @@ class LocalHub:
     def mirror(self, workspace: Workspace, record: Request) -> None:
         return None
 
-    def claim(self, workspace: Workspace, record: Request) -> None:
-        return None  # the store's lock makes the one answer
+    def claim(self, workspace: Workspace, record: Request) -> bool:
+        return True  # the store's lock makes the one answer
 
     def remote_open(self) -> list[Remote]:
         return []

@@ -103,11 +103,22 @@ class DeliveryAttempt:
     # a try retried within one send: not a send of its own
     within_send: bool = field(default=False, metadata=of(OPT_FLAG, when_set=True))
     hard: bool = field(default=False, metadata=of(OPT_FLAG, when_set=True))  # no retry mends it
+    # who of [[escalation.people]] it was for (SPEC §29); None: the channel's own address
+    person: str | None = field(default=None, metadata=of(OPT_TEXT, when_set=True))
+    # not the block's message but a follow-up about it: "outcome" (how it ended, told to
+    # whoever was asked), "acknowledge" (PagerDuty: someone opened it) — never a send of the
+    # ladder's
+    followup: str | None = field(default=None, metadata=of(OPT_TEXT, when_set=True))
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def in_flight(self) -> bool:
         return self.ok is None and self.status is None
+
+    @property
+    def is_send(self) -> bool:
+        """One of the ladder's sends (the message, a repeat, a reminder), not a follow-up."""
+        return self.followup is None
 
     def to_dict(self) -> dict[str, Any]:
         return shape.written(self)

@@ -94,7 +94,7 @@ def _channel_findings(config: Config, refusals: list[readiness.Refusal]) -> list
     found = _refused(refusals, "channel")
     if found:
         return found
-    for name in config.escalation.ladder:
+    for name in config.escalation.channels:
         if name == "none":
             text = "none: no message is sent, BLOCKED.md is the whole escalation"
             found.append(Finding("note", "channel", text))
@@ -174,12 +174,15 @@ def _telegram_findings(config: Config) -> list[Finding]:
         me = bot.call("getMe", {}, timeout=5)
         name = me.get("username") if isinstance(me, dict) else None
         found.append(Finding("ok", topic, f"the token works: bot @{name}"))
-        chat = bot.call("getChat", {"chat_id": config.channels.telegram_chat}, timeout=5)
-        title = "?"
-        if isinstance(chat, dict):
-            title = str(chat.get("title") or chat.get("username") or chat.get("type") or "?")
-        found.append(Finding("ok", topic, f"the bot can see chat {config.channels.telegram_chat} "
-                             f"({title})"))  # fmt: skip
+        # With [[escalation.people]]: each person's chat on Telegram (SPEC §29).
+        people = [p.address for p in config.escalation.people if p.channel == "telegram"]
+        chats: list[str | None] = [a for a in people if a] or [config.channels.telegram_chat]
+        for chat_id in chats:
+            chat = bot.call("getChat", {"chat_id": chat_id}, timeout=5)
+            title = "?"
+            if isinstance(chat, dict):
+                title = str(chat.get("title") or chat.get("username") or chat.get("type") or "?")
+            found.append(Finding("ok", topic, f"the bot can see chat {chat_id} ({title})"))
         hook = bot.call("getWebhookInfo", {}, timeout=5)
         if isinstance(hook, dict) and hook.get("url"):
             found.append(
@@ -341,13 +344,15 @@ def send_test(
     if name == "none":
         raise ChannelError(
             "the channel is none, so there is nothing to send; set LOOPKIT_HITL_CHANNEL "
-            "to telegram, slack, apprise or dial"
+            "to telegram, slack, apprise, ntfy, pagerduty or dial"
         )
     unusable = channels.unusable(config)
     if unusable:  # as `run` refuses to start on it: a config error (78), never a bug
         raise ConfigError(unusable)
+    people = config.escalation.people  # with [[escalation.people]]: the first of them
+    settings = config.channels.for_person(people[0]) if people else config.channels
     create = factory or (
-        lambda n: channels.create(n, config.channels, budget=config.escalation.send_timeout)
+        lambda n: channels.create(n, settings, budget=config.escalation.send_timeout)
     )
     try:
         channel = create(name)

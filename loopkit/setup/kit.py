@@ -25,9 +25,14 @@ import tomllib
 from loopkit.config import CONFIG_NAME
 from loopkit.datarecord import record
 from loopkit.errors import ConfigError, WorkspaceError
+from loopkit.hooks import geminitrust
+from loopkit.hooks.agentconfig import install as install_agent
+from loopkit.hooks.codextrust import trust as trust_codex
+from loopkit.hooks.install import install, settings_path
 from loopkit.setup.scaffold import DONE, Step
 from loopkit.setup.scaffold import read_text as _read
 from loopkit.setup.scaffold import write_text as _write
+from loopkit.supervisor.claudestream import speaks_stream_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,9 +63,12 @@ KITS = {
                   f"claude -p --resume {{session_id}} {_CLAUDE}", prompt_key=True),
     # Codex 0.147 dropped `exec --full-auto`; `--sandbox workspace-write` is what it meant.
     # That sandbox keeps .git read-only (no commit); `--add-dir .git` lets the agent commit.
+    # `--json` and Gemini's `-o stream-json`: their events, which loopkit reads as the turn
+    # runs (SPEC §24) and shows as text.
     "codex": Kit("Codex", "AGENTS.md",
-                 "codex exec --sandbox workspace-write --add-dir .git {prompt}"),
-    "gemini": Kit("Gemini CLI", "GEMINI.md", "gemini --approval-mode yolo -p {prompt}"),
+                 "codex exec --json --sandbox workspace-write --add-dir .git {prompt}"),
+    "gemini": Kit("Gemini CLI", "GEMINI.md",
+                  "gemini --approval-mode yolo --output-format stream-json -p {prompt}"),
 }  # fmt: skip
 HEADING = "## When and how to escalate (loopkit)"
 
@@ -137,8 +145,6 @@ def agent_problems(loop: LoopConfig, env: Mapping[str, str] | None = None) -> li
     (``doctor``): an agent that reads its prompt on stdin with no ``[loop] prompt``;
     ``bypassPermissions`` as a root Claude Code refuses; Gemini CLI's ``--skip-trust``,
     which turns its hooks off."""
-    from loopkit.supervisor.claudestream import speaks_stream_json
-
     found = []
     for name, command in (("agent", loop.agent), ("resume", loop.resume)):
         words = _words(command)
@@ -226,14 +232,9 @@ def add_section(root: Path, kit: Kit) -> Step:
 
 def hooks(root: Path, agent: str) -> list[Step]:
     if agent == "claude":
-        from loopkit.hooks.install import install, settings_path
-
         path = settings_path(root, False)
         changed = [f"{path.relative_to(root)}: {line}" for line in install(path)]
     else:
-        from loopkit.hooks.agentconfig import install as install_agent
-        from loopkit.hooks.codextrust import trust as trust_codex
-
         changed = [line.replace(f"{root}/", "") for line in install_agent(agent, root)]
         if agent == "codex":
             trusted = trust_codex(root)
@@ -242,8 +243,6 @@ def hooks(root: Path, agent: str) -> list[Step]:
             steps = _steps(changed, agent) + [Step(False, n, note=True) for n in notes]
             return steps
         if agent == "gemini":
-            from loopkit.hooks import geminitrust
-
             try:
                 changed += geminitrust.arrange(root)
             except (OSError, ValueError) as exc:

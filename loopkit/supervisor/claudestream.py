@@ -21,19 +21,19 @@ from __future__ import annotations
 import shlex
 
 from loopkit import agentresult
+from loopkit.config import StuckConfig
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
-from loopkit.supervisor.eventstream import EventStream
+from loopkit.supervisor.turnwatch import TurnWatch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
     from loopkit.agentresult import Result
     from loopkit.config import Command
     from loopkit.supervisor.dialogs import Dialogs
-    from loopkit.supervisor.runner import AgentInput
+    from loopkit.workspace.steer import Note
 
 log = get_logger("loopkit.supervisor")
 
@@ -58,54 +58,65 @@ def speaks_stream_json(command: Command | None) -> bool:
     return False
 
 
-class ClaudeStream:
-    """One run of Claude in stream-json: a :class:`~loopkit.supervisor.runner.Conversation`.
+class ClaudeStream(TurnWatch):
+    """One run of Claude Code in stream-json: a :class:`~loopkit.supervisor.turnwatch.TurnWatch`.
 
-    ``prompt`` is sent as the turn's user message; ``dialogs`` answers ``can_use_tool``
-    (None: every such request is denied — nobody can be asked). After the run,
-    ``result`` is the turn's result (None: it printed none), ``session_id`` the
+    ``prompt`` is sent as the turn's user message (None: Claude got its prompt on its
+    command line and reads nothing — its events are only watched); ``dialogs`` answers
+    ``can_use_tool`` (None: every such request is denied — nobody can be asked). After the
+    run, ``result`` is the turn's result (None: it printed none), ``session_id`` the
     session, ``asked`` the requests its dialogs raised."""
 
-    def __init__(self, prompt: str, dialogs: Dialogs | None = None) -> None:
+    agent = "claude"
+    title = "Claude Code"
+
+    def __init__(
+        self,
+        prompt: str | None,
+        dialogs: Dialogs | None = None,
+        *,
+        settings: StuckConfig | None = None,
+        **watch: Any,
+    ) -> None:
+        super().__init__(settings or StuckConfig(), **watch)
         self.prompt = prompt
+        self.writes = prompt is not None
         self.dialogs = dialogs
-        self.events = EventStream(self._print)
-        self.events.listen(self._on_event)
         self.result: Result | None = None
-        self.session_id: str | None = None
-        self._say: Callable[[bytes], None] | None = None
+        self._messages: set[str] = set()  # the model responses seen (one may span events)
 
     @property
     def asked(self) -> list[str]:
         return self.dialogs.asked if self.dialogs else []
 
-    # -- the runner's side ---------------------------------------------------------------
+    @property
+    def takes_messages(self) -> bool:
+        stdin = self.events.stdin
+        return (self.writes and self.result is None and stdin is not None
+                and not stdin.closing and not stdin.broken)  # fmt: skip
 
-    def opened(self, stdin: AgentInput, say: Callable[[bytes], None]) -> None:
-        self.events.stdin = stdin
-        self._say = say
-        self.events.send_user(self.prompt)
+    def _begin(self) -> None:
+        if self.prompt is not None:
+            self.events.send_user(self.prompt)
 
-    def received(self, chunk: bytes) -> None:
-        self.events.feed(chunk)
+    def interrupt_own(self) -> bool:
+        if not self.takes_messages:
+            return False
+        self.events.interrupt()  # Claude stops the call it runs (in its own session) too
+        return True
 
-    def closed(self) -> None:
-        self.events.end()
+    def deliver(self, note: Note) -> bool:
+        self.events.send_user(f"[loopkit] {note.by} (via {note.via}) says: {note.text}",
+                              self.session_id or "")  # fmt: skip
+        return True
 
     # -- events --------------------------------------------------------------------------
-
-    def _print(self, raw: bytes) -> None:
-        if self._say is not None:
-            self._say(raw)
-
-    def _line(self, text: str) -> None:
-        self._print(f"claude: {text}\n".encode())
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
-            self.session_id = agentresult.session_id(event.get("session_id")) or self.session_id
-            self._line(f"session {self.session_id} ({event.get('permissionMode', '?')} mode)")
+            self.session(agentresult.session_id(event.get("session_id")))
+            self.line(f"session {self.session_id} ({event.get('permissionMode', '?')} mode)")
         elif kind == "assistant":
             self._assistant(event)
         elif kind == "user":
@@ -117,26 +128,33 @@ class ClaudeStream:
 
     def _assistant(self, event: dict[str, Any]) -> None:
         message = event.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict):
+            return
+        key = message.get("id")
+        if not isinstance(key, str) or key not in self._messages:
+            if isinstance(key, str):
+                self._messages.add(key)
+            self.turn()
+            usage = message.get("usage")
+            if isinstance(usage, dict):
+                self.usage(usage.get("input_tokens"), usage.get("output_tokens"))
+        content = message.get("content")
         for block in content if isinstance(content, list) else ():
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and isinstance(block.get("text"), str):
-                for line in block["text"].splitlines() or [""]:
-                    self._line(clean(line))
+                self.words(block["text"])
             elif block.get("type") == "tool_use":
-                self._line(f"→ {clean(str(block.get('name')))} {_brief(block.get('input'))}")
+                call_id = block.get("id")
+                self.tool_started(str(call_id), str(block.get("name")), block.get("input"))
 
     def _tool_results(self, event: dict[str, Any]) -> None:
         message = event.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else ():
-            if (
-                isinstance(block, dict)
-                and block.get("type") == "tool_result"
-                and block.get("is_error")
-            ):
-                self._line(f"✗ {fold(clean(_text_of(block.get('content'))), 200)}")
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                self.tool_finished(str(block.get("tool_use_id")), _text_of(block.get("content")),
+                                   failed=bool(block.get("is_error")))  # fmt: skip
 
     def _control(self, event: dict[str, Any]) -> None:
         request_id = event.get("request_id")
@@ -153,17 +171,21 @@ class ClaudeStream:
         self.events.respond(request_id, answer)
         tool = clean(str(request.get("tool_name")))
         if answer["behavior"] == "allow":
-            self._line(f"{tool}: allowed by a human's answer")
+            self.line(f"{tool}: allowed by a human's answer")
         else:
-            self._line(f"{tool}: {fold(clean(str(answer.get('message'))), 200)}")
+            self.line(f"{tool}: {fold(clean(str(answer.get('message'))), 200)}")
 
     def _result(self, event: dict[str, Any]) -> None:
         self.result = agentresult.from_event(event)
         self.events.close()  # the turn is over: Claude exits
+        if self.mailbox is not None:
+            self.mailbox.turn_ended("the turn had ended")
+        self._record(takes_messages=False)
         if self.result is None:
             return
         result = self.result
-        self.session_id = result.session_id or self.session_id
+        self.session(result.session_id)
+        self.spent(result.total_cost_usd)
         failure = result.failure()
         how = (
             f"API failure: {failure[1]}"
@@ -171,18 +193,7 @@ class ClaudeStream:
             else (result.subtype or "done") + (" (error)" if result.is_error else "")
         )
         cost = f", ${result.total_cost_usd:.4f}" if result.total_cost_usd is not None else ""
-        self._line(f"result: {how} after {result.num_turns or 0} turn(s){cost}")
-
-
-def _brief(given: object) -> str:
-    if isinstance(given, dict):
-        for key in ("command", "file_path", "notebook_path", "pattern", "url"):
-            if isinstance(given.get(key), str):
-                return fold(clean(given[key]), 160)
-        if isinstance(given.get("questions"), list):
-            asked = [q.get("question") for q in given["questions"] if isinstance(q, dict)]
-            return fold(clean(" / ".join(str(q) for q in asked)), 160)
-    return ""
+        self.line(f"result: {how} after {result.num_turns or 0} turn(s){cost}")
 
 
 def _text_of(content: object) -> str:

@@ -31,7 +31,7 @@ import signal
 import time
 
 from loopkit import atomicfile, clock, prctl
-from loopkit.agentsession import SESSION_ENV
+from loopkit.agentsession import SESSION_ENV, SUPERVISOR_NAME
 from loopkit.log import get_logger
 from loopkit.supervisor import cgroup
 from loopkit.supervisor import procfs as procs
@@ -58,13 +58,19 @@ def label(root: Path) -> str:
 
 @contextlib.contextmanager
 def subreaper() -> Iterator[None]:
-    """Be a child subreaper while the block runs (Linux; nothing happens elsewhere)."""
+    """Be a child subreaper while the block runs, named ``loopkit-run`` (Linux; nothing
+    happens elsewhere): every process the agent starts stays a descendant, and knows it is
+    one (:func:`loopkit.agentsession.under_supervisor`), however it detaches."""
     before = prctl.child_subreaper()
+    name = prctl.thread_name()
     prctl.set_child_subreaper(True)
+    prctl.set_thread_name(SUPERVISOR_NAME)
     try:
         yield
     finally:
         prctl.set_child_subreaper(before)
+        if name is not None:
+            prctl.set_thread_name(name)
 
 
 def _findable(program: str, env: Mapping[str, str]) -> bool:

@@ -22,7 +22,8 @@ from loopkit.escalation import adoption, blockfile, evidence
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.supervisor import resume, stuck, triggers
+from loopkit.supervisor import resume, stuck, stuck_questions, triggers
+from loopkit.supervisor.agentstreams import stream_for
 from loopkit.supervisor.childpath import child_environment
 from loopkit.supervisor.claudestream import ClaudeStream, speaks_stream_json
 from loopkit.supervisor.dialogs import Dialogs
@@ -32,6 +33,7 @@ from loopkit.supervisor.pause import guidance_for_agent
 from loopkit.supervisor.runner import describe
 from loopkit.supervisor.stuck_watch import StuckWatch
 from loopkit.supervisor.tasks import current_task, read_tasks
+from loopkit.supervisor.turnwatch import INTERRUPT_GRACE, LiveRecord
 from loopkit.workspace.state import LoopStatus
 
 TYPE_CHECKING = False
@@ -46,7 +48,9 @@ if TYPE_CHECKING:
     from loopkit.escalation.escalator import Result
     from loopkit.supervisor.parts import Parts, Step
     from loopkit.supervisor.runner import Finished
+    from loopkit.supervisor.stuck import Signal
     from loopkit.supervisor.tasks import Tasks
+    from loopkit.supervisor.turnwatch import TurnWatch
 
 log = get_logger("loopkit.supervisor")
 
@@ -71,6 +75,7 @@ class Iteration:
         self._decisions: list[dict[str, Any]] = []  # this iteration's, consumed at its start
         self._asked: str | None = None  # the block seen while the agent ran, if one was
         self._result: AgentResult | None = None  # the agent's result this turn, if it printed one
+        self._runaway: tuple[Signal, str, str | None] | None = None  # stopped in its turn: how
         self._skipped: list[str] = []  # the skipped tasks as last read
         self.stuck = StuckWatch(parts, escalate=self._escalate)  # SPEC section 19
         # The environment children inherit, read once (decoding os.environ is not free).
@@ -283,6 +288,7 @@ class Iteration:
         blocked_path = self.parts.workspace.blocked
         self._asked = None
         self._result = None
+        self._runaway = None
         stopfailure.take(self.parts.workspace.root)  # one left from before is not this turn's
         turn = _TurnMark.now(self.parts.workspace.requests_dir)
         agent = self._agent_turn(loop.agent, log_file)
@@ -319,6 +325,9 @@ class Iteration:
             self.parts.state.status = LoopStatus.BLOCKED
             self.parts.state.open_request = self._asked
             self.parts.save()
+            return CONTINUE
+        if self._runaway is not None:
+            self._stopped_runaway(task, *self._runaway)
             return CONTINUE
         verify: Finished | None = None
         agent_failed = agent.ending == "timeout" or agent.could_not_run
@@ -400,15 +409,10 @@ class Iteration:
         loop = self.parts.config.loop
         watch = self.parts.watch
         keep = resume.OutputTail(log_file)
-        stream: ClaudeStream | None = None
-        if speaks_stream_json(command):
-            if not prompt:
-                raise ConfigError(
-                    f"[loop] {name} reads its prompt on stdin (--input-format stream-json): "
-                    f"set [loop] prompt in {self.parts.workspace.root / 'loopkit.toml'}"
-                )
-            dialogs = Dialogs(self.parts.escalator, str(self.parts.workspace.root))
-            stream = ClaudeStream(prompt, dialogs)
+        stream = self._watch(name, command, prompt)
+        if stream is None:  # a message for the turn becomes a note (said so) meanwhile
+            self.parts.mailbox.turn_started("the agent (its output is no event stream)",
+                                            takes=False)  # fmt: skip
         finished = self._run(
             name,
             command,
@@ -421,14 +425,69 @@ class Iteration:
             conversation=stream,
             linger=AGENT_LINGER,
         )
-        result = stream.result if stream is not None else keep.result()
+        if stream is None:
+            self.parts.mailbox.turn_ended()
+        result = stream.result if isinstance(stream, ClaudeStream) else keep.result()
         self._result = result
+        state = self.parts.state
+        if stream is not None:
+            state.agent_session = stream.session_id or state.agent_session
+            if stream.runaway is not None:
+                self._runaway = (stream.runaway, stream.stopped_by or "?", stream.session_id)
         if result is not None:
-            state = self.parts.state
             state.agent_result = {**result.to_dict(), "iteration": state.iteration}
             state.agent_session = result.session_id or state.agent_session
+        if result is not None or stream is not None:
             self.parts.save()
         return finished, result
+
+    def _watch(self, name: str, command: Command, prompt: str | None) -> TurnWatch | None:
+        """The watch of the agent's run when it streams events (SPEC section 24): an agent
+        that reads stream-json is spoken with (``prompt`` is its turn's message, its dialogs
+        are asked); one that prints events is watched; any other has its output read for a
+        result, as before."""
+        parts = self.parts
+        dialogs = None
+        if speaks_stream_json(command):
+            if not prompt:
+                raise ConfigError(
+                    f"[loop] {name} reads its prompt on stdin (--input-format stream-json): "
+                    f"set [loop] prompt in {parts.workspace.root / 'loopkit.toml'}"
+                )
+            dialogs = Dialogs(parts.escalator, str(parts.workspace.root))
+        stream = stream_for(
+            command,
+            prompt=prompt,
+            dialogs=dialogs,
+            settings=parts.config.stuck,
+            now=parts.clock.monotonic,
+            mailbox=parts.mailbox,
+            redact=parts.redactor.text,
+            iteration=parts.state.iteration,
+            grace=min(INTERRUPT_GRACE, parts.config.loop.kill_grace),
+        )
+        if stream is not None:
+            base = {"pid": os.getpid(), "iteration": parts.state.iteration,
+                    "agent": stream.agent, "command": name}  # fmt: skip
+            stream.live = LiveRecord(parts.workspace, base, parts.clock.monotonic)
+        return stream
+
+    def _stopped_runaway(self, task: str | None, signal: Signal, how: str,
+                         session: str | None) -> None:  # fmt: skip
+        """The agent's turn was stopped inside (same_call, ping_pong, silent): ask, with the
+        evidence; the answer resumes the same session (:func:`resume.plan`)."""
+        if session and self.parts.config.loop.resume is not None:
+            kept = f"the session {session} is kept: your answer resumes it"
+        elif session:
+            kept = (f"its session was {session}; with no [loop] resume your answer goes to a "
+                    "fresh run (LOOPKIT_DECISION)")  # fmt: skip
+        else:
+            kept = "no session was named: your answer goes to a fresh run"
+        # Right below the call itself: BLOCKED.md shows the first lines of the evidence.
+        stopped = f"Stopped with {how}; {kept}"
+        told = replace(signal, context=[*signal.context[:1], stopped, *signal.context[1:]])
+        iteration = self.parts.state.iteration
+        self._escalate(stuck_questions.escalation([told], task=task, iteration=iteration))
 
     def _api_failed(self) -> dict[str, Any] | None:
         """The API failure the agent's turn ended on: read from its own result (the HTTP

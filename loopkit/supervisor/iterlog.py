@@ -17,8 +17,8 @@ from loopkit.redact import LineRedactor
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from io import FileIO
     from pathlib import Path
-    from typing import BinaryIO
 
     from loopkit.redact import Redactor
 
@@ -62,16 +62,18 @@ class IterationLog:
         self._cap = Capped(self._write_file, limit)
         self._lines = LineRedactor(self._cap.write, redactor) if redactor is not None else None
         self.path = folder / f"iteration-{iteration}.log"
-        self._file: BinaryIO | None = None
+        self._file: FileIO | None = None
         self._pending: list[bytes] = []
         self.broken: str | None = None  # why it cannot be written, once known
 
-    def _open(self) -> BinaryIO | None:
+    def _open(self) -> FileIO | None:
         if self._file is None and self.broken is None:
             try:
                 self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                self._file = os.fdopen(fd, "ab")
+                # Unbuffered: each chunk of output is one write, there for `loopkit tail`
+                # at once (a chunk is many lines: the redactor hands them on together).
+                self._file = os.fdopen(fd, "ab", buffering=0)
             except OSError as exc:
                 self.broken = exc.strerror or str(exc)
         return self._file

@@ -14,6 +14,7 @@ import threading
 from typing import Protocol
 
 from loopkit.answering.service import Answering
+from loopkit.answering.telling import FollowUps
 from loopkit.datarecord import record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.inbox.relay.poller import UpdatePoller
@@ -21,6 +22,7 @@ from loopkit.log import get_logger
 from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.locate import Stores
 from loopkit.requests.store import RequestStore
+from loopkit.supervisor.mailbox import Mailbox
 from loopkit.workspace import Workspace
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import LoopStatus, State, StateFile
@@ -123,6 +125,9 @@ class Parts:
         self.watch: FolderWatch | None = None  # while the loop runs
         self._poller: UpdatePoller | None = None
         self._slack: SlackRelay | None = None
+        # Messages for the running turn (SPEC §24): the steering thread posts them, the turn
+        # takes them on the runner's thread.
+        self.mailbox = Mailbox(Workspace.of(config), self.wake)
         self.use(config)
 
     def use(self, config: Config) -> None:
@@ -130,6 +135,7 @@ class Parts:
         self.config = config
         self.workspace = Workspace.of(config)
         self.skipped = SkippedTasks(self.workspace)  # shared with `loopkit unskip`
+
         hub = self._hub if self._hub is not None else self.hubs.for_config(config)
         self.store = RequestStore(self.workspace, hub=hub)  # the one store of this process
         self.stores = Stores(self.hubs.for_config)  # every other registered workspace's
@@ -137,6 +143,7 @@ class Parts:
         # The one door for answers in this process: the relays answer through it, and it
         # tells each of them how a block ended (SPEC §27).
         self.answering = Answering(stores=self.stores, hubs=self.hubs, here=self.store)
+        FollowUps(self.answering)  # the people asked on ntfy, an incident: told once (§29)
         self.escalator = self._escalator_for(config, store=self.store)
         self.runner.kill_grace = config.loop.kill_grace
         self.runner.max_output = config.loop.max_log
@@ -152,8 +159,9 @@ class Parts:
     def phone(self) -> UpdatePoller | None:
         """The Telegram answer poller, when the channel is telegram (started on first use)."""
         channels = self.config.channels
-        if "telegram" not in self.config.escalation.ladder or not (
-            channels.telegram_token and channels.telegram_chat
+        people = [p for p in self.config.escalation.people if p.channel == "telegram"]
+        if "telegram" not in self.config.escalation.channels or not (
+            channels.telegram_token and (channels.telegram_chat or people)
         ):
             return None
         if self._poller is None:
@@ -172,7 +180,7 @@ class Parts:
         """The Slack app's Socket Mode relay, when the channel is slack with ``slack_mode =
         "socket"`` and its settings are there (started on first use)."""
         channels = self.config.channels
-        if "slack" not in self.config.escalation.ladder or not channels.slack_socket:
+        if "slack" not in self.config.escalation.channels or not channels.slack_socket:
             return None
         if not (channels.slack_bot_token and channels.slack_app_token):
             return None
@@ -199,6 +207,8 @@ class Parts:
             self._poller.stop()
         if self._slack is not None:
             self._slack.stop()
+        # Follow-ups claimed for the people asked (SPEC §29) go out before the process ends.
+        self.answering.finish(timeout=self.config.escalation.send_timeout + 2)
 
     def announce(self, record: Request, *, now: bool = False) -> None:
         """Show how a block ended on the phone's (and Slack's) message, whoever ended it: the

@@ -23,6 +23,7 @@ from loopkit.watch.folder import FolderWatch
 from loopkit.workspace.state import LoopStatus
 from loopkit.workspace.steer import (
     Notes,
+    Says,
     Steering,
     control_dir,
     guidance_text,
@@ -56,6 +57,7 @@ class Controls:
         self.parts = parts
         self.steering = Steering(parts.workspace)
         self.notes = Notes(parts.workspace)
+        self.says = Says(parts.workspace)
         self._stop = stop
         self._changed = threading.Event()
         self._done = threading.Event()
@@ -73,6 +75,7 @@ class Controls:
         folder = control_dir(self.parts.workspace)
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.says.folder.mkdir(mode=0o700, exist_ok=True)
         except OSError as exc:
             log.warning("steer_unwatched", msg=f"cannot watch {folder}: {exc.strerror}")
             return self
@@ -89,15 +92,25 @@ class Controls:
             self._thread.join(timeout=5)
 
     def _watch(self) -> None:
-        with FolderWatch([control_dir(self.parts.workspace)], self._changed) as watch:
+        folders = [control_dir(self.parts.workspace), self.says.folder]
+        with FolderWatch(folders, self._changed) as watch:
             while not self._done.is_set():
+                self._messages()  # one given before we watched is taken too
                 self._changed.wait(min(watch.timeout_hint, RECHECK))
                 self._changed.clear()
                 if self._done.is_set():
                     return
                 self._look()
 
+    def _messages(self) -> None:
+        """Messages for the running turn (``loopkit say``): each to the turn, or a note."""
+        for name, note in self.says.take():
+            log.info("say", by=note.by, via=note.via,
+                     msg=f"a message by {note.by} via {note.via}")  # fmt: skip
+            self.parts.mailbox.post(name, note)
+
     def _look(self) -> None:
+        self._messages()
         order = self.steering.latest()
         shown = (order, self.notes.count())
         if shown != self._shown:  # a pause given, a note: the fleet's row says so at once

@@ -15,7 +15,9 @@ Claude's questions need no prompt where the hook defers them (``claude -p``): fi
 for the same call, it hands Claude the answers. A session loopkit speaks with in stream-json
 (:mod:`~loopkit.supervisor.claudestream`) gets the prompt as its turn's message instead of
 on stdin, its questions' answers in it, and a permission dialog's outcome like a gated
-call's. The supervisor's own blocks (verify failures, …) start a fresh run, as before.
+call's. A turn the supervisor stopped inside (a runaway: ``[stuck] same_call``,
+``ping_pong``, ``silent``, SPEC section 24) goes on in its session with the human's words.
+The supervisor's other blocks (verify failures, …) start a fresh run, as before.
 
 A session that does not resume (:func:`not_resumed`) falls back to a fresh ``agent`` run
 with ``LOOPKIT_DECISION``; the iteration says so in the log and in ``status``.
@@ -32,6 +34,7 @@ from loopkit.errors import LoopkitError
 from loopkit.message import fold
 from loopkit.requests.answer import outcome_of
 from loopkit.requests.models import Resolution
+from loopkit.supervisor import stuck
 from loopkit.supervisor.claudestream import speaks_stream_json
 
 TYPE_CHECKING = False
@@ -86,6 +89,10 @@ def _line(record: Request, *, stream: bool = False) -> str | None:
         said = f": {words}" if words else ""
         return f"loopkit: rejected{by}{said}. Do not run `{fold(call, 200)}`; go on without it."
     answer = res.parsed_decision or res.free_text or res.chosen_option or ""
+    if stuck.in_turn(record.trigger):  # loopkit stopped the turn: the human's words, as said
+        said = words or res.free_text or answer
+        return (f"loopkit stopped your last turn: {fold(record.prompt, 160)} The human "
+                f"answered{by}: {said}")  # fmt: skip
     note = f" ({words})" if words and words != answer else ""
     return f'loopkit: the human answered{by} "{fold(record.prompt, 120)}": {answer}{note}'
 
@@ -106,7 +113,10 @@ def plan(
             records.append(store.load(str(decision.get("request_id"))))
         except LoopkitError:
             continue
-    if not records or any(r.raised_by == "supervisor" for r in records):
+    # The supervisor's own blocks start a fresh run — but a turn it stopped inside (a
+    # runaway, SPEC §24) is that session's, and goes on with the human's words.
+    if not records or any(r.raised_by == "supervisor" and not stuck.in_turn(r.trigger)
+                          for r in records):  # fmt: skip
         return None
     bound = [agentresult.session_id((r.gate or {}).get("session")) for r in records]
     session = next((s for s in reversed(bound) if s), None) or last_session

@@ -82,15 +82,32 @@ def argv_of(command: Command) -> list[str]:
 
 
 class Conversation(Protocol):
-    """An agent spoken with on its standard streams (:mod:`~loopkit.supervisor.claudestream`).
+    """An agent whose standard streams loopkit reads — and, with ``writes``, writes
+    (:mod:`~loopkit.supervisor.turnwatch`, :mod:`~loopkit.supervisor.claudestream`).
 
-    The runner calls :meth:`opened` once the child runs, :meth:`received` with each chunk of
-    its stdout as it arrives, and :meth:`closed` when the command has ended — all on the
-    runner's thread, between two waits: each must return soon."""
+    The runner calls :meth:`opened` once the child runs — with its stdin (None unless
+    ``writes``: it reads /dev/null then), where to say things (the console and the log),
+    and how to signal the command's process group —, :meth:`received` with each chunk of its
+    stdout as it arrives, :meth:`output` when it printed on stderr, :meth:`tick` after every
+    wake-up (and by :meth:`due` at the latest), and :meth:`closed` when the command has
+    ended — all on the runner's thread, between two waits: each must return soon. Once
+    ``ending`` is set, the runner stops the command's whole group."""
 
-    def opened(self, stdin: AgentInput, say: Callable[[bytes], None]) -> None: ...
+    writes: bool
+    ending: bool
+
+    def opened(
+        self, stdin: AgentInput | None, say: Callable[[bytes], None],
+        signal_group: Callable[[int], None] | None = None,
+    ) -> None: ...  # fmt: skip
 
     def received(self, chunk: bytes) -> None: ...
+
+    def output(self) -> None: ...
+
+    def due(self) -> float | None: ...
+
+    def tick(self) -> None: ...
 
     def closed(self) -> None: ...
 
@@ -341,6 +358,18 @@ class _Exit:
             self.fd = None
 
 
+def _group(pid: int) -> Callable[[int], None]:
+    """A signal to the command's process group (``pid`` leads it: a new session), as Ctrl-C
+    in a terminal sends SIGINT to its foreground group: the agent gets it whether the
+    command is the agent itself or a shell that runs it."""
+
+    def send(signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signum)
+
+    return send
+
+
 class CommandRunner(Protocol):
     """What the supervisor needs of a runner: :class:`Runner`, or a test's fake — which keeps
     :meth:`Runner.run`'s contract: the same :class:`Finished` for the same ending, the
@@ -438,7 +467,7 @@ class Runner:
         if conversation is not None and ready is not None:
             self._ready, ready = ready, None  # kept for the next command: this one needs pipes
         proc: Child
-        talk: tuple[int, int] | None = None  # our ends of the child's stdin and stdout
+        talk: tuple[int | None, int] | None = None  # our ends of the child's stdin and stdout
         if ready is not None and self._release(ready, argv, cwd, env):
             job, proc, read_fd = ready.job, _Spawned(ready.pid), ready.output
         else:
@@ -448,17 +477,22 @@ class Runner:
             theirs: list[int] = [write_fd]
             pipes: dict[str, int] = {}
             if conversation is not None:
-                stdin_read, stdin_write = os.pipe()
                 stdout_read, stdout_write = os.pipe()
-                theirs += [stdin_read, stdout_write]
-                pipes = {"stdin": stdin_read, "stdout": stdout_write}
-                talk = (stdin_write, stdout_read)
+                theirs.append(stdout_write)
+                pipes = {"stdout": stdout_write}
+                talk = (None, stdout_read)
+                if conversation.writes:
+                    stdin_read, stdin_write = os.pipe()
+                    theirs.append(stdin_read)
+                    pipes["stdin"] = stdin_read
+                    talk = (stdin_write, stdout_read)
             job = self.containment.prepare(argv, env)
             try:
                 proc = spawn(job.argv, cwd=cwd, env=job.env, out=write_fd, **pipes)
             except OSError as exc:
                 for fd in (read_fd, *theirs, *(talk or ())):
-                    os.close(fd)
+                    if fd is not None:
+                        os.close(fd)
                 job.finish()
                 reason = f"{exc.strerror or exc}: {argv[0]!r}"
                 return Finished("not-started", None, 0.0, "", reason)
@@ -478,18 +512,33 @@ class Runner:
                 log_file.write(chunk)
 
             sinks.append(write_log)
+        if conversation is not None:
+            talker = conversation
+
+            def heard(chunk: bytes) -> None:
+                talker.output()
+
+            sinks.append(heard)
         main = _Output(read_fd, sinks)
         output = _Streams(main)
         if conversation is not None and talk is not None:
-            stdin = AgentInput(talk[0])
-            heard = _Output(talk[1], [conversation.received], tail=False)
-            output = _Streams(main, heard, stdin)
-            conversation.opened(stdin, main.emit)
+            stdin = AgentInput(talk[0]) if talk[0] is not None else None
+            heard_out = _Output(talk[1], [conversation.received], tail=False)
+            output = _Streams(main, heard_out, stdin)
+            conversation.opened(stdin, main.emit, _group(proc.pid))
             output.pump()
         exit_ = _Exit(proc, self.wake)
         try:
             ending = self._wait(
-                job, output, exit_, started, timeout, interrupt, interrupt_grace, recheck
+                job,
+                output,
+                exit_,
+                started,
+                timeout,
+                interrupt,
+                interrupt_grace,
+                recheck,
+                conversation,
             )
             if ending == "exited" and linger > 0:
                 self._linger(job, output, linger)
@@ -581,12 +630,15 @@ class Runner:
         interrupt: Callable[[], bool] | None,
         interrupt_grace: float,
         recheck: float | None,
+        conversation: Conversation | None = None,
     ) -> Ending:
         deadline = started + timeout if timeout else None
         interrupt_at: float | None = None
         while True:
             self.wake.clear()
             output.pump()
+            if conversation is not None:
+                conversation.tick()
             if exit_.poll():
                 return "exited"
             now = self.clock()
@@ -596,6 +648,9 @@ class Runner:
             if deadline is not None and now >= deadline:
                 self._terminate(job, output, exit_)
                 return "timeout"
+            if conversation is not None and conversation.ending:
+                self._terminate(job, output, exit_)
+                return "interrupted"
             if interrupt is not None and interrupt_at is None and interrupt():
                 interrupt_at = now + interrupt_grace
             if interrupt_at is not None and now >= interrupt_at:
@@ -604,6 +659,8 @@ class Runner:
             waits = [d - now for d in (deadline, interrupt_at) if d is not None]
             if interrupt is not None and interrupt_at is None and recheck:
                 waits.append(recheck)
+            if conversation is not None and (due := conversation.due()) is not None:
+                waits.append(max(0.0, due - now))
             self._select(output, exit_, min(waits) if waits else None)
 
     def _wait_exit(self, output: _Streams, exit_: _Exit, limit: float | None) -> bool:

@@ -9,11 +9,12 @@ from loopkit import clock
 from loopkit.errors import LoopkitError
 from loopkit.escalation import adoption, blockfile, delivery, evidence, marker
 from loopkit.escalation import dismiss as dismissal
+from loopkit.loops import live_line, said_line
 from loopkit.message import age, fold
 from loopkit.redact import Redactor
 from loopkit.requests.store import RequestStore
 from loopkit.supervisor import stuck
-from loopkit.workspace import Workspace
+from loopkit.workspace import Workspace, live
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import StateFile, SupervisorLock
 from loopkit.workspace.steer import Notes, Steering
@@ -84,6 +85,8 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         "paused_by": paused.line() if (paused := Steering(workspace).paused()) else None,
         "guidance_pending": Notes(workspace).count(),
         "updated_at": state.updated_at,
+        # The agent's running turn (SPEC §24): what it runs now, its last words, …
+        "live": live.read(workspace, holder) if holder and holder > 0 else None,
         "agent": {  # SPEC §18: the agent's own session and its last result
             "session_id": state.agent_session,
             "result": state.agent_result,
@@ -135,18 +138,20 @@ def _block(config: Config, path: Path, record: Request | None) -> dict[str, Any]
     if record.is_open and not record.timed_out_at and since and isinstance(minutes, int | float):
         info["deadline"] = clock.iso_seconds(since + timedelta(minutes=minutes))
     last: dict[str, DeliveryAttempt] = {}
-    for entry in record.delivery:
-        last[str(entry.channel)] = entry
+    for entry in delivery.sends(record):
+        last[f"{entry.channel}\0{entry.person or ''}"] = entry
     info["deliveries"] = [
-        {"channel": e.channel, "ok": e.ok, "at": e.at, "status": e.status, "error": e.error}
+        {"channel": e.channel, "ok": e.ok, "at": e.at, "status": e.status, "error": e.error,
+         **({"person": e.person} if e.person else {})}
         for e in last.values()
-    ]
+    ]  # fmt: skip
     due = delivery.next_due(record, config.escalation, now)
     if due is not None:
         info["next_send"] = {
             "channel": due.channel,
             "at": clock.iso_seconds(due.at),
             "kind": due.kind,
+            **({"person": due.person} if due.person else {}),
         }
     return info
 
@@ -159,6 +164,12 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"task:      {info['task']}")
     lines.append(f"failures:  {info['failures']} of {info['max_verify_failures']}")
     lines.append(f"stuck:     {stuck.describe(info['stuck'])}")
+    running = info.get("live")
+    if running:
+        lines.append(f"live:      {live_line(running, 200)}")
+        said = said_line(running, 200)
+        if said:
+            lines.append(f"           {said}")
     if info["paused_by"]:
         lines.append(f"paused:    {info['paused_by']} (`loopkit resume` goes on)")
     if info["guidance_pending"]:
@@ -186,11 +197,15 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"deadline:  none left (timed out → {info['timeout_action']}: waits)")
     if info["next_send"]:
         send = info["next_send"]
-        lines.append(f"next:      {send['kind']} via {send['channel']} at {send['at'][11:19]} UTC")
+        to = f" to {send['person']}" if send.get("person") else ""
+        lines.append(
+            f"next:      {send['kind']} via {send['channel']}{to} at {send['at'][11:19]} UTC"
+        )
     for entry in info["deliveries"]:
         ok = {True: "sent", False: "failed", None: "in flight"}[entry["ok"]]
         error = f": {entry['error']}" if entry.get("error") else ""
-        lines.append(f"delivery:  {entry['channel']} {ok} at {entry['at']}{error}")
+        to = f" to {entry['person']}" if entry.get("person") else ""
+        lines.append(f"delivery:  {entry['channel']}{to} {ok} at {entry['at']}{error}")
     lines.extend(_agent_lines(info.get("agent") or {}))
     shown = info.get("evidence") or {}
     if shown.get("output"):

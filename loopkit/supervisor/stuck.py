@@ -71,14 +71,26 @@ CRASH_LOOP = "crash_loop"
 TASK_ITERATIONS = "max_task_iterations"
 TASK_TIMEOUT = "task_timeout"
 COST = "max_cost_usd"
+# Inside one turn, read from the agent's event stream (loopkit.supervisor.runaway).
+SAME_CALL = "same_call"
+PING_PONG = "ping_pong"
+SILENT = "silent"
+IN_TURN = (SAME_CALL, PING_PONG, SILENT)
 TRIGGERS = (
     NO_PROGRESS, SAME_ERROR, REPEATED_OUTPUT, CRASH_LOOP, TASK_ITERATIONS, TASK_TIMEOUT, COST,
+    *IN_TURN,
 )  # fmt: skip
 
 
 def request_trigger(name: str) -> str:
     """The ``trigger`` a request raised for signal ``name`` carries: ``stuck-no-progress``."""
     return "stuck-" + name.replace("_", "-")
+
+
+def in_turn(trigger: str | None) -> bool:
+    """Whether a request's ``trigger`` is a runaway stopped inside one turn: its answer
+    resumes the agent's session (SPEC section 24)."""
+    return trigger in {request_trigger(name) for name in IN_TURN}
 
 
 @record(frozen=True, slots=True)
@@ -203,6 +215,9 @@ def thresholds(settings: StuckConfig) -> dict[str, float | None]:
         TASK_ITERATIONS: settings.max_task_iterations or None,
         TASK_TIMEOUT: settings.task_timeout or None,
         COST: settings.max_cost_usd or None,
+        SAME_CALL: settings.same_call or None,
+        PING_PONG: settings.ping_pong or None,
+        SILENT: settings.silent or None,
     }
 
 
@@ -223,8 +238,12 @@ def describe(shown: dict[str, Any]) -> str:
     for name, limit in shown["thresholds"].items():
         if limit is None:
             parts.append(f"{name} off")
-        elif name == TASK_TIMEOUT:
-            parts.append(f"{name} {_span(limit)}")
+        elif name in (TASK_TIMEOUT, SILENT):
+            parts.append(f"{name} {span(limit)}")
+        elif name == SAME_CALL:
+            parts.append(f"{name} {limit:g} in a row")
+        elif name == PING_PONG:
+            parts.append(f"{name} {limit:g} cycles")
         elif name == COST:
             parts.append(f"{name} {now[COST]} of ${limit:.2f}")
         else:
@@ -322,10 +341,10 @@ class Detector:
                     TASK_TIMEOUT,
                     spent,
                     timeout,
-                    f"{_span(spent)} on {on} (task_timeout = {_span(timeout)})",
+                    f"{span(spent)} on {on} (task_timeout = {span(timeout)})",
                     [
-                        f"Budget: [stuck] task_timeout = {_span(timeout)}",
-                        f"On this task since {c.task_started} ({_span(spent)})",
+                        f"Budget: [stuck] task_timeout = {span(timeout)}",
+                        f"On this task since {c.task_started} ({span(spent)})",
                     ],
                     [f"{c.task_iterations} agent runs on this task"],
                 )
@@ -635,7 +654,8 @@ def block_ended(c: Counters) -> list[str]:
     return names
 
 
-def _span(seconds: float) -> str:
+def span(seconds: float) -> str:
+    """``seconds`` for a human: ``45 s``, ``12 min``, ``1 h 05 min``."""
     minutes = int(seconds // 60)
     if minutes < 1:
         return f"{seconds:.0f} s"

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 # The most specific first: it becomes the question.
 ORDER = (
+    stuck.SAME_CALL,
+    stuck.PING_PONG,
+    stuck.SILENT,
     stuck.COST,
     stuck.CRASH_LOOP,
     stuck.SAME_ERROR,
@@ -120,4 +123,6 @@ def _amount(signal: stuck.Signal) -> str:
         return f"${signal.count:.2f} of ${signal.threshold:.2f}"
     if signal.trigger == stuck.TASK_TIMEOUT:
         return f"{signal.count / 60:.0f} of {signal.threshold / 60:.0f} min"
+    if signal.trigger == stuck.SILENT:
+        return f"{stuck.span(signal.count)} of {stuck.span(signal.threshold)}"
     return f"{signal.count:g} of {signal.threshold:g}"

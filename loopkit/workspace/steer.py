@@ -252,3 +252,126 @@ def write_guidance(workspace: Workspace, notes: list[Note]) -> None:
         return
     data = {"guidance": guidance_text(notes), "notes": [_document(n) for n in notes]}
     atomicfile.write_json(path, data, mode=0o600)
+
+
+# --- messages for the running turn (SPEC §24) ----------------------------------------------
+
+
+@record(frozen=True, slots=True)
+class Said:
+    """Where a message went: ``turn`` (written into the agent's running turn) or ``guidance``
+    (a note for its next run: no turn ran, or the agent takes no input mid-turn), with the
+    agent and session it reached and when."""
+
+    outcome: str
+    at: str
+    agent: str | None = None
+    session_id: str | None = None
+    iteration: int | None = None
+    why: str | None = None  # why it became guidance
+
+    def line(self, where: str) -> str:
+        """What the human is told."""
+        if self.outcome == "turn":
+            session = f", session {self.session_id}" if self.session_id else ""
+            agent = self.agent or "the agent"
+            return (f"{where}: delivered into the running turn ({agent}{session}, "
+                    f"iteration {self.iteration})")  # fmt: skip
+        why = f" ({self.why})" if self.why else ""
+        if self.outcome == "lost":
+            return f"{where}: not delivered{why}; say it again, or `loopkit note` it"
+        return f"{where}: noted for its next agent run{why}"
+
+
+class Says:
+    """``.loopkit/control/say/``: messages for the agent's running turn (``loopkit say``),
+    and ``control/said/``: where each went.
+
+    Whoever gives one writes ``say/<ns>-<random>.json`` (``{"text", "by", "via", "at"}``); the
+    supervisor takes it (:meth:`take`: the file is removed first, so a message is taken once),
+    hands it to the running turn or makes it a note, and writes ``said/<name>`` (:class:`Said`)
+    for the giver to read (:meth:`outcome`). A giver that hears nothing in time withdraws its
+    message (:meth:`withdraw`: the same removal, so exactly one of the two gets it)."""
+
+    KEEP_ANSWERS = 24 * 3600.0  # seconds an answer nobody read is kept
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.folder = control_dir(workspace) / "say"
+        self.answers = control_dir(workspace) / "said"
+
+    def give(self, text: str, *, by: str, via: str) -> str:
+        """Write a message; its name (what :meth:`outcome` and :meth:`withdraw` take)."""
+        text = text.strip()
+        if not text:
+            raise UsageError("an empty message: say what the agent should hear, e.g. "
+                             "`loopkit say \"stop editing the migrations\"`")  # fmt: skip
+        import secrets  # only a message's writer needs it
+
+        name = f"{time.time_ns():020d}-{secrets.token_hex(4)}.json"
+        note = Note(text[:MAX_NOTE], by, via, clock.iso_millis())
+        try:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            atomicfile.write_json(self.folder / name, _document(note), mode=0o600, durable=False)
+        except OSError as exc:
+            raise WorkspaceError(atomicfile.failure(exc, self.folder / name)) from None
+        record_event(self.workspace, "say_given", f"a message by {by} via {via}", by=by, via=via,
+                     at=note.at)  # fmt: skip
+        return name
+
+    def take(self) -> list[tuple[str, Note]]:
+        """Every message waiting, oldest first, each removed before it is returned."""
+        try:
+            names = sorted(n for n in os.listdir(self.folder)
+                           if n.endswith(".json") and not n.startswith("."))  # fmt: skip
+        except OSError:
+            return []
+        taken = []
+        for name in names:
+            path = self.folder / name
+            note = _note(path)
+            try:
+                os.unlink(path)
+            except OSError:
+                continue  # withdrawn meanwhile
+            if note is not None:
+                taken.append((name, note))
+        return taken
+
+    def withdraw(self, name: str) -> bool:
+        """Take the message back: True when nobody had taken it."""
+        try:
+            os.unlink(self.folder / name)
+        except OSError:
+            return False
+        return True
+
+    def answer(self, name: str, said: Said) -> None:
+        """Say where message ``name`` went (answers older than a day, never read, go)."""
+        with contextlib.suppress(OSError):
+            self.answers.mkdir(mode=0o700, parents=True, exist_ok=True)
+            cutoff = time.time() - self.KEEP_ANSWERS
+            for old in os.listdir(self.answers):
+                with contextlib.suppress(OSError):
+                    if os.lstat(self.answers / old).st_mtime < cutoff:
+                        os.unlink(self.answers / old)
+            document = {k: v for k, v in asdict(said).items() if v is not None}
+            atomicfile.write_json(self.answers / name, document, mode=0o600, durable=False)
+
+    def outcome(self, name: str) -> Said | None:
+        """Where message ``name`` went, once the supervisor said (the answer is removed)."""
+        path = self.answers / name
+        try:
+            data: Any = readfile.json_document(readfile.read_text(path))
+        except (OSError, ValueError):
+            return None
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        try:
+            iteration = data.get("iteration")
+            return Said(str(data["outcome"]), str(data["at"]), data.get("agent"),
+                        data.get("session_id"),
+                        iteration if isinstance(iteration, int) else None,
+                        data.get("why"))  # fmt: skip
+        except (KeyError, AttributeError):
+            return None

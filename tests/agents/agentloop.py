@@ -36,6 +36,34 @@ def agent_env(home: Path, binary: Path, refusing: int, **extra: str) -> dict[str
     return env
 
 
+def claude_workspace(ws: Path, home: Path, binary: Path, refusing: int, api: Any,
+                     **extra: str) -> Loop:  # fmt: skip
+    """``loopkit init --agent claude`` in a git workspace with a task and a build folder; the
+    fake API's address and key in the environment (``ANTHROPIC_BASE_URL``)."""
+    env = agent_env(
+        home, binary, refusing,
+        ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY=api.api_key,
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+        DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1", IS_SANDBOX="1",
+        **extra,
+    )  # fmt: skip
+    home.mkdir(exist_ok=True)
+    loop = Loop(ws, env)
+    (loop.ws / "TASKS.md").write_text(TASKS)
+    (loop.ws / "build").mkdir()
+    (loop.ws / "build" / "out.o").write_text("old\n")
+    done = loop.lk("init", "--agent", "claude", "--task-file", "TASKS.md")
+    assert done.returncode == 0, done.stderr
+    loop.setting("pause", '"0s"')
+    loop.git("add", "-A")
+    loop.git("commit", "-qm", "start")
+    return loop
+
+
+TASKS = "- [ ] clean the build\n"
+TICKED = "- [x] clean the build\n"
+
+
 class Loop:
     """A git workspace set up by ``loopkit init --agent …``, run as a user would."""
 
@@ -68,6 +96,32 @@ class Loop:
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return self.lk("run", "--exit-on-block", *args, timeout=timeout)
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """``loopkit run ARGS`` in the background, its output in ``run.out`` beside the
+        workspace (read it with :meth:`output`)."""
+        out = open(self.ws.parent / "run.out", "w")  # noqa: SIM115 (the child holds it)
+        try:
+            return subprocess.Popen([str(LOOPKIT), "-C", str(self.ws), "run", *args],
+                                    env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                    text=True)  # fmt: skip
+        finally:
+            out.close()
+
+    def output(self) -> str:
+        return (self.ws.parent / "run.out").read_text()
+
+    def ps(self) -> dict[str, Any]:
+        """This loop's row in ``loopkit ps --json`` (empty before its first run registers it)."""
+        done = self.lk("ps", "--json")
+        assert done.returncode == 0, done.stderr
+        rows = [r for r in json.loads(done.stdout) if r["workspace"] == str(self.ws)]
+        return rows[0] if rows else {}
+
+    def running_call(self) -> dict[str, Any] | None:
+        """``ps``'s row once it shows a tool call running in the agent's turn, else None."""
+        row = self.ps()
+        return row if (row.get("live") or {}).get("tool") else None
 
     def requests(self) -> list[dict[str, Any]]:
         folder = self.ws / "requests"

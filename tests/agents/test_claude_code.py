@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentloop import Loop, agent_env
+from agentloop import TASKS, TICKED, Loop, agent_env, claude_workspace
 from anthropic_api import AnthropicApi
 from wire import Call, Fail, Say
 
-TASKS = "- [ ] clean the build\n"
-TICKED = "- [x] clean the build\n"
 GATED = "rm -rf build"
 DIALOG = "sh -c 'echo postgres > db.txt'"  # acceptEdits asks before it (a plain echo it allows)
 
@@ -32,29 +30,13 @@ def bash(command: str, description: str = "a step") -> tuple[str, dict[str, Any]
 def claude_loop(tmp_path: Path, claude_cli: Path, refusing_port: int) -> Any:
     """``loopkit init --agent claude`` in a git workspace with a task and a build folder; the
     fake API's address and key in the environment (``ANTHROPIC_BASE_URL``)."""
-
     made: list[Loop] = []
 
     def make(api: AnthropicApi, **extra: str) -> Loop:
-        env = agent_env(
-            tmp_path / "home", claude_cli, refusing_port,
-            ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY=api.api_key,
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-            DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1", IS_SANDBOX="1",
-            **extra,
-        )  # fmt: skip
-        (tmp_path / "home").mkdir(exist_ok=True)
-        loop = Loop(tmp_path / f"shop{len(made) or ''}", env)
-        made.append(loop)
-        (loop.ws / "TASKS.md").write_text(TASKS)
-        (loop.ws / "build").mkdir()
-        (loop.ws / "build" / "out.o").write_text("old\n")
-        done = loop.lk("init", "--agent", "claude", "--task-file", "TASKS.md")
-        assert done.returncode == 0, done.stderr
-        loop.setting("pause", '"0s"')
-        loop.git("add", "-A")
-        loop.git("commit", "-qm", "start")
-        return loop
+        ws = tmp_path / f"shop{len(made) or ''}"
+        made.append(claude_workspace(ws, tmp_path / "home", claude_cli, refusing_port, api,
+                                     **extra))  # fmt: skip
+        return made[-1]
 
     return make
 

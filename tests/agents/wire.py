@@ -59,6 +59,22 @@ class Fail:
     retry_after: str | None = None
 
 
+@dataclass
+class Repeat:
+    """The model makes ``calls`` again and again, in turn (one a response: ``[a]`` is the
+    same call each time, ``[a, b]`` an alternation), until a request carries ``until`` — the
+    words loopkit resumes a stopped turn with — and the script goes on."""
+
+    calls: list[Call]
+    until: str
+    made: int = 0
+
+    def next(self) -> Call:
+        call = self.calls[self.made % len(self.calls)]
+        self.made += 1
+        return call
+
+
 Step = Call | Say | Fail
 
 
@@ -93,8 +109,8 @@ class Api:
 
     name = "api"
 
-    def __init__(self, script: list[Step] | None = None) -> None:
-        self.script: list[Step] = list(script or [])
+    def __init__(self, script: list[Step | Repeat] | None = None) -> None:
+        self.script: list[Step | Repeat] = list(script or [])
         self.seen: list[Seen] = []
         self.unforeseen: list[Seen] = []
         self.rejected: list[tuple[Seen, str]] = []
@@ -141,8 +157,15 @@ class Api:
 
     def next_step(self, seen: Seen) -> Step | None:
         """The script's next step for a turn of the agent's loop (a :class:`Fail` stays at
-        the head until it has been answered ``times`` times)."""
+        the head until it has been answered ``times`` times, a :class:`Repeat` until a
+        request carries its words)."""
         with self.lock:
+            head = self.script[0] if self.script else None
+            if isinstance(head, Repeat):
+                if head.until not in json.dumps(seen.body, ensure_ascii=False):
+                    seen.step = head.next()
+                    return seen.step
+                self.script.pop(0)
             if not self.script:
                 self.unforeseen.append(seen)
                 return None

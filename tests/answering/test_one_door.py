@@ -126,3 +126,26 @@ def test_an_unconfirmed_p0_approval_records_nothing(ws: Path) -> None:
                        confirmed=True)  # fmt: skip
     assert isinstance(done, Answered) and done.record.resolution is not None
     assert done.record.resolution.outcome == "approved"
+
+
+def test_telling_under_way_ends_before_the_process_does(ws: Path) -> None:
+    """A follow-up claimed in the record and cut off by the process's exit would be told by
+    nobody (SPEC §29): ``finish`` waits for the background telling, within its bound."""
+    store, request_id = raise_block(ws)
+    service = Answering(stores=Stores(), hubs=Hubs(), here=store)
+    release, shown = threading.Event(), threading.Event()
+
+    class Slow:
+        via = "slow"
+
+        def show_outcome(self, record: Request) -> None:
+            release.wait(10)
+            shown.set()
+
+    service.add_teller(Slow())
+    service.answer(request_id, "A", Answerer(by="ana", via="cli"), confirmed=True)
+    service.finish(timeout=0.05)  # bounded: it does not wait past its time
+    assert not shown.is_set()
+    release.set()
+    service.finish(timeout=10)
+    assert shown.is_set()

@@ -161,7 +161,7 @@ def test_unknown_channel_is_a_config_error_listing_valid_names() -> None:
     assert "'nope'" in text
     for name in ("telegram", "slack", "dial", "none"):
         assert name in text
-    assert set(CHANNELS) == {"telegram", "slack", "dial", "apprise", "none"}
+    assert set(CHANNELS) == {"telegram", "slack", "dial", "apprise", "ntfy", "pagerduty", "none"}
 
 
 @pytest.mark.parametrize(

@@ -125,7 +125,7 @@ def test_init_adds_missing_lines_to_an_existing_config_and_keeps_the_rest(ws: Pa
     assert done.returncode == 0, done.stderr
     text = (ws / "loopkit.toml").read_text()
     assert text.startswith(
-        '# my loop\n[loop] # the loop\nagent = "codex exec --sandbox workspace-write '
+        '# my loop\n[loop] # the loop\nagent = "codex exec --json --sandbox workspace-write '
         "--add-dir .git "
     )
     assert text.endswith('verify = "pytest -q"  # fast\n\n[escalation]\nchannel = "none"\n')

@@ -40,7 +40,11 @@ def test_the_loops_page_steers_a_running_loop(phone: Page, serve: Serve, tmp_pat
     setup(docs, 'done = ["true"]', verify="echo '12 passed'\n")
     assert loopkit("-C", str(docs), "run").returncode == 0  # finished
     shop = _folder(tmp_path, "shop-api")
-    setup(shop, 'pause = "0.2s"', agent=AGENT + "sleep 0.3\n", verify="echo '48 passed'\n")
+    # A healthy loop: each run adds a module (new ground, SPEC §25), so nothing asks.
+    working = (
+        AGENT + 'echo "def step(): return $LOOPKIT_ITERATION" > "step_$LOOPKIT_ITERATION.py"\n'
+    )
+    setup(shop, 'pause = "0.2s"', agent=working + "sleep 0.3\n", verify="echo '48 passed'\n")
     with Daemon(shop) as daemon:
         daemon.wait_state(status="running")
         phone.goto(f"{serve.base}/loops?token={serve.token}")
@@ -67,13 +71,13 @@ def test_the_loops_page_steers_a_running_loop(phone: Page, serve: Serve, tmp_pat
         card.get_by_role("button", name="Resume").click()
         expect(phone.get_by_role("status")).to_contain_text("shop-api: resumed")
         wait_until(lambda: daemon.state().get("status") == "running", what="resumed")
-        # A note from the page reaches the next agent run.
+        # A message from the page: the agent takes none mid-turn, so its next run gets it.
         card = _card(phone, "shop-api")
         card.locator("summary").click()
-        send = card.get_by_role("button", name="Send note").bounding_box()
+        send = card.get_by_role("button", name="Send message").bounding_box()
         assert send is not None and send["height"] >= 44
         card.locator("textarea").fill("use the staging database")
-        card.get_by_role("button", name="Send note").click()
+        card.get_by_role("button", name="Send message").click()
         expect(phone.get_by_role("status")).to_contain_text("noted for its next agent run")
         wait_until(lambda: not list((shop / ".loopkit" / "control" / "notes").iterdir()),
                    what="the note taken by the next agent run")  # fmt: skip

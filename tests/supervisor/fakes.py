@@ -137,12 +137,15 @@ class FakeInput:
 
     written: bytearray = field(default_factory=bytearray)
     closed: bool = False
+    closing: bool = False  # as AgentInput: closed by the conversation
+    broken: bool = False  # as AgentInput: the agent closed its end
 
     def write(self, data: bytes) -> None:
-        self.written += data
+        if not self.closing:
+            self.written += data
 
     def close(self) -> None:
-        self.closed = True
+        self.closed = self.closing = True
 
 
 @dataclass
@@ -156,6 +159,7 @@ class FakeRunner:
     wake: Wake = field(default_factory=Wake)
     stop: threading.Event = field(default_factory=threading.Event)
     calls: list[Call] = field(default_factory=list)
+    inputs: list[FakeInput] = field(default_factory=list)  # each conversation's stdin
 
     def names(self) -> list[str]:
         return [call.name for call in self.calls]
@@ -195,7 +199,8 @@ class FakeRunner:
         output = play.output.encode()
         if conversation is not None:  # its output is the agent's stdout: events
             said: list[bytes] = []
-            conversation.opened(FakeInput(), said.append)  # type: ignore[arg-type]
+            self.inputs.append(FakeInput())
+            conversation.opened(self.inputs[-1], said.append)  # type: ignore[arg-type]
             conversation.received(output)
             conversation.closed()
             output = b"".join(said)

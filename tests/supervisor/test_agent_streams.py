@@ -87,10 +87,22 @@ def test_the_conversation_gets_stdout_and_writes_stdin_and_stderr_goes_to_the_lo
 
 def test_an_agent_that_never_reads_its_stdin_stalls_nothing(tmp_path: Path) -> None:
     class Flood:
-        def opened(self, stdin: AgentInput, say: Any) -> None:
+        writes = True
+        ending = False
+
+        def opened(self, stdin: AgentInput, say: Any, signal_group: Any = None) -> None:
             stdin.write(b"x" * (4 << 20))  # far more than a pipe holds
 
         def received(self, chunk: bytes) -> None:
+            pass
+
+        def output(self) -> None:
+            pass
+
+        def due(self) -> float | None:
+            return None
+
+        def tick(self) -> None:
             pass
 
         def closed(self) -> None:

@@ -225,3 +225,24 @@ def test_zero_turns_a_trigger_off(ws: Path, name: str) -> None:
     sup = supervisor(loop_config(ws, stuck=stuck), clock, runner, max_iterations=8)
     assert sup.run() == EXIT_OK
     assert not list(sup.parts.store.all())
+
+
+def test_max_cost_counts_the_results_of_an_agent_spoken_with_in_stream_json(ws: Path) -> None:
+    """Claude Code in stream-json: its output shown is text, its cost is in the result event
+    (the tail alone never carried it: such a loop spent without limit)."""
+    agent = "claude -p --input-format stream-json --output-format stream-json"
+
+    def claude(call: Call) -> Run:
+        events = [{"type": "system", "subtype": "init", "session_id": "s-1"},
+                  {"type": "result", "subtype": "success", "is_error": False, "num_turns": 2,
+                   "total_cost_usd": 0.4, "session_id": "s-1"}]  # fmt: skip
+        return Run(output="".join(json.dumps(e) + "\n" for e in events), does=writes)
+
+    clock = FakeClock()
+    runner = FakeRunner(clock, {agent: claude, "verify": Run()})
+    config = loop_config(ws, stuck=StuckConfig(max_cost_usd=1.0), agent=agent, prompt="go on")
+    sup = supervisor(config, clock, runner, exit_on_block=True, max_iterations=20)
+    assert sup.run() == EXIT_BLOCKED
+    record = the_block(sup, ws)
+    assert runner.names().count(agent) == 3
+    assert record.trigger == "stuck-max-cost-usd"

@@ -8,10 +8,12 @@ named ``machine:repo``. An unknown, missing or ambiguous repo is answered with t
 loops. Every command is recorded with who (the Telegram user), via ``telegram`` and when,
 as the CLI's and the inbox's are (:mod:`loopkit.loops`).
 
-Guidance: a message starting ``@repo`` is a note for that loop's next agent run; so is a
-reply to a message the bot sent about one loop (its answer to ``/pause``, ``/resume``,
-``/stop`` or an earlier note) — those messages are remembered, by id, in
-``LOOPKIT_HOME/telegram/loop-messages.json`` (the newest :data:`REMEMBERED`).
+Messages: a message starting ``@repo`` goes to that loop's agent — into its running turn
+where the agent takes input mid-turn, else as a note for its next run (SPEC §24; the answer
+says which); so does a reply to a message the bot sent about one loop (its answer to
+``/pause``, ``/resume``, ``/stop`` or an earlier message) — those messages are remembered,
+by id, in ``LOOPKIT_HOME/telegram/loop-messages.json`` (the newest :data:`REMEMBERED`).
+``/loops`` shows each running turn: the call it runs and since when.
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ class LoopCommands:
         command = COMMANDS.get(name)
         if command is None:
             self._tell("Commands: /loops, /pause <repo>, /resume <repo>, /stop <repo>; "
-                       "@<repo> <text> is a note for its next agent run.", message_id)  # fmt: skip
+                       "@<repo> <text> goes to its agent: into the running turn where it "
+                       "takes one, else as a note for its next run.", message_id)  # fmt: skip
             return
         loop = self._one(rest.strip(), found, message_id)
         if loop is None:
@@ -109,10 +112,10 @@ class LoopCommands:
                        "name", message_id)  # fmt: skip
             return
         try:
-            told = loops.note(loop, text, by=sender.by, via="telegram", fleet=self.fleet)
+            told = loops.say(loop, text, by=sender.by, via="telegram", fleet=self.fleet)
         except LoopkitError as exc:
-            told = f"{loop.where}: not noted: {exc}"
-        log.info("telegram_note", by=sender.by, msg=f"telegram: {told}")
+            told = f"{loop.where}: not delivered: {exc}"
+        log.info("telegram_say", by=sender.by, msg=f"telegram: {told}")
         self._tell(told, message_id, about=loop)
 
     def _one(self, name: str, found: list[Loop], message_id: Any) -> Loop | None:
@@ -165,11 +168,12 @@ def _listing(found: list[Loop]) -> str:
         name = loops.address(one) if one.repo in shared else one.repo
         on = f" (on {one.machine})" if one.machine and one.repo not in shared else ""
         extra = f" · ${one.spend_usd:.2f} spent" if one.spend_usd is not None else ""
+        extra += f" · {loops.live_line(one.live, 60)}" if one.live else ""
         extra += f" · Q: {fold(one.question, 60)}" if one.question else ""
         extra += " · pause pending" if one.paused_by and one.state != "paused" else ""
         lines.append(f"- {name}{on}: {one.state}, iteration {one.iteration}"
                      f"{' · ' + since if since else ''}{extra}")  # fmt: skip
-    tail = "/pause <repo> · /resume <repo> · /stop <repo> · @<repo> <note>"
+    tail = "/pause <repo> · /resume <repo> · /stop <repo> · @<repo> <message>"
     if sum(len(line) + 1 for line in [*lines, tail]) > MAX_LISTING:
         kept: list[str] = []
         for line in lines:  # Telegram refuses a message over 4096 characters

@@ -120,7 +120,8 @@ class UpdatePoller(LeasedThread):
         ``settings`` name)."""
         bot = BotApi(settings, client=client)
         answering = answering or Answering(stores=stores, hubs=hubs, here=here)
-        router = Router(bot, TelegramAllowed.of(settings), answering=answering)
+        allowed = TelegramAllowed.of(settings, people_chats(stores, here))
+        router = Router(bot, allowed, answering=answering)
         return cls(
             settings,
             router,
@@ -293,3 +294,21 @@ def update_key(update: dict[str, Any]) -> str:
         chat_id = chat.get("id") if isinstance(chat, dict) else None
         return f"{update['update_id']}:m:{chat_id}:{message.get('message_id')}"
     return f"{update['update_id']}"
+
+
+def people_chats(stores: Stores, here: RequestStore | None = None) -> Callable[[], frozenset[str]]:
+    """The chats of the people on Telegram (``[[escalation.people]]``) of ``here``'s and
+    every registered workspace, read when an update comes (SPEC §29: a person is asked in
+    their own chat)."""
+
+    def chats() -> frozenset[str]:
+        found: set[str] = set()
+        for store in stores.all(here):
+            try:
+                people = stores.place(store.workspace.root).config.escalation.people
+            except LoopkitError:
+                continue
+            found |= {p.address for p in people if p.channel == "telegram" and p.address}
+        return frozenset(found)
+
+    return chats

@@ -11,7 +11,7 @@ goes. Who may answer is :class:`~loopkit.answering.who.TelegramUser`'s to say.
 
 from __future__ import annotations
 
-from loopkit.answering.who import Answerer, TelegramUser
+from loopkit.answering.who import Answerer, TelegramUser, same_chat
 from loopkit.channels.telegram import (
     CALLBACK_DATA_MAX,
     CONFIRM,
@@ -25,6 +25,7 @@ from loopkit.inbox.relay.senders import (
     outcome_line,
     sender_of,
     telegram_message_id,
+    telegram_messages,
 )
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
@@ -43,6 +44,20 @@ if TYPE_CHECKING:
     from loopkit.requests.store import RequestStore
 
 log = get_logger("loopkit.phone")
+
+
+def _chat(message: dict[str, Any]) -> dict[str, Any]:
+    chat = message.get("chat")
+    return chat if isinstance(chat, dict) else {}
+
+
+def _chat_id(message: dict[str, Any]) -> Any:
+    chat = message.get("chat")
+    return chat.get("id") if isinstance(chat, dict) else None
+
+
+def _has_people(record: Request) -> bool:
+    return any(entry.person for entry in record.delivery)
 
 
 def parse_button(data: Any) -> tuple[str, int, bool] | None:
@@ -123,10 +138,11 @@ class Router(AnswerRouter):
         if target is None:
             self._ack(query_id, "unknown request")
             return
-        sent_as = telegram_message_id(target)
-        if index >= min(len(target.options), len(LETTERS)) or (
-            sent_as is not None and sent_as != message.get("message_id")
-        ):
+        sent = self._messages(target)  # (chat, message id): message ids count per chat
+        chat_of = _chat(message)
+        tapped = message.get("message_id")
+        sent_as = next((m for c, m in sent if m == tapped and same_chat(chat_of, c)), None)
+        if index >= min(len(target.options), len(LETTERS)) or (sent and sent_as is None):
             # A forged button: an index the request does not offer, or another request's
             # id riding on this block's message.
             self._ack(query_id, "unknown button")
@@ -140,12 +156,14 @@ class Router(AnswerRouter):
             self._ack(query_id, "unknown button")
             return
         decided = self.decide(request_id, reply, who, confirmed=confirmed)
+        chat = _chat_id(message)
         if decided.confirm is not None:
-            self._ask_again(decided.confirm, query_id=query_id)
+            self._ask_again(decided.confirm, query_id=query_id, chat=chat, sent_as=sent_as)
         elif decided.answered is None:
             self._ack(query_id, decided.already or "unknown request")
         else:
-            self._ack(query_id, outcome_line(decided.answered.record))
+            said = outcome_line(decided.answered.record, self.via)
+            self._ack(query_id, f"{said}\n{decided.caveat}" if decided.caveat else said)
             self.show_outcome(decided.answered.record, message.get("text"))
 
     def _text(self, message: dict[str, Any]) -> None:
@@ -166,7 +184,7 @@ class Router(AnswerRouter):
             if allowed and not self.loop_commands.addressed(
                 text, sender, message.get("message_id")
             ):
-                self._plain(text, who, message.get("message_id"))
+                self._plain(text, who, message.get("message_id"), _chat_id(message))
             return
         if not allowed:
             log.warning(
@@ -175,7 +193,7 @@ class Router(AnswerRouter):
                 msg=f"telegram: ignored a reply from {sender.by}: not allowed",
             )
             return
-        record = self._request_for_message(replied.get("message_id"))
+        record = self._request_for_message(replied.get("message_id"), _chat(message))
         if record is None and self.loop_commands.replied(
             replied.get("message_id"), text, sender, message.get("message_id")
         ):
@@ -187,17 +205,29 @@ class Router(AnswerRouter):
             )
             return
         decided = self.decide(record.request_id, text, who, confirmed=False)
-        self._decided(decided, message.get("message_id"), replied.get("text"))
+        chat = _chat_id(message)
+        self._decided(decided, message.get("message_id"), replied.get("text"), chat=chat,
+                      sent_as=replied.get("message_id"))  # fmt: skip
 
-    def _decided(self, decided: Decided, answer_to: Any, original: Any = None) -> None:
+    def _decided(
+        self,
+        decided: Decided,
+        answer_to: Any,
+        original: Any = None,
+        *,
+        chat: Any = None,
+        sent_as: Any = None,
+    ) -> None:
         """A typed reply's outcome in the chat: the block's message edited, a second tap
         asked for, or "already resolved …" in reply to the human's message."""
         if decided.confirm is not None:
-            self._ask_again(decided.confirm, answer_to=answer_to)
+            self._ask_again(decided.confirm, answer_to=answer_to, chat=chat, sent_as=sent_as)
         elif decided.answered is not None:
             self.show_outcome(decided.answered.record, original)
+            if decided.caveat:
+                self._tell(decided.caveat, answer_to=answer_to, chat=chat)
         elif decided.already and decided.record is not None:
-            self._tell(decided.already, answer_to=answer_to)
+            self._tell(decided.already, answer_to=answer_to, chat=chat)
 
     def _open_blocks(self) -> list[tuple[Request, RequestStore]]:
         """Every open block sent to this chat, across the machine's workspaces."""
@@ -206,11 +236,11 @@ class Router(AnswerRouter):
             for _, record in store.all():
                 if not (isinstance(record, Request) and record.is_open and record.has_own_block):
                     continue
-                if telegram_message_id(record) is not None:
+                if self._messages(record):
                     found.append((record, store))
         return found
 
-    def _plain(self, text: str, who: Answerer, message_id: Any = None) -> None:
+    def _plain(self, text: str, who: Answerer, message_id: Any = None, chat: Any = None) -> None:
         """A message that replies to nothing: it answers the open block when exactly one is
         open across the machine; with several, the bot lists them and says how to answer."""
         blocks = self._open_blocks()
@@ -218,7 +248,7 @@ class Router(AnswerRouter):
             record, _ = blocks[0]
             decided = self.decide(record.request_id, text, who, confirmed=False)
             if decided.already is None:
-                self._decided(decided, message_id)
+                self._decided(decided, message_id, chat=chat)
             return
         if not blocks:
             log.info("telegram_chatter", msg="telegram: a message, and no block is open")
@@ -233,14 +263,23 @@ class Router(AnswerRouter):
         """This workspace's store first, then every other registered workspace's."""
         return self.answering.stores.all(self.answering.here)
 
-    def _request_for_message(self, message_id: Any) -> Request | None:
+    def _request_for_message(self, message_id: Any, chat: dict[str, Any]) -> Request | None:
+        """The request whose message (in ``chat``: message ids count per chat) is this."""
         if not isinstance(message_id, int):
             return None
         for store in self._stores():
             for _, record in store.all():
-                if isinstance(record, Request) and telegram_message_id(record) == message_id:
+                if isinstance(record, Request) and any(
+                    m == message_id and same_chat(chat, c) for c, m in self._messages(record)
+                ):
                     return record
         return None
+
+    def _messages(self, record: Request) -> list[tuple[str, int]]:
+        """The block's messages on Telegram: (chat, message id) — each person's in their
+        chat (SPEC §29), else in the configured chat."""
+        people = self.answering.people_for(record.request_id) if _has_people(record) else ()
+        return telegram_messages(record, people, self.chat)
 
     def _ack(self, query_id: Any, text: str) -> None:
         if query_id is not None:
@@ -248,7 +287,15 @@ class Router(AnswerRouter):
                 "answerCallbackQuery", {"callback_query_id": query_id, "text": fold(text, 190)}
             )
 
-    def _ask_again(self, confirm: Confirm, *, query_id: Any = None, answer_to: Any = None) -> None:
+    def _ask_again(
+        self,
+        confirm: Confirm,
+        *,
+        query_id: Any = None,
+        answer_to: Any = None,
+        chat: Any = None,
+        sent_as: Any = None,
+    ) -> None:
         """An irreversible approval takes two taps (SPEC §16): nothing is recorded. The
         block's message is edited to end with "Approve <the command>? This cannot be
         undone." and its Approve button becomes "Yes, approve" (``<id>:<index>:confirm``);
@@ -271,10 +318,11 @@ class Router(AnswerRouter):
                         "callback_data": data,
                     }
                     offered = True
-        message_id = telegram_message_id(record)
-        if offered and message_id is not None and self.chat:
+        message_id = sent_as if isinstance(sent_as, int) else telegram_message_id(record)
+        where = chat if chat is not None else self.chat
+        if offered and message_id is not None and where:
             how = "Tap “Yes, approve” under the question to confirm."
-            edited = {"chat_id": self.chat, "message_id": message_id,
+            edited = {"chat_id": where, "message_id": message_id,
                       "text": f"{message.text}\n\n{question}", "reply_markup": markup}  # fmt: skip
             self.bot.try_call("editMessageText", edited)
         else:  # no button can carry it (an id too long for one): the other ways
@@ -290,13 +338,15 @@ class Router(AnswerRouter):
         if query_id is not None:
             self._ack(query_id, f"{question} {how}")
             return
-        self._tell(f"{question} {how}", answer_to=answer_to)
+        self._tell(f"{question} {how}", answer_to=answer_to, chat=chat)
 
-    def _tell(self, text: str, *, answer_to: Any = None) -> None:
-        """A message in the chat, as a reply to the human's own message when there is one."""
-        if not self.chat:
+    def _tell(self, text: str, *, answer_to: Any = None, chat: Any = None) -> None:
+        """A message in the chat (the human's own, else the configured one), as a reply to
+        the human's own message when there is one."""
+        where = chat if chat is not None else self.chat
+        if not where:
             return
-        told: dict[str, Any] = {"chat_id": self.chat, "text": text}
+        told: dict[str, Any] = {"chat_id": where, "text": text}
         if isinstance(answer_to, int):
             told["reply_parameters"] = {
                 "message_id": answer_to,
@@ -305,18 +355,20 @@ class Router(AnswerRouter):
         self.bot.try_call("sendMessage", told)
 
     def show_outcome(self, record: Request, original: Any = None) -> None:
-        """Edit the block's message to end with the outcome; its keyboard goes."""
-        message_id = telegram_message_id(record)
-        if message_id is None or not self.chat:
+        """Edit the block's message — each person's (SPEC §29: "answered by NAME via
+        CHANNEL") — to end with the outcome; its keyboard goes."""
+        sent = self._messages(record)
+        if not sent:
             return
-        if not isinstance(original, str):
+        if not isinstance(original, str) or len(sent) > 1:
             original = self.message_of(record).text
-        self.bot.try_call(
-            "editMessageText",
-            {
-                "chat_id": self.chat,
-                "message_id": message_id,
-                "text": f"{original}\n\n{outcome_line(record)}",
-                "reply_markup": {"inline_keyboard": []},
-            },
-        )
+        for chat, message_id in sent:
+            self.bot.try_call(
+                "editMessageText",
+                {
+                    "chat_id": chat,
+                    "message_id": message_id,
+                    "text": f"{original}\n\n{outcome_line(record, self.via)}",
+                    "reply_markup": {"inline_keyboard": []},
+                },
+            )

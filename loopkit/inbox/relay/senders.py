@@ -6,6 +6,7 @@ went out as, and the lines a message is edited to end with once its request is a
 from __future__ import annotations
 
 from loopkit import clock
+from loopkit.config.people import find
 from loopkit.datarecord import record
 from loopkit.log import get_logger
 from loopkit.message import fold
@@ -16,6 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from loopkit.config.people import Person
     from loopkit.requests.record import Request
 
 log = get_logger("loopkit.phone")
@@ -48,9 +50,10 @@ def _hhmm(at: str | None) -> str:
     return f"{moment:%H:%M} UTC"
 
 
-def outcome_line(record: Request) -> str:
+def outcome_line(record: Request, here: str | None = None) -> str:
     """The line the message is edited to end with, once the request is no longer open —
-    for an answer, with how it was read on a line of its own (:func:`told_back`)."""
+    for an answer, with how it was read on a line of its own (:func:`told_back`). An answer
+    given elsewhere than ``here`` (the surface showing it) names where: "by Ben via ntfy"."""
     res = record.resolution or Resolution()
     at = _hhmm(res.resolved_at)
     if record.status == "expired":
@@ -71,11 +74,31 @@ def outcome_line(record: Request) -> str:
     label = next((o.label for o in record.options if o.value == chosen), None)
     what = label or fold(str(res.parsed_decision or ""), 80)
     name = str(res.by_name or res.by or "someone")
+    if here is not None and res.via and res.via != here:
+        name = f"{res.by or name} via {res.via}"
     return f"Resolved: {what} — by {name}, {at}\n{told_back(record)}"
 
 
 def telegram_message_id(record: Request) -> int | None:
     for entry in reversed(record.delivery):
-        if entry.channel == "telegram" and isinstance(entry.message_id, int):
+        if entry.channel == "telegram" and entry.is_send and isinstance(entry.message_id, int):
             return entry.message_id
     return None
+
+
+def telegram_messages(
+    record: Request, people: tuple[Person, ...], chat: str
+) -> list[tuple[str, int]]:
+    """Every message the block went out as on Telegram, as (chat, message id): a person's
+    in their chat (SPEC §29), the others in the configured ``chat``. Reminders excluded."""
+    found: list[tuple[str, int]] = []
+    for entry in record.delivery:
+        if entry.channel != "telegram" or not entry.is_send or entry.reminder:
+            continue
+        if not isinstance(entry.message_id, int):
+            continue
+        person = find(people, entry.person) if entry.person else None
+        where = person.address if person is not None else (None if entry.person else chat)
+        if where and (where, entry.message_id) not in found:
+            found.append((where, entry.message_id))
+    return found

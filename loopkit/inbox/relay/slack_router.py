@@ -40,12 +40,19 @@ NOT_ALLOWED = "not allowed: you are not among the people who may answer loopkit'
 
 def slack_ref(record: Request) -> tuple[str, str] | None:
     """``(channel id, ts)`` of the block's message on Slack, when it went out there."""
-    for entry in reversed(record.delivery):
-        if entry.channel == "slack" and entry.ok:
-            found = split_ref(entry.message_id)
-            if found is not None:
-                return found
-    return None
+    refs = slack_refs(record)
+    return refs[-1] if refs else None
+
+
+def slack_refs(record: Request) -> list[tuple[str, str]]:
+    """Every message the block went out as on Slack (each person's, SPEC §29), in order."""
+    found: list[tuple[str, str]] = []
+    for entry in record.delivery:
+        if entry.channel == "slack" and entry.ok and entry.is_send and not entry.reminder:
+            ref = split_ref(entry.message_id)
+            if ref is not None and ref not in found:
+                found.append(ref)
+    return found
 
 
 def slack_sender(user: Any, fallback: Any = None) -> tuple[str | None, Sender]:
@@ -160,6 +167,8 @@ class SlackRouter(AnswerRouter):
             self._ask_again(decided.confirm, channel, user_id)
         elif decided.answered is not None:
             self.show_outcome(decided.answered.record)
+            if decided.caveat:
+                self._whisper(channel, user_id, decided.caveat, thread=thread)
         elif decided.already is not None:  # "already resolved by … via …"
             self._whisper(channel, user_id, decided.already, thread=thread)
 
@@ -210,21 +219,23 @@ class SlackRouter(AnswerRouter):
         self._whisper(channel, user_id, f"{question} Click “Yes, approve” to confirm.")
 
     def show_outcome(self, record: Request) -> None:
-        """Replace the block's message with its five lines and the outcome, no buttons."""
-        ref = slack_ref(record)
-        if ref is None or record.is_open:
+        """Replace the block's message — each person's — with its five lines and the
+        outcome, no buttons."""
+        refs = slack_refs(record)
+        if not refs or record.is_open:
             return
         message = self.message_of(record)
-        outcome = outcome_line(record)
-        self.web.try_call(
-            "chat.update",
-            {
-                "channel": ref[0],
-                "ts": ref[1],
-                "text": escape(f"{message.text}\n\n{outcome}"),
-                "blocks": blocks(message, outcome=outcome),
-            },
-        )
+        outcome = outcome_line(record, self.via)
+        for channel, ts in refs:
+            self.web.try_call(
+                "chat.update",
+                {
+                    "channel": channel,
+                    "ts": ts,
+                    "text": escape(f"{message.text}\n\n{outcome}"),
+                    "blocks": blocks(message, outcome=outcome),
+                },
+            )
 
 
 def _get(value: Any, key: str) -> Any:

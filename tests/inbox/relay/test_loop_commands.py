@@ -1,6 +1,7 @@
 """Steering loops from Telegram, through the fake Bot API (SPEC §22): ``/loops``, ``/pause``,
 ``/resume``, ``/stop`` from the allowed user only; an unknown repo is answered with the
-list; ``@repo …`` and a reply to the bot's message about a loop are notes for its next run.
+list; ``@repo …`` and a reply to the bot's message about a loop go to its agent: here, with
+no loopkit running, as notes for its next run (its running turn: ``tests/agents``).
 With a fleet (a fake one here; a real one in ``tests/fleet``), other machines' loops are
 listed and steered through it, and a repo name two machines share needs ``machine:repo``."""
 
@@ -187,7 +188,8 @@ def test_other_machines_loops_are_listed_and_steered_through_the_fleet(
     said = told(server)[-4:]
     assert said[0].startswith("docs on build-2-1a2b3c4d: resume sent (by 111 (Ana) via telegram)")
     assert said[1].startswith("shop on build-2-1a2b3c4d: stop sent")
-    assert said[2] == "docs on build-2-1a2b3c4d: note sent for its next agent run"
+    assert said[2] == ("docs on build-2-1a2b3c4d: noted for its next agent run (a message "
+                       "reaches a running turn only from its own machine)")  # fmt: skip
     assert said[3].startswith("'shop' names loops on 2 machines")  # no note was taken
     assert notes(shop) == [] and order(shop) is None
 
@@ -212,7 +214,7 @@ def test_the_list_of_many_loops_fits_one_telegram_message() -> None:
     text = _listing(many)
     assert len(text) <= 4096
     assert "more: `loopkit ps` or the inbox's Loops page lists all" in text
-    assert text.startswith("Loops:\n- service-number-000") and text.endswith("<note>")
+    assert text.startswith("Loops:\n- service-number-000") and text.endswith("<message>")
     assert len(_listing(many[:3]).splitlines()) == 5  # a few: every one, nothing cut
 
 
