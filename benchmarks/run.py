@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -512,8 +513,34 @@ def startup(loopkit: str, python: str, root: Path) -> dict[str, float]:
         {**json.loads(call), "hook_event_name": "BeforeTool", "tool_name": "run_shell_command"},
         separators=(",", ":"),
     ).encode()
-    inputs = {"hook": call, "codex": codex, "gemini": gemini}
-    runs: dict[str, list[float]] = {"lk": [], "hook": [], "codex": [], "gemini": [], "py": []}
+    # A call a gate rule holds (in a workspace of its own: its question raises a block):
+    # under `loopkit run` with its question open (denied, waiting: the same answer each
+    # time), and — where this loopkit has standing approvals (SPEC §30) — one that a rule of
+    # .loopkit/allow.toml lets through.
+    gws = root / "gate"
+    gws.mkdir(parents=True, exist_ok=True)
+    subprocess.run([loopkit, "-C", str(gws), "init", "--agent", "true"], check=True,
+                   capture_output=True, timeout=30)  # fmt: skip
+    gated = {**json.loads(call), "cwd": str(gws)}
+    waiting = json.dumps({**gated, "tool_input": {"command": "git push --force"}}).encode()
+    inputs = {"hook": call, "codex": codex, "gemini": gemini, "waiting": waiting}
+    runs: dict[str, list[float]] = {"lk": [], "hook": [], "codex": [], "gemini": [], "py": [],
+                                    "waiting": []}  # fmt: skip
+    gates = [("waiting", [loopkit, "hook", "claude", "pretooluse"])]
+    if (
+        subprocess.run([loopkit, "rules", "--help"], capture_output=True, timeout=30).returncode
+        == 0
+    ):
+        command = "rm -rf build"
+        inputs["rule"] = json.dumps({**gated, "tool_input": {"command": command}}).encode()
+        runs["rule"] = []
+        gates.append(("rule", [loopkit, "hook", "claude", "pretooluse"]))
+        sha = hashlib.sha256(command.encode()).hexdigest()
+        (gws / ".loopkit").mkdir(exist_ok=True)
+        (gws / ".loopkit" / "allow.toml").write_text(
+            f'[[allow]]\nworkspace = "{gws.resolve()}"\nfolder = "."\ncommand = "{command}"\n'
+            f'command_sha256 = "{sha}"\n'
+        )
     # As installed: with bytecode caching (PYTHONDONTWRITEBYTECODE=1 would compile every
     # module at every start), warmed up once so the caches exist.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -523,12 +550,15 @@ def startup(loopkit: str, python: str, root: Path) -> dict[str, float]:
             ("hook", [loopkit, "hook", "claude", "pretooluse"]),
             ("codex", [loopkit, "hook", "codex", "pretooluse"]),
             ("gemini", [loopkit, "hook", "gemini", "beforetool"]),
+            *gates,
             ("py", [python, "-c", "pass"]),
         ):
             stdin = inputs.get(key)
+            run_env = {**env, "LOOPKIT_AGENT_SESSION": "bench"} if key == "waiting" else env
+            here = gws if key in ("waiting", "rule") else ws
             t0 = time.perf_counter()
             done = subprocess.run(
-                argv, cwd=ws, capture_output=True, timeout=30, input=stdin, env=env
+                argv, cwd=here, capture_output=True, timeout=30, input=stdin, env=run_env
             )
             runs[key].append((time.perf_counter() - t0) * 1000)
             if done.returncode != 0:
@@ -736,6 +766,20 @@ def main() -> int:
                 f"{st['hook'] / st['py']:.2f}× — " + verdict(st["hook"] / st["py"], 2.0),
             )
         )
+        for key, what in (
+            ("waiting", "a gated call under `loopkit run`, its question open (deny)"),
+            ("rule", "a gated call a standing rule lets through (SPEC §30)"),
+        ):
+            if key in st:
+                add(
+                    (
+                        f"(f) `loopkit hook claude pretooluse`, {what}, median of {CHECK_RUNS}",
+                        ms(st[key]),
+                        ms(st["py"]),
+                        "—",
+                        f"{st[key] / st['py']:.2f}×",
+                    )
+                )
         for key, words in (
             ("codex", "hook codex pretooluse"),
             ("gemini", "hook gemini beforetool"),

@@ -29,12 +29,15 @@ import os
 import sys
 import time
 
+from loopkit.audit.names import AUDITED
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
     from typing import Any, Protocol, TextIO
 
+    from loopkit.audit.sink import Sink
     from loopkit.redact import Redactor
 
     class Structured(Protocol):
@@ -134,7 +137,10 @@ class _JsonlFile:
 
 class _Sinks:
     """Where events go: the events file (INFO up from everyone), the console (loopkit's from
-    its level up, other libraries' from WARNING up), and the captures of :func:`capture`."""
+    its level up, other libraries' from WARNING up), the captures of :func:`capture`, and —
+    for loopkit's own events that :data:`~loopkit.audit.names.AUDITED` names — the audit
+    trail and its OpenTelemetry export (:mod:`loopkit.audit.sink`, built on the first such
+    event: a short command that audits nothing imports none of it)."""
 
     def __init__(self) -> None:
         self.file: _JsonlFile | None = None
@@ -145,11 +151,17 @@ class _Sinks:
         # In a long-running process, structlog's chain (loopkit.structured): every event
         # and every bridged record goes through it instead.
         self.structured: Structured | None = None
+        # The audit: the process's own trail (its .loopkit/ folder; None outside a
+        # workspace) and how it ships over OTLP, until the first audited event builds it.
+        self.audit_setup: tuple[Path | None, str] | None = None
+        self.audit_sink: Sink | None = None
 
     def lowest(self) -> int:
         """The lowest level any sink takes: below it an event is not even built."""
         if self.captures:
             return DEBUG
+        if self.audit_setup is not None:
+            return INFO  # an audited event names its workspace, with or without a file
         lowest = self.console_level if self.console is not None else ERROR + 1
         return min(lowest, INFO) if self.file is not None else lowest
 
@@ -157,6 +169,8 @@ class _Sinks:
         if ours:
             for seen in self.captures:
                 seen.append(self._redacted({k: v for k, v in event.items() if k not in _ONLY_HERE}))
+            if event.get("event") in AUDITED:
+                self.audit(self._redacted({k: v for k, v in event.items() if k not in _ONLY_HERE}))
         file, console = self.file, self.console  # once: another thread may set up anew
         if file is None and console is None:
             return
@@ -171,6 +185,20 @@ class _Sinks:
             with contextlib.suppress(ValueError, OSError):
                 console.write(prefix + text + "\n")
                 console.flush()
+
+    def audit(self, event: dict[str, Any]) -> None:
+        """An audited event (redacted) into the audit sink, built now if need be."""
+        setup = self.audit_setup
+        if setup is None:
+            return
+        sink = self.audit_sink
+        if sink is None:
+            from loopkit.audit.chain import Trail
+            from loopkit.audit.sink import Sink
+
+            folder, ship = setup
+            sink = self.audit_sink = Sink(Trail(folder) if folder else None, ship=ship)
+        sink.take(event)
 
     def _redacted(self, event: dict[str, Any]) -> dict[str, Any]:
         if self.redactor is None:
@@ -206,11 +234,16 @@ def setup(
     stream: TextIO | None = None,
     console_level: str = "info",
     console: bool = True,
+    ship: str = "exit",
 ) -> None:
     """Route loopkit's events and stdlib logging to ``events_file`` (JSON) and the console.
 
     The file gets INFO and above from everyone; the console gets loopkit's events from
     ``console_level`` up (``debug``, ``info``, ``warning``) and other libraries' warnings.
+    Audited events go to the audit trail beside ``events_file`` (or of the workspace they
+    name) and, with the OTLP variables set, out as ``ship`` says (:mod:`loopkit.audit.otel`:
+    ``exit`` for a short command, ``detached`` for a hook, ``batch`` for a long-running
+    process).
     """
     if _SINKS.file is not None:
         _SINKS.file.close()
@@ -219,6 +252,9 @@ def setup(
     _SINKS.console_level = LEVELS[console_level.lower()]
     _SINKS.redactor = redactor
     _SINKS.structured = None
+    folder = events_file.parent if events_file is not None else None
+    if _SINKS.audit_setup != (folder, ship):
+        _SINKS.audit_setup, _SINKS.audit_sink = (folder, ship), None
     if "logging" in sys.modules:
         bridge()  # a library already loaded may log; one loaded later is bridged by its user
 
@@ -240,6 +276,7 @@ def reset() -> None:
         _SINKS.file.close()
     _SINKS.file, _SINKS.console, _SINKS.redactor = None, None, None
     _SINKS.structured = None
+    _SINKS.audit_setup, _SINKS.audit_sink = None, None
 
 
 class Logger:

@@ -28,6 +28,7 @@ import time
 import structlog
 
 from loopkit import log
+from loopkit.audit.names import AUDITED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ def _to_file(_: object, __: str, event: EventDict) -> EventDict:
     if event.get(_OURS):
         for seen in sinks.captures:
             seen.append(dict(written))
+        if written.get("event") in AUDITED:
+            sinks.audit(dict(written))
     if sinks.file is not None and log.LEVELS[event["level"]] >= log.INFO:
         sinks.file.write(json.dumps(written, default=str))
     return event
@@ -120,7 +123,8 @@ def setup(
 ) -> None:
     """Set this long-running process's events up (arguments as :func:`loopkit.log.setup`):
     structlog's chain for loopkit's events and, bridged, every library's."""
-    log.setup(events_file, redactor, stream=stream, console_level=console_level, console=console)
+    log.setup(events_file, redactor, stream=stream, console_level=console_level, console=console,
+              ship="batch")  # fmt: skip
     structlog.configure(
         processors=[_named, _stamped, _traceback, _redacted, _to_file, _console_line],
         logger_factory=lambda *_: _Console(),

@@ -33,12 +33,13 @@ import threading
 import time
 
 from loopkit import clock
+from loopkit.answering import policy
 from loopkit.datarecord import record
 from loopkit.errors import LoopkitError, RequestConflict, RequestNotFound, UsageError
-from loopkit.escalation import adoption, blockfile
+from loopkit.escalation import adoption, allow, blockfile
 from loopkit.log import get_logger
-from loopkit.message import clean
-from loopkit.requests.answer import apply_reply, dismiss_record, unblocked_by_hand
+from loopkit.message import clean, fold
+from loopkit.requests.answer import apply_reply, dismiss_record, outcome_of, unblocked_by_hand
 from loopkit.requests.irreversible import confirm_question, needs_second_tap
 from loopkit.requests.reading import told_back
 
@@ -46,6 +47,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
+    from loopkit.answering.policy import Overridden
     from loopkit.answering.who import Answerer
     from loopkit.config.people import Person
     from loopkit.fleet import Hubs
@@ -214,25 +216,36 @@ class Answering:
             if found is None:
                 raise self._not_found(request_id)  # before any lock: nothing is created
             hub, remote = found
+            who.check_about(remote.record)
             if not confirmed and needs_second_tap(remote.record, reply):
-                return Confirm(remote.record, confirm_question(remote.record))
+                return Confirm(remote.record, confirm_question(remote.record, reply))
             done = hub.answer_remote(remote, reply, by=who.by, via=who.via, about=who.about)
             answered = Answered(done.record, done.decision, done.deferred, None, False)
         else:
             who = who.listed(self.people_of(store))
-            if not confirmed:
-                current = store.load(request_id)
-                if needs_second_tap(current, reply):
-                    return Confirm(current, confirm_question(current))
+            current = store.load(request_id)
+            who.check_about(current)
+            if not confirmed and needs_second_tap(current, reply):
+                return Confirm(current, confirm_question(current, reply))
             answered = self._record(store, request_id, reply, who, expected_updated_at)
+        answered_record = answered.record
+        res = answered_record.resolution
         log.info(
             "answer",
             request_id=request_id,
             by=who.by,
             via=who.via,
-            outcome="deferred" if answered.deferred else answered.record.status,
+            status="deferred" if answered.deferred else answered_record.status,
+            outcome=None if answered.deferred else outcome_of(answered_record),
+            decision=res.parsed_decision if res and not answered.deferred else None,
+            kind=answered_record.kind,
+            question=fold(answered_record.prompt),
+            command=(answered_record.gate or {}).get("command"),
+            workspace=str(answered.store.workspace.root) if answered.store else None,
             msg=f"{who.via}: {who.by} answered {request_id}",
         )
+        if answered.store is not None:
+            allow.on_answer(answered.store.workspace.root, answered_record, answered.store)
         if not answered.deferred:
             self.tell(answered.record, skip=who.via, background=True)
         return answered
@@ -249,6 +262,7 @@ class Answering:
         claimed: list[bool] = []
 
         def record_it(current: Request) -> None:
+            who.check_about(current)  # under the lock, on the record as it is now
             outcome.append(apply_reply(current, reply, by=who.by, via=who.via, about=who.about))
             # With a fleet the answer is claimed fleet-wide first: exactly one wins (SPEC §13).
             claimed.append(store.hub.claim(store.workspace, current))
@@ -288,6 +302,8 @@ class Answering:
             request_id=request_id,
             by=who.by,
             via=who.via,
+            reason=reason,
+            workspace=str(store.workspace.root) if store is not None else None,
             msg=f"{who.via}: {who.by} dismissed {request_id}",
         )
         self.tell(done.record, skip=who.via, background=True)
@@ -346,9 +362,34 @@ class Answering:
             return f"request {request_id} not found; {name} removed"
         if current.status != "open":
             return f"request {request_id} was already {current.status}; {name} removed"
-        lifted, _ = store.resolve(request_id, unblocked_by_hand(request_id, by=who.by, via=who.via))
+        ending = unblocked_by_hand(request_id, by=who.by, via=who.via)
+        lifted, closed = store.resolve(request_id, ending)
+        if closed:
+            log.info(
+                "lifted",
+                request_id=request_id,
+                by=who.by,
+                via=who.via,
+                workspace=str(store.workspace.root),
+                msg=f"{who.via}: {who.by} lifted the block of {request_id} by hand",
+            )
         self.tell(lifted, skip=who.via, background=True)
         return f"request {request_id} resolved as unblocked by hand; {name} removed"
+
+    def override(self, request_id: str, who: Answerer) -> Overridden:
+        """A human's override of a ``[[policy.answers]]`` answer (SPEC §30): the request is
+        asked again as a normal question if the run that asked has not moved on, else the
+        override is left for the next run (:func:`loopkit.answering.policy.override`)."""
+        who.check()
+        store = self.holder(request_id)
+        if store is None:
+            if self.hubs.find(request_id) is not None:
+                raise RequestConflict(
+                    f"request {request_id} is another machine's: override it there (`loopkit "
+                    f"reply --request-id {request_id} --reply override` on that machine)"
+                )
+            raise self._not_found(request_id)
+        return policy.override(store, store.load(request_id), who, None)
 
     # --- telling the others ---------------------------------------------------------------
 

@@ -11,7 +11,10 @@ surface (``via``), and the *origin* — the evidence the rule is judged on:
   listed, the allowed users (numeric ids: usernames change);
 - :class:`SlackUser` — a click or a thread reply: only the allowed users, when listed;
 - :class:`Tap` — a one-tap URL of a phone push (ntfy): the URL's signature names the person
-  it was sent to; the connection is judged as a browser's.
+  it was sent to; the connection is judged as a browser's;
+- :class:`Policy` — an entry of ``[[policy.answers]]`` (SPEC §30): only a routine question,
+  never a P0 one, an approval, a review or a gate (:meth:`Answerer.check_about`, once the
+  request is found); it is no person, and needs to be none.
 
 The answering service (:mod:`loopkit.answering.service`) checks every answer with
 :meth:`Answerer.check` before it reads anything; a surface may ask :meth:`Answerer.refusal`
@@ -30,6 +33,7 @@ from loopkit import agentsession
 from loopkit.config.people import find, names
 from loopkit.datarecord import record, replace
 from loopkit.errors import AgentAnswer, NotAllowed
+from loopkit.escalation.policy import routine
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
     from loopkit.config import ChannelSettings
     from loopkit.config.people import Person
     from loopkit.errors import LoopkitError
+    from loopkit.requests.record import Request
 
 
 @record(frozen=True, slots=True)
@@ -178,7 +183,28 @@ class Tap:
         return find(people, self.person)
 
 
-Origin = Shell | Browser | TelegramUser | SlackUser | Tap
+@record(frozen=True, slots=True)
+class Policy:
+    """``[[policy.answers]]`` entry ``number`` of the workspace's loopkit.toml (SPEC §30):
+    loopkit's own answer to a routine question. It may answer only that — never a P0
+    question, an approval, a review or a gate (:meth:`refusal_about`)."""
+
+    number: int
+    why: str
+
+    def refusal(self) -> LoopkitError | None:
+        return None  # the config is the human's; under `loopkit run` the agent cannot edit it
+
+    def refusal_about(self, record: Request) -> LoopkitError | None:
+        if routine(record):
+            return None
+        return NotAllowed(
+            f"policy: request {record.request_id} is not a routine question (a P0 question, an "
+            "approval, a review or a gate): a human answers it, never [[policy.answers]]"
+        )
+
+
+Origin = Shell | Browser | TelegramUser | SlackUser | Tap | Policy
 SHELL = Shell()
 
 
@@ -203,6 +229,14 @@ class Answerer:
         if refused is not None:
             raise refused
 
+    def check_about(self, record: Request) -> None:
+        """Raise the refusal to answer ``record`` in particular (a policy: only a routine
+        question), if any."""
+        if isinstance(self.origin, Policy):
+            refused = self.origin.refusal_about(record)
+            if refused is not None:
+                raise refused
+
     def person(self, people: tuple[Person, ...]) -> Person | None:
         """Who of ``people`` this answerer is (see the module), or None."""
         origin = self.origin
@@ -216,8 +250,8 @@ class Answerer:
     def listed(self, people: tuple[Person, ...]) -> Answerer:
         """This answerer as the listed person it is, recorded under their name; raises
         NotAllowed (77) when ``people`` are listed and it is none of them."""
-        if not people:
-            return self
+        if not people or isinstance(self.origin, Policy):
+            return self  # [[policy.answers]] is no person: it answers only what is routine
         person = self.person(people)
         if person is None:
             how = {

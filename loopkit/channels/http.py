@@ -1,4 +1,4 @@
-"""One bounded JSON POST, shared by the HTTP channels.
+"""What the HTTP channels share: one bounded JSON POST, and what a channel is handed.
 
 The whole send, retry and wait included, fits in ``budget`` seconds. A 429 or a 5xx is
 retried once, after ``Retry-After`` (header, or Telegram's ``parameters.retry_after``) when
@@ -21,7 +21,30 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from loopkit.config import ChannelSettings
     from loopkit.redact import Redactor
+
+
+class HttpChannel:
+    """A channel that POSTs over HTTP (Telegram, Slack's webhook, ntfy, PagerDuty): its
+    settings, the time one send may take (``budget``), and the seams the tests use — the
+    ``httpx.Client`` and the sleep between tries."""
+
+    name = ""
+
+    def __init__(
+        self,
+        settings: ChannelSettings,
+        *,
+        budget: float = 10.0,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.budget = budget
+        self._client = client
+        self._sleep = sleep
+
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_RETRY_WAIT = 1.0

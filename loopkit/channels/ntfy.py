@@ -23,22 +23,19 @@ ended) are plain pushes. Retries and failures are every channel's
 
 from __future__ import annotations
 
-import time
 from urllib.parse import urlsplit
 
 import httpx
 
 from loopkit.channels import Outcome
-from loopkit.channels.http import post_json
+from loopkit.channels.http import HttpChannel, post_json
 from loopkit.message import LETTERS, Message, Reminder, fold
 from loopkit.redact import Redactor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
-    from loopkit.config import ChannelSettings
     from loopkit.message import Note
 
 MAX_ACTIONS = 3  # ntfy's limit (https://docs.ntfy.sh/publish/#action-buttons)
@@ -103,21 +100,8 @@ def _cut(text: str) -> str:
     return raw[: MAX_MESSAGE - 3].decode("utf-8", "ignore") + "…"
 
 
-class NtfyChannel:
+class NtfyChannel(HttpChannel):
     name = "ntfy"
-
-    def __init__(
-        self,
-        settings: ChannelSettings,
-        *,
-        budget: float = 10.0,
-        client: httpx.Client | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.settings = settings
-        self.budget = budget
-        self._client = client
-        self._sleep = sleep
 
     def problems(self) -> list[str]:
         found = []

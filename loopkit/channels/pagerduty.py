@@ -17,21 +17,17 @@ The page is one-way: the human answers in the inbox, from another channel or the
 
 from __future__ import annotations
 
-import time
-
 import httpx
 
 from loopkit.channels import Outcome
-from loopkit.channels.http import post_json
+from loopkit.channels.http import HttpChannel, post_json
 from loopkit.message import Message, Reminder, fold
 from loopkit.redact import Redactor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any, Literal
 
-    from loopkit.config import ChannelSettings
     from loopkit.message import Note
 
 MAX_SUMMARY = 1024  # characters (the Events API v2 reference)
@@ -78,21 +74,8 @@ def trigger(routing_key: str, message: Message | Reminder) -> dict[str, Any]:
     return event
 
 
-class PagerDutyChannel:
+class PagerDutyChannel(HttpChannel):
     name = "pagerduty"
-
-    def __init__(
-        self,
-        settings: ChannelSettings,
-        *,
-        budget: float = 10.0,
-        client: httpx.Client | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.settings = settings
-        self.budget = budget
-        self._client = client
-        self._sleep = sleep
 
     @property
     def url(self) -> str:

@@ -8,38 +8,20 @@ Slack app (``slack_mode = "socket"``) is :mod:`loopkit.channels.slack_app`.
 
 from __future__ import annotations
 
-import time
-
 import httpx
 
 from loopkit.channels import Outcome
-from loopkit.channels.http import post_json
+from loopkit.channels.http import HttpChannel, post_json
 from loopkit.message import one_way
 from loopkit.redact import Redactor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from loopkit.config import ChannelSettings
     from loopkit.message import Note
 
 
-class SlackChannel:
+class SlackChannel(HttpChannel):
     name = "slack"
-
-    def __init__(
-        self,
-        settings: ChannelSettings,
-        *,
-        budget: float = 10.0,
-        client: httpx.Client | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.settings = settings
-        self.budget = budget
-        self._client = client
-        self._sleep = sleep
 
     def problems(self) -> list[str]:
         if not self.settings.slack_webhook:

@@ -5,20 +5,15 @@ The call goes through :class:`~loopkit.channels.telegram_api.BotApi`, the one Bo
 
 from __future__ import annotations
 
-import time
-
 from loopkit.channels import Outcome
+from loopkit.channels.http import HttpChannel
 from loopkit.channels.telegram_api import BotApi
 from loopkit.message import LETTERS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
-    import httpx
-
-    from loopkit.config import ChannelSettings
     from loopkit.message import Note
 
 CALLBACK_DATA_MAX = 64  # bytes, a Bot API limit
@@ -49,21 +44,8 @@ def keyboard(message: Note) -> dict[str, Any] | None:
     return {"inline_keyboard": rows} if rows else None
 
 
-class TelegramChannel:
+class TelegramChannel(HttpChannel):
     name = "telegram"
-
-    def __init__(
-        self,
-        settings: ChannelSettings,
-        *,
-        budget: float = 10.0,
-        client: httpx.Client | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.settings = settings
-        self.budget = budget
-        self._client = client
-        self._sleep = sleep
 
     def problems(self) -> list[str]:
         found = []

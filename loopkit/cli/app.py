@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # without importing any command: loopkit/cli/commandtable.py.
 PLACES: tuple[str, ...] = (
     "loopkit.cli.ask:ask",
+    "loopkit.cli.records:audit",
     "loopkit.cli.block:check",
     "loopkit.cli.answer:dismiss",
     "loopkit.cli.setup:doctor",
@@ -42,6 +43,7 @@ PLACES: tuple[str, ...] = (
     "loopkit.cli.requests:requests",
     "loopkit.cli.block:resend",
     "loopkit.cli.loops:resume",
+    "loopkit.cli.records:rules",
     "loopkit.cli.loop:run",
     "loopkit.cli.loops:say_command",
     "loopkit.cli.setup:send_test",

@@ -18,6 +18,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "loopkit.cli.ask:ask",
         "Decide whether a human is needed and, if so, compose one mobile-first question.",
     ),
+    "audit": (
+        "loopkit.cli.records:audit",
+        "The audit trail of .loopkit/audit.jsonl: `loopkit audit verify` checks it.",
+    ),
     "check": (
         "loopkit.cli.block:check",
         "Exit 2 and print the head of BLOCKED.md when blocked; exit 0 otherwise.",
@@ -85,6 +89,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resume": (
         "loopkit.cli.loops:resume",
         "Resume a paused loop (REPO as for `pause`).",
+    ),
+    "rules": (
+        "loopkit.cli.records:rules",
+        'List the standing approvals ("Allow always here") of .loopkit/allow.toml, numbered.',
     ),
     "run": (
         "loopkit.cli.loop:run",
@@ -236,6 +244,10 @@ EVERYDAY: dict[str, tuple[str, tuple[tuple[object, ...], ...]]] = {
             ),
             ("flag", ("--json",), "as_json", False, None, None),
         ),
+    ),
+    "rules": (
+        "loopkit.commands.records:list_rules",
+        (("flag", ("--json",), "as_json", False, None, None),),
     ),
     "status": (
         "loopkit.commands.status:status",

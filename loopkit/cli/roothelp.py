@@ -25,6 +25,7 @@ HELP: dict[int, str] = {
         "\n"
         "Commands:\n"
         "  ask        Decide whether a human is needed and, if so, compose one...\n"
+        "  audit      The audit trail of .loopkit/audit.jsonl: `loopkit audit...\n"
         "  check      Exit 2 and print the head of BLOCKED.md when blocked; exit 0...\n"
         "  dismiss    Close an open request nobody will answer (status dismissed),...\n"
         "  doctor     Check the config, the channel settings and the template;...\n"
@@ -42,6 +43,7 @@ HELP: dict[int, str] = {
         "  requests   List requests (oldest first).\n"
         "  resend     Send the open block's message again now (exit 0 sent, 1...\n"
         "  resume     Resume a paused loop (REPO as for `pause`).\n"
+        '  rules      List the standing approvals ("Allow always here") of...\n'
         "  run        Supervise the loop: agent, verify, escalate when stuck,...\n"
         "  say        Tell the agent something now, in its running turn; else it...\n"
         "  send-test  Send one test message over the configured channel (exit 0...\n"
@@ -71,6 +73,7 @@ HELP: dict[int, str] = {
         "\n"
         "Commands:\n"
         "  ask        Decide whether a human is needed and, if so, compose one mobile-first question.\n"
+        "  audit      The audit trail of .loopkit/audit.jsonl: `loopkit audit verify` checks it.\n"
         "  check      Exit 2 and print the head of BLOCKED.md when blocked; exit 0 otherwise.\n"
         "  dismiss    Close an open request nobody will answer (status dismissed), from any folder.\n"
         "  doctor     Check the config, the channel settings and the template; each problem with its fix.\n"
@@ -88,6 +91,7 @@ HELP: dict[int, str] = {
         "  requests   List requests (oldest first).\n"
         "  resend     Send the open block's message again now (exit 0 sent, 1 failed, 66 no open block).\n"
         "  resume     Resume a paused loop (REPO as for `pause`).\n"
+        '  rules      List the standing approvals ("Allow always here") of .loopkit/allow.toml, numbered.\n'
         "  run        Supervise the loop: agent, verify, escalate when stuck, resume when answered.\n"
         "  say        Tell the agent something now, in its running turn; else it is its next run's note.\n"
         "  send-test  Send one test message over the configured channel (exit 0 sent, 1 not).\n"

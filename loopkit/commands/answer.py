@@ -40,9 +40,15 @@ def _door(app: App, by: str | None) -> tuple[Answering, Answerer]:
 def reply(
     app: App, *, request_id: str, reply: str, expected_updated_at: str | None, by: str | None
 ) -> int:
+    from loopkit.answering.policy import OVERRIDE, by_policy
     from loopkit.answering.service import Answered
 
     service, who = _door(app, by)
+    if reply.strip().lower() == OVERRIDE:
+        found = service.find(request_id)
+        if found is not None and by_policy(found):  # SPEC §30: a human takes the question back
+            echo(service.override(request_id, who).message, err=True)
+            return EXIT_OK
     try:
         done = service.answer(
             request_id, reply, who, confirmed=True, expected_updated_at=expected_updated_at

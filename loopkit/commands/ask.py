@@ -65,6 +65,12 @@ def ask(
     )
     app.register()
     record = asked.record
+    if asked.policy is not None and record is not None:
+        from loopkit.answering import policy as policy_answers
+
+        number, entry = asked.policy
+        record = policy_answers.answer(app.answering(), app.config(), record, number, entry).record
+        block = False  # answered at once: nothing blocks
     code = EXIT_BLOCKED if block and record is not None else EXIT_OK
     if as_json:
         echo(
@@ -88,6 +94,9 @@ def ask(
     if asked.existing:
         echo(f"already asked (key {record.request_key!r}): the open request stands")
     echo(prompt_block(record))
+    if asked.policy is not None and record.resolution is not None:
+        why = asked.policy[1].why
+        echo(f"answered by policy: {record.resolution.parsed_decision} ({why})")
     if asked.joined:
         echo(f"already blocked: joined request {asked.joined}; nothing was sent")
     return code

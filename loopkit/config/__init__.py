@@ -21,6 +21,7 @@ from loopkit.config import values as config_values
 from loopkit.config.keys import KEYS
 from loopkit.config.values import TIMEOUT_ACTIONS as TIMEOUT_ACTIONS
 from loopkit.config.values import Command as Command  # noqa: TC001 (a re-export)
+from loopkit.config.values import PolicyAnswer as PolicyAnswer  # noqa: TC001 (a re-export)
 from loopkit.config.values import parse_duration as parse_duration
 from loopkit.datarecord import field, record, replace
 from loopkit.errors import ConfigError
@@ -134,6 +135,7 @@ class StuckConfig:
 class PolicyConfig:
     escalate_words: tuple[str, ...] = ()
     proceed_words: tuple[str, ...] = ()
+    answers: tuple[PolicyAnswer, ...] = ()  # [[policy.answers]] (SPEC section 30)
 
 
 @record(frozen=True, slots=True)

@@ -245,6 +245,15 @@ KEYS: dict[str, dict[str, Key]] = {
             "Words that let `loopkit ask` proceed when no confidence is stated (never past a P0 "
             "gate).",
         ),
+        "answers": Key(
+            v.policy_answers,
+            '`[[policy.answers]]` tables: routine questions answered at once, `by = "policy"`, '
+            "never waking anyone. Each has `answer` (an option's value, or words) and `why`, and "
+            "matches by `category` (not a P0 one), `request_key` (a glob) and/or `words` (one of "
+            "them in the question) — every one given must hold. A P0 question, an approval, a "
+            "review and a gate are never answered by policy. The human gets a one-line FYI and "
+            "may reply `override` ([answering](answering.md#policy-answers)).",
+        ),
     },
     "gate": {
         "rules": Key(

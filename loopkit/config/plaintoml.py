@@ -5,7 +5,8 @@ instructions, ~8 ms of every command that reads the config on this kind of machi
 any command's own work (SPEC §20; ``python -X importtime -c 'import tomllib'``). A
 ``loopkit.toml`` uses a small part of TOML: ``[table]`` headers, ``key = value`` lines with
 bare keys, and values that are basic or literal strings, decimal integers, booleans or
-one-line arrays of those; comments anywhere a line allows.
+one-line arrays of those; comments anywhere a line allows. ``[[name]]`` arrays of tables too
+(``.loopkit/allow.toml``'s rules, read by the gate's hook).
 
 :func:`loads` reads exactly that part and answers None for anything else — a multi-line
 string or array, a float, a date, a dotted or quoted key, an inline table, a duplicate, a
@@ -37,10 +38,14 @@ def loads(text: str) -> dict[str, Any] | None:
             return None
     doc: dict[str, Any] = {}
     table = doc
+    arrays: set[str] = set()  # the names [[name]] made: arrays of tables
     try:
         for line in text.split("\n"):
             rest = line.lstrip(_SPACE)
             if not rest or rest[0] == "#":
+                continue
+            if rest.startswith("[["):
+                table = _array_table(doc, rest, arrays)
                 continue
             if rest[0] == "[":
                 table = _header(doc, rest)
@@ -63,6 +68,22 @@ def _header(doc: dict[str, Any], rest: str) -> dict[str, Any]:
     _end(rest[close + 1 :])
     table: dict[str, Any] = {}
     doc[name] = table
+    return table
+
+
+def _array_table(doc: dict[str, Any], rest: str, arrays: set[str]) -> dict[str, Any]:
+    """``[[name]]``: a new table at the end of the array of tables ``name`` (``.loopkit/
+    allow.toml``'s ``[[allow]]``)."""
+    close = rest.find("]]")
+    name = rest[2:close]
+    if close < 0 or not name or not _BARE.issuperset(name):
+        raise _Unplain
+    if name in doc and name not in arrays:
+        raise _Unplain  # a table or a value of that name: tomllib's error to give
+    _end(rest[close + 2 :])
+    arrays.add(name)
+    table: dict[str, Any] = {}
+    doc.setdefault(name, []).append(table)
     return table
 
 

@@ -8,6 +8,8 @@ import os
 import re
 from pathlib import Path
 
+from loopkit.datarecord import record
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
@@ -277,3 +279,68 @@ def relative_file(value: object) -> str:
     if os.path.isabs(text) or ".." in Path(text).parts:
         raise ValueError(f"{text!r} leaves the workspace; name a file inside it")
     return text
+
+
+# The categories a question may be asked under (`loopkit ask --category`): the needs-human
+# policy (escalation/policy.py) gates the P0 ones; [[policy.answers]] may name the others.
+CATEGORIES = ("ontology", "ux", "one-way-door", "third-party", "cost", "scope", "data-loss",
+              "security", "legal")  # fmt: skip
+P0_CATEGORIES = frozenset({"data-loss", "security", "legal", "one-way-door"})
+_ANSWER_KEYS = ("category", "request_key", "words", "answer", "why")
+
+
+@record(frozen=True, slots=True)
+class PolicyAnswer:
+    """One ``[[policy.answers]]`` entry: a routine question it answers — every matcher given
+    must hold: its ``category``, its ``request_key`` (a glob), one of ``words`` in its
+    prompt — and the ``answer`` (an option's value, or words) with ``why``."""
+
+    answer: str
+    why: str
+    category: str | None = None
+    request_key: str | None = None
+    words: tuple[str, ...] = ()
+
+
+def policy_answers(value: object) -> tuple[PolicyAnswer, ...]:
+    """``[[policy.answers]]``: tables of ``category`` / ``request_key`` / ``words`` →
+    ``answer`` with ``why``."""
+    if not isinstance(value, list):
+        raise ValueError("expected [[policy.answers]] tables")
+    found = []
+    for number, entry in enumerate(value, start=1):
+        where = f"entry {number}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected a table ([[policy.answers]])")
+        unknown = sorted(set(entry) - set(_ANSWER_KEYS))
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_ANSWER_KEYS)})"
+            )
+        for key in ("answer", "why"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise ValueError(f"{where}: {key} is required (a non-empty string)")
+        category = entry.get("category")
+        if category is not None:
+            if not isinstance(category, str) or category.strip().lower() not in CATEGORIES:
+                raise ValueError(f"{where}: category {category!r} is not one of "
+                                 f"{' '.join(CATEGORIES)}")  # fmt: skip
+            category = category.strip().lower()
+            if category in P0_CATEGORIES:
+                raise ValueError(f"{where}: category {category!r} is P0: a human always "
+                                 "answers it, never a policy")  # fmt: skip
+        glob = entry.get("request_key")
+        if glob is not None and (not isinstance(glob, str) or not glob.strip()):
+            raise ValueError(f"{where}: request_key is a glob (a non-empty string)")
+        words = entry.get("words", ())
+        if isinstance(words, str):
+            words = [words]
+        if not isinstance(words, (list, tuple)) or not all(
+            isinstance(w, str) and w.strip() for w in words
+        ):
+            raise ValueError(f"{where}: words is a list of words or phrases")
+        if category is None and glob is None and not words:
+            raise ValueError(f"{where}: give category, request_key or words: what it answers")
+        found.append(PolicyAnswer(entry["answer"].strip(), entry["why"].strip(), category,
+                                  glob, tuple(w.strip() for w in words)))  # fmt: skip
+    return tuple(found)

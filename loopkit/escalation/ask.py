@@ -9,12 +9,15 @@ message); 4. persist the record — and with ``block``, write BLOCKED.md and sen
 
 from __future__ import annotations
 
+import os
+
 from loopkit.datarecord import record
 from loopkit.errors import BadInput, UsageError
 from loopkit.escalation import policy as policy_mod
 from loopkit.escalation import rubric
 from loopkit.escalation.blockfile import shown, slug
 from loopkit.escalation.escalator import Escalator
+from loopkit.log import get_logger
 from loopkit.message import clean, fold
 from loopkit.redact import mask_shapes
 from loopkit.requests.answer import options_for
@@ -29,6 +32,9 @@ if TYPE_CHECKING:
 
     from loopkit.channels import Outcome
     from loopkit.config import Config
+    from loopkit.config.values import PolicyAnswer
+
+log = get_logger("loopkit.ask")
 
 MAX_MINUTES = 366 * 24 * 60  # a timeout of a year at most, as every duration (config)
 
@@ -65,6 +71,9 @@ class Asked:
     existing: bool = False  # an open request with the same key was returned
     joined: str | None = None  # --block while blocked: the open block this joined
     outcome: Outcome | None = None  # --block: the delivery outcome
+    # [[policy.answers]] answers it (its number, the entry): written without a block, for the
+    # caller to answer through the answering service (SPEC §30)
+    policy: tuple[int, PolicyAnswer] | None = None
 
 
 def _review(question: Question) -> dict[str, Any] | None:
@@ -209,9 +218,34 @@ def ask(
                 "confidence": question.confidence,
                 "irreversible": question.irreversible,
             }
+            routine = policy_mod.routine_answer(config.policy.answers, record)
+            if routine is not None:
+                # A routine question the policy answers: no block, nothing sent; the caller
+                # answers it through the one door, and tells the human in one line.
+                record.block = Block.NONE
+                iteration = os.environ.get("LOOPKIT_ITERATION", "").strip()
+                record.iteration = int(iteration) if iteration.isdigit() else None
+                record.extra["asked_block"] = question.block  # an override asks it so again
+                store.create(record)
+                log.info(
+                    "asked",
+                    request_id=record.request_id,
+                    kind=str(record.kind),
+                    question=fold(record.prompt),
+                    category=question.category,
+                    workspace=str(store.workspace.root),
+                    msg=f"asked: {fold(record.prompt, 120)} (requests/{record.request_id}.json; "
+                    f"[[policy.answers]] {routine[0]} answers it)",
+                )
+                return Asked(True, reason, verdict.note, record, policy=routine)
             if not question.block:
                 record.block = Block.NONE  # a later `ask --key … --block` raises it
                 store.create(record)
+                log.info("asked", request_id=record.request_id, kind=str(record.kind),
+                         question=fold(record.prompt), category=question.category,
+                         workspace=str(store.workspace.root),
+                         msg=f"asked: {fold(record.prompt, 120)} (requests/"
+                         f"{record.request_id}.json)")  # fmt: skip
                 return Asked(True, reason, verdict.note, record)
             placed = escalator.place(record, own=True)
     if placed.joined:

@@ -40,24 +40,17 @@ from __future__ import annotations
 
 import re
 
+from loopkit.config.values import CATEGORIES as CATEGORIES
+from loopkit.config.values import P0_CATEGORIES as P0_CATEGORIES
 from loopkit.datarecord import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-CATEGORIES = (
-    "ontology",
-    "ux",
-    "one-way-door",
-    "third-party",
-    "cost",
-    "scope",
-    "data-loss",
-    "security",
-    "legal",
-)
-P0_CATEGORIES = frozenset({"data-loss", "security", "legal", "one-way-door"})
+    from loopkit.config.values import PolicyAnswer
+    from loopkit.requests.record import Request
+
 
 PROCEED_ABOVE = 0.8
 NOTE_FROM = 0.5
@@ -279,3 +272,34 @@ def _monthly_amounts(text: str) -> list[tuple[str, float]]:
         period = (match.group("p") or match.group("q")).lower()
         found.append((match.group(0), float(number.replace(",", "")) * _PER_MONTH[period]))
     return found
+
+
+def routine(record: Request) -> bool:
+    """Whether ``record`` is a routine question a policy may answer (SPEC §30): a question
+    — not an approval, a review or a gate's — that is not P0."""
+    return record.kind == "question" and not record.is_p0 and not record.gate
+
+
+def routine_answer(
+    answers: Sequence[PolicyAnswer], record: Request
+) -> tuple[int, PolicyAnswer] | None:
+    """The first ``[[policy.answers]]`` entry (numbered from 1) that answers ``record``: a
+    routine question (:func:`routine`) meeting every matcher the entry gives — its category,
+    its request key (a glob), one of its words in the question — else None."""
+    if not answers or not routine(record):
+        return None
+    import fnmatch
+
+    needs = record.needs_human or {}
+    category = str(needs.get("category") or "").lower() or None
+    for number, entry in enumerate(answers, start=1):
+        if entry.category is not None and entry.category != category:
+            continue
+        if entry.request_key is not None and not (
+            record.request_key and fnmatch.fnmatchcase(record.request_key, entry.request_key)
+        ):
+            continue
+        if entry.words and _first_match(record.prompt, entry.words) is None:
+            continue
+        return number, entry
+    return None

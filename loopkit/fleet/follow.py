@@ -26,6 +26,7 @@ import psycopg
 
 from loopkit import atomicfile, channels, readfile
 from loopkit.errors import LoopkitError
+from loopkit.escalation import allow
 from loopkit.escalation.blockfile import remove_block
 from loopkit.fleet import states, steering
 from loopkit.fleet.pg import CHANNEL
@@ -35,6 +36,7 @@ from loopkit.fleet.schema import version as schema_version
 from loopkit.home import home
 from loopkit.log import get_logger
 from loopkit.message import Notice, fold
+from loopkit.requests.answer import outcome_of
 from loopkit.requests.reading import told_back
 from loopkit.requests.record import Request
 
@@ -340,10 +342,19 @@ class Follower:
             remove_block(store.workspace.blocked, record)
         self.hub.mirror_applied(store.workspace, record)
         if taken:
+            res = record.resolution
             log.info(
                 "fleet_applied",
                 request_id=request_id,
+                status=record.status,
+                outcome=outcome_of(record),
+                decision=res.parsed_decision if res else None,
+                by=res.by if res else None,
+                via=res.via if res else None,
+                machine=answer.get("by_machine") if isinstance(answer, dict) else None,
+                workspace=str(store.workspace.root),
                 msg=f"fleet: request {request_id} answered on another machine",
             )
+            allow.on_answer(store.workspace.root, record, store)
             if self.wake is not None:
                 self.wake()

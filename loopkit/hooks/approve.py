@@ -25,6 +25,7 @@ from loopkit.home import Registry
 from loopkit.hooks.rules import FILE_TOOLS
 from loopkit.message import clean, fold
 from loopkit.redact import Redactor, mask_script
+from loopkit.requests.answer import GATE_OPTIONS
 from loopkit.requests.store import RequestStore
 from loopkit.workspace import Workspace
 
@@ -32,6 +33,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from loopkit.escalation import allow
     from loopkit.requests.record import Request
 
 WAITING = "waiting for a human's approval: loopkit will resume you when it is given"
@@ -96,13 +98,26 @@ def _request(
     *,
     agent: str = "Claude",
     shown: list[str] | None = None,
+    standing: allow.Wanted | None = None,
 ) -> Request:
     tool_name, tool_input, cwd = event["tool_name"], event.get("tool_input", {}), event["cwd"]
     shown = shown if shown is not None else shown_call(tool_name, tool_input)
     text = " ".join(shown)
     room = 120 - len(f"Approve {agent}'s ``?")
     hook = "Claude Code" if agent == "Claude" else agent
-    return gate.approval_request(
+    binding: dict[str, Any] = {
+        "argv": shown,
+        "command": text,  # as shown, never re-quoted: what the human approves
+        "cwd": cwd,
+        "sha256": digest,
+        "tool": tool_name,
+        "rule": hit,
+        "session": str(event.get("session_id") or ""),
+        "agent": agent,
+    }
+    if standing is not None:  # "Allow always here" is offered: what its rule will hold
+        binding["standing"] = standing.to_dict()
+    request = gate.approval_request(
         config,
         key=f"hook:{digest}",
         prompt=f"Approve {agent}'s `{fold(text, room)}`?",
@@ -110,16 +125,11 @@ def _request(
         policy=f"loopkit's {hook} hook: this exact tool call runs only after its approval",
         trigger=f"{agent.split()[0].lower()}-hook",
         attempted=f"nothing: {hook} holds the call until it is approved",
-        binding={
-            "argv": shown,
-            "command": text,  # as shown, never re-quoted: what the human approves
-            "cwd": cwd,
-            "sha256": digest,
-            "tool": tool_name,
-            "rule": hit,
-            "session": str(event.get("session_id") or ""),
-        },
+        binding=binding,
     )
+    if standing is not None:
+        request.options = list(GATE_OPTIONS)
+    return request
 
 
 def register(config: config_mod.Config) -> None:
@@ -162,18 +172,52 @@ def verdict(
     *,
     agent: str = "Claude",
     shown: list[str] | None = None,
+    standing: allow.Wanted | None = None,
 ) -> tuple[str, str]:
     """``("allow", how)`` for a call approved (once), else ``("deny", why)``; ``agent``
-    names the asker in the question, ``shown`` the call as the human sees it."""
+    names the asker in the question, ``shown`` the call as the human sees it; ``standing``:
+    what a rule of ``allow.toml`` would hold for it ("Allow always here" is offered), None
+    when none may be offered. Each decision is a ``gate_decision`` event (audited)."""
     if not Path(workspace).is_dir():
         # A session folder deleted meanwhile: nowhere to ask, and nothing is made there.
         return "deny", f"the call's folder {workspace} does not exist; nothing asked"
     config = config_mod.load(Path(workspace))
     # stdout is the hook's answer to the agent: events go to the file and to stderr only.
     log.setup(Workspace.of(config).events_file, Redactor(config.channels.secrets()),
-              stream=sys.stderr, console_level="warning")  # fmt: skip
+              stream=sys.stderr, console_level="warning", ship="detached")  # fmt: skip
     event = {**event, "cwd": event.get("cwd") or workspace}
     digest = call_hash(event["tool_name"], event.get("tool_input", {}), event["cwd"])
+    decided = _verdict(config, event, hit, digest, agent=agent, shown=shown, standing=standing)
+    _log.info(
+        "gate_decision",
+        decision=decided[0],
+        reason=decided[1],
+        request_id=decided[2],
+        tool=event["tool_name"],
+        command=" ".join(shown or shown_call(event["tool_name"], event.get("tool_input", {}))),
+        gate_rule=hit,
+        agent=agent,
+        workspace=str(config.workspace),
+        msg=f"{agent}'s call: {decided[0]} ({decided[1]})",
+        _console=False,
+    )
+    return decided[0], decided[1]
+
+
+_log = log.get_logger("loopkit.gate")
+
+
+def _verdict(
+    config: config_mod.Config,
+    event: dict[str, Any],
+    hit: str,
+    digest: str,
+    *,
+    agent: str,
+    shown: list[str] | None,
+    standing: allow.Wanted | None,
+) -> tuple[str, str, str | None]:
+    """The decision, its reason and the approval request it rests on."""
     register(config)
     hubs = Hubs()  # this hook is its own process: what it builds, it closes
     try:
@@ -182,19 +226,22 @@ def verdict(
         escalator = Escalator(config, store=store, agent_session=supervised)
         record = gate.approval(
             f"hook:{digest}",
-            lambda: _request(config, event, hit, digest, agent=agent, shown=shown),
+            lambda: _request(
+                config, event, hit, digest, agent=agent, shown=shown, standing=standing
+            ),
             escalator=escalator,
             wait=not supervised,
             timeout=config.hooks.wait,
         )
         found = gate.consume(escalator.store, record, digest)
+        asked = record.request_id
         if found.state == "approved":
-            return "allow", found.reason
+            return "allow", found.reason, asked
         if found.state == "open":
             if supervised:
-                return "deny", WAITING
+                return "deny", WAITING, asked
             waited = f"no human approved it within {config.hooks.wait:g} s"
-            return "deny", f"{waited} (requests/{record.request_id}.json stays open)"
-        return "deny", found.reason
+            return "deny", f"{waited} (requests/{record.request_id}.json stays open)", asked
+        return "deny", found.reason, asked
     finally:
         hubs.close()

@@ -5,8 +5,9 @@ only loopkit's own standard-library helpers (``discover``, :mod:`~loopkit.hooks.
 :mod:`~loopkit.hooks.gateconfig`) — no ``re``, ``typing`` or ``json``: its scans are written
 out by hand — and loads ``loopkit.toml`` only when it changed since it last loaded
 (:func:`~loopkit.hooks.gateconfig.defaults_hold`): no output, exit 0, about as fast as
-``python -c pass``. A match goes to :mod:`~loopkit.hooks.approve`, which asks for an
-approval bound to this exact call.
+``python -c pass``. A match goes to :mod:`~loopkit.hooks.standing` — a standing approval
+of ``.loopkit/allow.toml`` ("Allow always here") passes it at once — and else to
+:mod:`~loopkit.hooks.approve`, which asks for an approval bound to this exact call.
 
 It fails closed (SPEC sections 17 and 28). Anything that goes wrong on a matched call, on
 input that cannot be read (which could hide one), or anywhere before the call is known to
@@ -29,6 +30,8 @@ from loopkit.hooks.rules import WORDS, match
 TYPE_CHECKING = False  # typing costs ~3 ms of a start of ~20: mypy reads the name as its own
 if TYPE_CHECKING:
     from typing import Any
+
+    from loopkit.hooks.rules import Rules
 
 MAX_INPUT = 8 * 1024 * 1024
 SUPERVISED = "LOOPKIT_AGENT_SESSION"  # agentsession.SESSION_ENV: set under `loopkit run`
@@ -366,15 +369,24 @@ def _main(explicit: str | None, dialect: Dialect) -> int:
         _alarm(0)
     if isinstance(found, int):
         return found
-    event, workspace, hit = found
+    event, workspace, hit, rules = found
     import json
 
     try:
-        from loopkit.hooks.approve import verdict
+        from loopkit.hooks import standing
 
-        tool_name, tool_input = event["tool_name"], event.get("tool_input", {})
-        shown = dialect.shown(tool_name, tool_input)
-        decision = dialect.answer(*verdict(workspace, event, hit, agent=dialect.agent, shown=shown))
+        need = standing.need_of(dialect, event, workspace, rules)
+        passed = standing.passing(workspace, need, agent=dialect.agent, hit=hit) if need else None
+        if passed is not None:
+            decision = dialect.answer("allow", passed)
+        else:
+            from loopkit.hooks.approve import verdict
+
+            tool_name, tool_input = event["tool_name"], event.get("tool_input", {})
+            shown = dialect.shown(tool_name, tool_input)
+            decision = dialect.answer(
+                *verdict(workspace, event, hit, agent=dialect.agent, shown=shown, standing=need)
+            )
     except Exception as exc:  # any failure on a matched call denies it
         return _deny_on_error(f"{dialect.event} hook failed on a gated call: {exc}")
     if decision is None:
@@ -407,9 +419,10 @@ def _alarm(seconds: float) -> None:
 
 def _judge(
     raw: bytes, explicit: str | None, dialect: Dialect, deadline: float
-) -> int | tuple[dict[str, Any], str, str]:
+) -> int | tuple[dict[str, Any], str, str, Rules]:
     """Read the call and match it: the hook's exit when that decides it (0: no rule holds
-    it, or Claude's question answered; 2: denied), else ``(event, workspace, rule)``."""
+    it, or Claude's question answered; 2: denied), else ``(event, workspace, rule met,
+    the workspace's rules)``."""
     import json
 
     from loopkit.hooks.shell import Unreadable
@@ -458,7 +471,7 @@ def _judge(
         return _deny_on_error(f"{dialect.event} hook: {exc}")
     if hit is None:
         return 0
-    return {**event, "cwd": event.get("cwd") or cwd}, workspace, hit
+    return {**event, "cwd": event.get("cwd") or cwd}, workspace, hit, rules
 
 
 CLAUDE = Dialect()

@@ -43,6 +43,7 @@ from loopkit.inbox.loops import routes as loop_routes
 from loopkit.inbox.onetap import routes as tap_routes
 from loopkit.log import get_logger
 from loopkit.requests.answer import parse_for
+from loopkit.requests.irreversible import always
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -257,8 +258,9 @@ def app(inbox: Inbox) -> Starlette:
             return refused(exc)
         if isinstance(done, Confirm):
             # An irreversible approval takes two taps (SPEC §16): this one recorded nothing.
+            button = "Yes, allow always here" if always(done.record, text) else "Yes, approve"
             return ask_again(nonce, card, done.question, "answer",
-                             fields={"reply": text}, button="Yes, approve")  # fmt: skip
+                             fields={"reply": text}, button=button)  # fmt: skip
         return RedirectResponse(f"{card.url}?done=1", 303, headers=HEADERS)
 
     async def dismiss(request: HttpRequest, nonce: str) -> Response:

@@ -138,6 +138,14 @@ class AskingTools:
             config, question, store=self.served.store(), escalator=self.served.app.escalator()
         )
         self.served.app.register()
+        if asked.policy is not None and asked.record is not None:  # SPEC §30: no one woken
+            from loopkit.answering import policy as policy_answers
+            from loopkit.datarecord import replace
+
+            number, entry = asked.policy
+            app = self.served.app
+            done = policy_answers.answer(app.answering(), config, asked.record, number, entry)
+            asked = replace(asked, record=done.record)
         return _asked(asked, dry_run=False)
 
     def request_human_review(

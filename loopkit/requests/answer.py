@@ -42,6 +42,13 @@ REVIEW_OPTIONS = (
     Option("Request changes", "changes_requested"),
     Option("Defer", "deferred"),
 )
+# A gate's question about a shell command or a file tool (SPEC §30): approve this call, or
+# this call and every identical one in this workspace from now on (.loopkit/allow.toml).
+GATE_OPTIONS = (
+    Option("Approve", "approved"),
+    Option("Reject", "rejected"),
+    Option("Allow always here", "always", aliases=("allow always", "always allow")),
+)
 QUESTION_OPTIONS = (
     Option("Proceed", "proceed"),
     Option("Skip", "skip"),
@@ -157,6 +164,8 @@ def outcome_of(record: Request) -> str:
         return "unblocked"  # the block was lifted without an answer: nothing was chosen
     if record.kind in ("approval", "review"):
         outcome = res.outcome
+        if outcome == "always":  # "Allow always here" (or Claude's "Always allow"): approved
+            return "approved"
         if outcome in ("approved", "rejected", "changes_requested"):
             return str(outcome)
         return "rejected"  # resolved some other way: never an approval

@@ -58,6 +58,21 @@ def action(record: Request) -> str:
     return f"“{fold(record.prompt.rstrip(' ?'), 120)}”"
 
 
-def confirm_question(record: Request) -> str:
-    """``Approve <the command>? This cannot be undone.``"""
+def confirm_question(record: Request, reply: str | None = None) -> str:
+    """``Approve <the command>? This cannot be undone.`` — or, for "Allow always here"
+    (SPEC §30), that every identical call will run without asking."""
+    if reply is not None and always(record, reply):
+        return (
+            f"Allow {action(record)} always here? It runs now, and every identical call in "
+            "this workspace runs without asking until the rule is removed (`loopkit rules`)."
+        )
     return f"Approve {action(record)}? This cannot be undone."
+
+
+def always(record: Request, reply: str) -> bool:
+    """Whether ``reply`` chooses "Allow always here" on ``record``."""
+    try:
+        decision, _ = parse_for(record, reply)
+    except LoopkitError:
+        return False
+    return decision.chosen_option == "always"

@@ -649,12 +649,19 @@ def _spelt_like(tokens: Sequence[str], c: _Option, choices: list[_Option]) -> bo
         if tokens[at] + tokens[at + 1] in keys:  # a space slipped in: "my sql"
             split |= {at, at + 1}
             found.add(tokens[at] + tokens[at + 1])
+    words = words_of(c.label)
+    # A space dropped: the token is two or more of the label's words run together ("node18"
+    # of "Node 18", "v1deploy" of "V1 deploy") — never a word found inside another ("10" in
+    # "v10rollback", "v1" in "v10").
+    joined = {
+        "".join(words[i:j]): set(words[i:j])
+        for i in range(len(words))
+        for j in range(i + 2, len(words) + 1)
+    }
     for at, token in enumerate(tokens):
         if at in split:
             continue
-        # A space dropped: "node18" of "Node 18", "v1deploy" of "V1 deploy".
-        found |= {w for w in keys if w in token and w != token and (len(w) >= 3 or
-                                                                    not w.isalpha())}  # fmt: skip
+        found |= {w for w in keys if w in joined.get(token, ())}
         if not token.isalpha() or any(inflected(token, w) for w in own):
             found |= {w for w in keys if inflected(token, w)}
             continue

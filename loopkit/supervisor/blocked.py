@@ -353,9 +353,12 @@ class BlockedPhase:
     def _unblocked(self, record: Request | None, *, removed: bool) -> Step:
         """BLOCKED.md is gone, or the open request was answered."""
         pending = list(self.parts.state.pending_decisions)  # a decision handed on changes it
+        lifted: Request | None = None
         if record is not None:
             if removed:
                 record, applied, news = self._lifted(record)
+                res = record.resolution
+                lifted = record if res is not None and res.outcome == "unblocked" and news else None
             else:
                 record = self._load(record.request_id) or record
                 applied = _applied(record)
@@ -381,6 +384,11 @@ class BlockedPhase:
                 return finished
         log.info("unblocked", msg="unblocked; resuming")
         resumed = self._resume(durable=self.parts.state.pending_decisions != pending)
+        if lifted is not None:  # audited after the restart: it is not on the way to it
+            log.info("lifted", request_id=lifted.request_id, by="human",
+                     via="blocked-file-removed",
+                     msg=f"{self.parts.store.workspace.blocked.name} removed by hand: request "
+                     f"{lifted.request_id} lifted without an answer")  # fmt: skip
         if record is not None and not applied:
             self._mark_applied(record)  # after the state is saved: a crash before re-applies
         if record is not None:

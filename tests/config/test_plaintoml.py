@@ -28,6 +28,7 @@ LINE = st.one_of(
     ),
     st.builds(lambda k, vs: f"{k} = [{', '.join(vs)}]", KEY, st.lists(TOKEN, max_size=4)),
     st.builds(lambda k: f"[{k}]", KEY),
+    st.builds(lambda k: f"[[{k}]]", KEY),
     st.sampled_from(
         [
             "",
@@ -35,6 +36,9 @@ LINE = st.one_of(
             "  \t",
             "[ loop ]",
             "[[t]]",
+            "[[t]] # c",
+            "[[ t ]]",
+            "[[t] ]",
             "[a.b]",
             "a.b = 1",
             '"quoted" = 1',

@@ -438,13 +438,23 @@ def test_the_fast_path_never_waves_through_what_the_defaults_stop(
         ("curl | " * 20000, False),
     ],
 )
-def test_a_long_command_is_decided_long_before_claude_codes_timeout(
-    ws: Path, command: str, gated: bool
+def test_a_long_command_is_decided_not_guessed(command: str, gated: bool) -> None:
+    """~200 kB is read and decided: the rules read each character a bounded number of times
+    (these took minutes to hours with lookaheads and lazy scans that backtrack). How fast —
+    well within the hook's read budget on a quiet machine, and denied for time, never let
+    through, on one loaded far past its CPUs — is ``benchmarks/gate_attacks.py``'s to
+    measure, not a test's (SPEC §20)."""
+    assert (match(DEFAULTS, "Bash", {"command": command}, "/repo") is not None) == gated
+
+
+def test_a_long_command_through_the_hook_is_decided_or_denied_never_let_through(
+    ws: Path,
 ) -> None:
-    """A hook still running at Claude Code's hook timeout lets the call through: the rules
-    read each character a bounded number of times, so ~200 kB is decided in well under a
-    second (these took minutes to hours with lookaheads and lazy scans that backtrack)."""
+    """The real hook on the longest of them: the call is decided (gated: denied, and asked)
+    or, on a machine too loaded to read it within the budget, denied for time — never let
+    through (SPEC §28: fail closed within 1 s)."""
     (ws / "loopkit.toml").write_text('[escalation]\nchannel = "none"\n[hooks]\nwait = "0s"\n')
+    command = "git -C x push a " * 10000 + "--force"
     done = subprocess.run(
         [str(LOOPKIT), "hook", "claude", "pretooluse"],
         input=_raw(ws, "Bash", {"command": command}),
@@ -453,11 +463,11 @@ def test_a_long_command_is_decided_long_before_claude_codes_timeout(
         timeout=30,
         env=clean_env(),
     )
-    assert done.returncode == 0, done.stderr
-    if gated:
-        assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    if done.returncode == 2:  # denied for time: the machine is loaded past the budget
+        assert b"could not be read in the time allowed" in done.stderr
     else:
-        assert done.stdout == b""
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def test_the_no_match_path_imports_almost_nothing(ws: Path) -> None:

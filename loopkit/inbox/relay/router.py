@@ -29,7 +29,7 @@ from loopkit.inbox.relay.senders import (
 )
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
-from loopkit.requests.irreversible import approves, is_irreversible
+from loopkit.requests.irreversible import always, approves, is_irreversible
 from loopkit.requests.record import Request
 
 TYPE_CHECKING = False
@@ -304,19 +304,21 @@ class Router(AnswerRouter):
         message = self.message_of(record)
         markup = keyboard(message) or {"inline_keyboard": []}
         confirming = {
-            callback_data(record.request_id, index): confirm_data(record.request_id, index)
+            callback_data(record.request_id, index): (
+                confirm_data(record.request_id, index),
+                # "Allow always here" (SPEC §30) says what it confirms
+                "Yes, allow always here" if always(record, LETTERS[index])
+                else "Yes, approve: it cannot be undone",
+            )
             for index in range(min(len(record.options), len(LETTERS)))
             if approves(record, LETTERS[index])
-        }
+        }  # fmt: skip
         offered = False
         for row in markup["inline_keyboard"]:
             for place, button in enumerate(row):
-                data = confirming.get(button.get("callback_data"))
+                data, label = confirming.get(button.get("callback_data"), (None, ""))
                 if data is not None and len(data.encode()) <= CALLBACK_DATA_MAX:
-                    row[place] = {
-                        "text": "Yes, approve: it cannot be undone",
-                        "callback_data": data,
-                    }
+                    row[place] = {"text": label, "callback_data": data}
                     offered = True
         message_id = sent_as if isinstance(sent_as, int) else telegram_message_id(record)
         where = chat if chat is not None else self.chat

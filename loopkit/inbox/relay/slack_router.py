@@ -22,7 +22,7 @@ from loopkit.inbox.relay.router import parse_button
 from loopkit.inbox.relay.senders import Sender, outcome_line
 from loopkit.log import get_logger
 from loopkit.message import LETTERS, fold
-from loopkit.requests.irreversible import approves, is_irreversible
+from loopkit.requests.irreversible import always, approves, is_irreversible
 from loopkit.requests.record import Request
 
 TYPE_CHECKING = False
@@ -204,7 +204,9 @@ class SlackRouter(AnswerRouter):
                 value = parse_button(button.get("value"))
                 if value and approves(record, LETTERS[value[1]]):
                     button["value"] = confirm_data(record.request_id, value[1])
-                    button["text"] = {"type": "plain_text", "text": "Yes, approve: no undo"}
+                    label = ("Yes, allow always here" if always(record, LETTERS[value[1]])
+                             else "Yes, approve: no undo")  # fmt: skip
+                    button["text"] = {"type": "plain_text", "text": label}
                     button["style"] = "danger"
         shown.insert(1, {"type": "section", "text": {"type": "plain_text", "text": question}})
         self.web.try_call(

@@ -186,3 +186,47 @@ def test_a_tap_on_a_dismissed_request_says_so_and_changes_nothing(
         a.startswith(f"request '{rid}' was dismissed by ana at ") for a in said
     )
     assert (ws / "requests" / f"{rid}.json").read_text() == before
+
+
+def test_allow_always_here_takes_two_taps_and_writes_its_rule(
+    ws: Path, server: FakeServer, config: Config
+) -> None:
+    """SPEC §30: "Allow always here" on a gate's question, like every P0 approval, is
+    recorded only on the second tap — which says what it confirms — and then writes the
+    standing rule."""
+    from loopkit.escalation import allow
+    from loopkit.requests.answer import GATE_OPTIONS
+
+    need = allow.wanted(str(ws), str(ws), ["rm -rf build"], [])
+    assert need is not None
+    store = RequestStore(Workspace.of(config))
+
+    def make() -> Any:
+        record = gate.approval_request(
+            config, key="hook:x", prompt="Approve Claude's `rm -rf build`?",
+            situation="Command: rm -rf build", policy="the hook", trigger="claude-hook",
+            attempted="nothing", binding={"argv": ["rm -rf build"], "command": "rm -rf build",
+                                          "cwd": str(ws), "sha256": "x", "tool": "Bash",
+                                          "standing": need.to_dict()},
+        )  # fmt: skip
+        record.options = list(GATE_OPTIONS)
+        return record
+
+    record = gate.approval("hook:x", make, escalator=Escalator(config, store=store))
+    rid = record.request_id
+    message_id = store.load(rid).delivery[-1].message_id
+    assert isinstance(message_id, int)
+    relay = relay_for(config, poll_timeout=0)
+    tap(server, f"{rid}:2", message_id, 1)
+    relay.poll_once()
+    assert load(ws, rid)["status"] == "open" and allow.load(ws) == []
+    assert acks(server)[0].startswith("Allow `rm -rf build` always here?")
+    [edit] = server.calls("/editMessageText")
+    labels = [row[0]["text"] for row in edit.body["reply_markup"]["inline_keyboard"]]
+    assert labels[2] == "Yes, allow always here"
+    tap(server, f"{rid}:2:confirm", message_id, 2)
+    relay.poll_once()
+    after = load(ws, rid)
+    assert after["status"] == "resolved" and after["resolution"]["outcome"] == "always"
+    (rule,) = allow.load(ws)
+    assert rule.command == "rm -rf build" and rule.via == "telegram"
