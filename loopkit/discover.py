@@ -49,6 +49,12 @@ def find_workspace(
         folder = parent
 
 
+def is_workspace(folder: str) -> bool:
+    """Whether ``folder`` is a loopkit workspace: it holds ``loopkit.toml`` or ``.loopkit/``
+    (or a ``BLOCKED.md``: a block an agent wrote before loopkit ever ran there)."""
+    return any(os.path.exists(os.path.join(folder, mark)) for mark in (*MARKS, "BLOCKED.md"))
+
+
 def _folder(path: str, shown: str, fix: str) -> str:
     if not os.path.isdir(path):
         raise NotAFolder(f"workspace {shown!r} is not a folder; {fix}")

@@ -13,6 +13,7 @@
     ├── NotAllowed               77   an answer from someone not among those who may answer
     ├── TaskNotFound             66   no such skipped task (unskip)
     ├── LoopNotFound             66   no loop of that name, here or in the fleet (pause, stop …)
+    ├── NotAWorkspace            66   not a loopkit workspace (status, unblock in the wrong folder)
     └── ChannelError              1   a channel could not be set up (send-test, doctor)
 
 Only ``loopkit.cli`` turns these into exits; domain code raises them. Every message is one
@@ -88,6 +89,10 @@ class TaskNotFound(LoopkitError):
 
 
 class LoopNotFound(LoopkitError):
+    exit_code = EXIT_NOINPUT
+
+
+class NotAWorkspace(LoopkitError):
     exit_code = EXIT_NOINPUT
 
 

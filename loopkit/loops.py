@@ -486,10 +486,20 @@ def _workspace(loop: Loop) -> Workspace:
 
 def steer(loop: Loop, command: Command, *, by: str, via: str, fleet: Fleet | None = None) -> str:
     """Give ``command`` to ``loop`` (recorded with who, via and when); what happened, in one
-    line. A stop reaches only a running supervisor: with none, nothing is written. Another
-    machine's loop is steered through ``fleet`` (its machine lands the order)."""
+    line. A stop reaches only a running supervisor: with none, nothing is written (a
+    ``dead`` loop's leftovers are ``loopkit stop``'s, on its machine). A pause of a paused
+    loop and a resume of one that is not paused change nothing and say so — no second
+    order, no second event. Another machine's loop is steered through ``fleet`` (its
+    machine lands the order)."""
     if command == "stop" and loop.pid is None:
+        if loop.state == "dead":
+            return (f"{loop.where} is dead (its supervisor is gone): `loopkit stop "
+                    f"{loop.repo}` on {loop.machine or 'this machine'} ends what its agent "
+                    "left running")  # fmt: skip
         return f"{loop.where} is not running ({loop.state}): nothing to stop"
+    unchanged = _unchanged(loop, command)
+    if unchanged is not None:
+        return unchanged
     if loop.machine is not None:
         _remote(fleet, loop).steer_remote(loop.machine, loop.workspace, command, None, by=by,
                                           via=via)  # fmt: skip
@@ -507,6 +517,24 @@ def steer(loop: Loop, command: Command, *, by: str, via: str, fleet: Fleet | Non
     if command == "resume":
         return f"{loop.repo}: resumed ({order.line()})"
     return f"{loop.repo}: stopping ({order.line()})"
+
+
+def _unchanged(loop: Loop, command: Command) -> str | None:
+    """What is said when ``command`` would change nothing: a pause in force already, or a
+    resume of a loop no pause holds. None when it changes something."""
+    if command == "pause":
+        held = Steering(_workspace(loop)).paused() if loop.machine is None else None
+        by = held.line() if held is not None else loop.paused_by
+        if by:
+            return f"{loop.where} is paused already ({by}): nothing changed"
+    elif command == "resume":
+        if loop.machine is None:  # the order in force is what counts, whatever ps read
+            pausing = Steering(_workspace(loop)).paused() is not None
+        else:
+            pausing = bool(loop.paused_by) or loop.state == "paused"
+        if not pausing:
+            return f"{loop.where} is not paused ({loop.state}): nothing to resume"
+    return None
 
 
 def note(loop: Loop, text: str, *, by: str, via: str, fleet: Fleet | None = None) -> str:

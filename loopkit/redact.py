@@ -1,9 +1,33 @@
 """Secret redaction: the one place that decides what a secret looks like.
 
-Every log line (ours and httpx's), every error message and every recorded delivery error
-passes through :meth:`Redactor.text`. Known secret values (from the environment) are
-replaced exactly; shapes that are secret wherever they appear (a Bot API token, a Slack
-webhook path) are replaced by pattern too, so a token from some other source is caught.
+Every log line (ours and httpx's), every error message, every recorded delivery error and
+what a command printed (the iteration log, the console, the evidence on a question) passes
+through :meth:`Redactor.text`; the texts of a new question (its prompt, context, attempts,
+choices) through :func:`mask_shapes`. Known secret values (from the environment) are
+replaced exactly; and what looks like a secret is masked wherever it appears, whoever
+wrote it (SPEC §26) — an agent that prints ``api_key=sk-ant-…`` shows ``api_key=***`` in
+``BLOCKED.md``, the message, ``status``, the inbox and the logs:
+
+- a key of a known shape: its issuer's prefix, alphabet and length (Anthropic and OpenAI
+  ``sk-…``, Stripe ``sk_live_…``, Slack ``xox?-…`` and ``xapp-…``, GitHub ``gh?_…`` and
+  ``github_pat_…``, GitLab ``glpat-…``, AWS ``AKIA…``/``ASIA…``, Google ``AIza…``, Hugging
+  Face ``hf_…``, npm ``npm_…``, PyPI ``pypi-…``, a JWT, a Bot API token, a Slack webhook
+  path), masked whole;
+- a ``-----BEGIN … PRIVATE KEY-----`` block, to its END line (or the end of the text);
+- the value of a name that says secret — ``password``, ``passwd``, ``passphrase``,
+  ``secret``, ``token``, ``api_key``, ``access_key``, ``secret_key``, ``private_key``,
+  ``client_secret``, alone or at a name's end (``db_password``, ``GITHUB_TOKEN``,
+  ``AWS_SECRET_ACCESS_KEY``) — after ``=``, or after ``:`` before a quoted value (JSON,
+  YAML), its name kept (``api_key=***``); a ``Bearer``/``Basic`` credential; a URL's
+  password (``https://user:***@host``).
+
+What stays (decided, and held by property tests): no word is masked for merely looking
+random — a git commit, a SHA-256, a UUID, a session id stay readable; a name that only
+contains a secret word (``max_tokens=4096``, ``password_file=…``, ``tokenizer=bpe``); a
+value that is no secret but a reference to one (``$DB_PASSWORD``, ``${TOKEN}``, ``<your
+key>``, ``None``, a call ``getpass()``, a subscript ``os.environ['API_KEY']``) or a value
+under four characters. A human's own reply is not
+masked: it is theirs to hand to the agent.
 """
 
 from __future__ import annotations
@@ -29,6 +53,49 @@ _PATTERNS = (
     # Slack incoming-webhook path.
     r"hooks\.slack(?:-gov)?\.com/services/[^\s\"'<>]+",
 )
+# Keys by their issuer's shape — prefix, alphabet, length (and a digit, where a word of that
+# prefix could be one: `sk-learn`) — each with the text that must be there for it to be
+# tried (a `str` search: most output holds none); that a key starts a word is checked on
+# each match (:func:`_key`).
+_KEY_SHAPES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("sk-",), r"sk-(?=[\w-]*\d)[\w-]{20,}"),  # Anthropic sk-ant-…, OpenAI sk-…, sk-proj-…
+    (("k_live_", "k_test_"), r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
+    (("xox",), r"xox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack tokens
+    (("xapp-",), r"xapp-\d-[A-Za-z0-9-]{10,}"),  # Slack app-level token
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{36,}"),  # GitHub
+    (("github_pat_",), r"github_pat_\w{40,}"),  # GitHub fine-grained
+    (("glpat-",), r"glpat-[\w-]{20,}"),  # GitLab
+    (("AKIA", "ASIA", "ABIA", "ACCA"), r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    (("AIza",), r"AIza[\w-]{35}(?![\w-])"),  # Google API key
+    (("hf_",), r"hf_[A-Za-z0-9]{30,}"),  # Hugging Face
+    (("npm_",), r"npm_[A-Za-z0-9]{36,}"),  # npm
+    (("pypi-",), r"pypi-AgE[\w-]{50,}"),  # PyPI
+    (("eyJ",), r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}"),  # a JWT
+)
+# A private key, to its END line (or the end of what is there).
+_PRIVATE_KEY = (
+    r"(?s)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE "
+    r"KEY-----|.*)"
+)
+_KEY_BEGIN = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
+_KEY_END = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"
+# Names that say secret, and the words they end in (looked for with str.find: a regular
+# expression that ignores case is ten times slower on an agent's megabytes of output).
+_SECRET_NAMES = ("password", "passwd", "passphrase", "secret", "token", "api_key", "api-key",
+                 "apikey", "access_key", "access-key", "secret_key", "secret-key",
+                 "private_key", "private-key", "client_secret", "client-secret")  # fmt: skip
+_SECRET_WORDS = r"pass|secret|token|key"
+_NAME_TAIL = r"[a-z0-9_-]*"
+# What follows such a name: `=`, or `:` before a quoted value; then the value, unless it is
+# a call or a subscript (`getpass()`, `os.environ['API_KEY']`).
+_ASSIGNED = (
+    r"[\"']?\s*(?:=|:(?=\s*[\"']))\s*[\"']?"
+    r"(?P<value>(?>[^\s\"'`,;&()\[\]{}<>]+))(?!\s*[(\[])"
+)
+_CREDENTIAL = r"(?i)(?<![\w-])(?:bearer|basic)\s+(?P<value>(?=[\w.~+/=-]*\d)[\w.~+/=-]{16,})"
+_URL_PASSWORD = r"(?<=://)[^\s/:@]+:(?P<value>[^\s/@]+)(?=@)"
+# What a value named as a secret may be without being one.
+_REFERENCE = r"(?i)\A(?:[$%*]|(?:none|null|nil|true|false|undefined)\Z)"
 
 
 # Names of flags, keys and headers whose value is a secret: --token X, api_key=X,
@@ -219,9 +286,57 @@ def mask_script(command: str) -> str:
 
 
 def _mask_shapes(word: str) -> str:
+    return mask_shapes(word)
+
+
+def mask_shapes(text: str) -> str:
+    """``text`` with every secret of a known shape masked (see the module's docstring):
+    the rule for what an agent or a command wrote, wherever it goes next."""
     for pattern in _PATTERNS:
-        word = re.sub(pattern, MASK, word)
-    return word
+        text = re.sub(pattern, MASK, text)
+    shapes = [shape for needles, shape in _KEY_SHAPES if any(n in text for n in needles)]
+    if shapes:
+        text = re.sub("|".join(shapes), _key, text)
+    if "PRIVATE KEY-----" in text:
+        text = re.sub(_PRIVATE_KEY, MASK, text)
+    lower = text.lower()
+    spans = _named_values(text, lower)
+    if "bearer" in lower or "basic" in lower:
+        spans += [m.span("value") for m in re.finditer(_CREDENTIAL, text)]
+    if "://" in text and "@" in text:
+        spans += [m.span("value") for m in re.finditer(_URL_PASSWORD, text)]
+    for start, end in sorted(set(spans), reverse=True):  # from the end: spans stay valid
+        value = text[start:end]
+        if len(value) >= 4 and not re.match(_REFERENCE, value):
+            text = text[:start] + MASK + text[end:]
+    return text
+
+
+def _key(match: re.Match[str]) -> str:
+    """A key of a known shape, masked when it starts a word (``task-…`` holds no ``sk-…``)."""
+    start = match.start()
+    before = match.string[start - 1] if start else " "
+    return match[0] if before.isalnum() or before in "_-" else MASK
+
+
+def _named_values(text: str, lower: str) -> list[tuple[int, int]]:
+    """Where the values of names that say secret are (``db_password=…``, ``"token": "…"``):
+    a name is one of :data:`_SECRET_NAMES`, or ends in one after ``_`` or ``-``
+    (``mypassword``, ``max_tokens``, ``password_file`` are no such name)."""
+    found: list[tuple[int, int]] = []
+    tail, assigned = re.compile(_NAME_TAIL), re.compile(_ASSIGNED)  # re's cache: once
+    for hit in re.finditer(_SECRET_WORDS, lower):
+        end = tail.match(lower, hit.end()).end()  # type: ignore[union-attr]  # [...]* matches
+        value = assigned.match(text, end)
+        if value is None:  # most hits: `passed`, `key` in prose — nothing assigned
+            continue
+        start = hit.start()
+        while start > 0 and (lower[start - 1].isalnum() or lower[start - 1] in "_-"):
+            start -= 1  # to the name's start
+        name = lower[start:end]
+        if any(name == n or name.endswith(("_" + n, "-" + n)) for n in _SECRET_NAMES):
+            found.append(value.span("value"))
+    return found
 
 
 def _split(command: str) -> list[str]:
@@ -247,9 +362,7 @@ class Redactor:
         for secret in self._secrets:
             if secret in value:
                 value = value.replace(secret, MASK)
-        for pattern in _PATTERNS:
-            value = re.sub(pattern, MASK, value)
-        return value
+        return mask_shapes(value)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -266,13 +379,16 @@ class Redactor:
 class LineRedactor:
     """Redacts a byte stream line by line on its way to ``sink`` (a command's output to the
     iteration log or the console): a secret split across two reads is still one line here.
-    A line longer than ``limit`` bytes is passed on in pieces; :meth:`flush` sends the rest."""
+    A line longer than ``limit`` bytes is passed on in pieces; :meth:`flush` sends the rest.
+    A private key's block spans lines: from its BEGIN line to its END line nothing passes,
+    however the lines arrive."""
 
     def __init__(self, sink: Callable[[bytes], object], redactor: Redactor, limit: int = 65536):
         self.sink = sink
         self.redactor = redactor
         self.limit = limit
         self._partial = b""
+        self._in_key = False  # inside a private key's block, its BEGIN line passed already
 
     def write(self, chunk: bytes) -> None:
         data = self._partial + chunk
@@ -290,4 +406,11 @@ class LineRedactor:
 
     def _emit(self, data: bytes) -> None:
         text = data.decode("utf-8", "surrogateescape")
+        if self._in_key:
+            end = re.search(_KEY_END, text)
+            if end is None:
+                return  # the block's body: its BEGIN was masked, with all that followed
+            text, self._in_key = text[end.end() :], False
+        begins = list(re.finditer(_KEY_BEGIN, text))
+        self._in_key = bool(begins) and not re.search(_KEY_END, text[begins[-1].end() :])
         self.sink(self.redactor.text(text).encode("utf-8", "surrogateescape"))

@@ -101,6 +101,28 @@ def test_configuration_page_names_every_key() -> None:
             assert f"| `{key}` |" in text, f"[{table}] {key}"
 
 
+def test_every_channel_is_documented_where_channels_are_listed() -> None:
+    """SPEC §26: channels.md's table and the `channel` key's meaning name every channel of
+    the registry (apprise too), and configuration.md every variable a channel reads."""
+    from loopkit.channels import CHANNELS
+
+    channels = (ROOT / "docs" / "channels.md").read_text(encoding="utf-8")
+    configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    [row] = [line for line in configuration.splitlines() if line.startswith("| `channel` |")]
+    for name in CHANNELS:
+        assert f"| `{name}` |" in channels, name
+        assert f"`{name}`" in row, name
+    settings = (PACKAGE / "config" / "__init__.py").read_text(encoding="utf-8")
+    read = set(re.findall(r"LOOPKIT_HITL_[A-Z_]+", settings))
+    assert read and all(f"`{name}`" in configuration for name in read), read
+
+
+def test_the_header_init_writes_names_the_configuration_reference() -> None:
+    from loopkit.setup.scaffold import HEADER
+
+    assert "docs/configuration.md" in HEADER and "README" not in HEADER
+
+
 # --- links ------------------------------------------------------------------------------
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")

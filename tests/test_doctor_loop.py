@@ -14,8 +14,10 @@ from loopkit.setup.doctor import diagnose
 from helpers import loopkit
 
 
-def loop_problems(ws: Path) -> list[str]:
-    return [f.text for f in diagnose(ws) if f.topic == "loop" and f.level == "problem"]
+def loop_problems(ws: Path, *, refused: bool = False) -> list[str]:
+    """The loop's problems (``refused``: those ``run`` refuses to start on alone)."""
+    return [f.text for f in diagnose(ws) if f.topic == "loop" and f.level == "problem"
+            and (f.stops_run or not refused)]  # fmt: skip
 
 
 def test_a_sound_loop_has_no_loop_problems(ws: Path) -> None:
@@ -74,7 +76,11 @@ def test_shell_syntax_is_not_called_not_found(ws: Path, command: str) -> None:
     (ws / "loopkit.toml").write_text(f"[loop]\nagent = {command!r}\nverify = {command!r}\n")
     ran = subprocess.run(["/bin/sh", "-c", command], cwd=ws, capture_output=True, text=True)
     assert "not found" not in ran.stderr  # sh runs it: nothing is missing
-    assert loop_problems(ws) == []
+    assert loop_problems(ws, refused=True) == []  # run starts
+    # A program that may run and is not there is still named (a loop's body, never run here).
+    maybe = [p for p in loop_problems(ws) if "'no-such-tool-x' is not found on PATH" in p]
+    assert len(maybe) == (2 if "no-such-tool-x;" in command else 0)  # agent and verify
+    assert all("(it runs in a loop)" in p for p in maybe)
 
 
 def test_a_typo_behind_shell_syntax_is_named(ws: Path) -> None:

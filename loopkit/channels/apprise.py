@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import warnings
 
+from loopkit import extras
 from loopkit.channels import Outcome
 from loopkit.message import fold, one_way
 from loopkit.redact import Redactor
@@ -42,20 +43,34 @@ class AppriseChannel:
                 f"{URLS} is not set: export one or more Apprise URLs (e.g. "
                 "ntfys://ntfy.sh/my-topic); see docs/channels.md"
             ]
-        import importlib.util
+        if not extras.installed("apprise"):
+            return [extras.needs("apprise")]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import apprise
 
-        if importlib.util.find_spec("apprise") is None:
-            return ["channel apprise needs the apprise library: pip install 'loopkit[apprise]'"]
+            bad = self._bad_urls(apprise.Apprise())
+        if bad:
+            return [_unknown(bad)]
         return []
 
     def _bad_urls(self, target: Any) -> list[int]:
-        """The 1-based positions of the URLs Apprise does not take (never the URLs: keys)."""
-        return [i for i, url in enumerate(self.settings.apprise_urls, 1) if not target.add(url)]
+        """The 1-based positions of the URLs Apprise does not take (never the URLs: keys —
+        Apprise's own log line, "Unparseable URL …", is kept quiet for that reason)."""
+        import logging
+
+        said = logging.getLogger("apprise")
+        was, said.disabled = said.disabled, True
+        try:
+            urls = enumerate(self.settings.apprise_urls, 1)
+            return [i for i, url in urls if not target.add(url)]
+        finally:
+            said.disabled = was
 
     def send(self, message: Note) -> Outcome:
         missing = self.problems()
         if missing:
-            return Outcome(ok=False, status="error", error=missing[0].split(":")[0], hard=True)
+            return Outcome(ok=False, status="error", error=missing[0], hard=True)
         text = one_way(message)
         title, _, body = text.partition("\n")
         result: dict[str, Any] = {}
@@ -79,14 +94,7 @@ class AppriseChannel:
         worker.start()
         worker.join(self.budget)
         if result.get("bad"):
-            which = ", ".join(f"#{n}" for n in result["bad"])
-            return Outcome(
-                ok=False,
-                status="error",
-                hard=True,
-                error=f"{URLS}: URL {which} is not one Apprise knows; check its "
-                "scheme against the Apprise wiki",
-            )
+            return Outcome(ok=False, status="error", hard=True, error=_unknown(result["bad"]))
         if "ok" not in result:
             return Outcome(ok=False, status="timeout", error=f"no answer within {self.budget:g} s")
         if result["ok"]:
@@ -95,3 +103,12 @@ class AppriseChannel:
         last = lines[-1].split(" - ", 2)[-1] if lines else "a service refused the message"
         error = self.redactor.text(f"apprise: {fold(last, 200)}")
         return Outcome(ok=False, status="error", error=error)
+
+
+def _unknown(positions: list[int]) -> str:
+    """The URLs Apprise cannot take, named by their place (``URL #2``), never shown."""
+    which = ", ".join(f"#{n}" for n in positions)
+    return (
+        f"URL {which} of {URLS} is not one Apprise can parse: check its scheme and its parts "
+        "against the Apprise wiki (https://github.com/caronc/apprise/wiki)"
+    )

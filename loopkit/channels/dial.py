@@ -15,9 +15,11 @@ import os
 import shlex
 import signal
 import subprocess
+from pathlib import Path
 
 from loopkit import prctl
 from loopkit.channels import Outcome
+from loopkit.config.programs import missing_program
 from loopkit.message import fold, one_way
 from loopkit.redact import Redactor
 
@@ -51,10 +53,16 @@ class DialChannel:
         return (argv, None) if argv else (None, "LOOPKIT_HITL_DIAL_CMD is empty")
 
     def problems(self) -> list[str]:
-        _, problem = self._argv()
-        if problem:
+        argv, problem = self._argv()
+        if argv is None:
             return [f"{problem}: export the command that should get the message on stdin"]
-        return []
+        missing = missing_program(tuple(argv), cwd=Path.cwd())
+        if missing is None:
+            return []
+        # The command line is a secret; its program is named only where it is no part of one.
+        program = self.redactor.text(missing.program)
+        return [f"LOOPKIT_HITL_DIAL_CMD runs {program!r}, which {missing.why}: {missing.fix} "
+                "(it runs without a shell, looked up on PATH as execvp does)"]  # fmt: skip
 
     def send(self, message: Note) -> Outcome:
         argv, problem = self._argv()

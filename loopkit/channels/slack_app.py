@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from loopkit import extras
 from loopkit.channels import Outcome
 from loopkit.channels.telegram import callback_data
 from loopkit.message import LETTERS, Message
@@ -102,17 +103,16 @@ class SlackAppChannel:
         self._sleep = sleep
 
     def problems(self) -> list[str]:
+        if not extras.installed("slack_sdk"):  # before slack_web, which imports it
+            return [extras.needs("slack_sdk")]
         from loopkit.channels.slack_web import token_problems
 
-        found = token_problems(self.settings)
-        if not found and not _installed():
-            found.append("slack_mode = \"socket\" needs slack_sdk: pip install 'loopkit[slack]'")
-        return found
+        return token_problems(self.settings)
 
     def send(self, message: Note) -> Outcome:
         missing = self.problems()
         if missing:
-            return Outcome(ok=False, status="error", error=missing[0].split(":")[0])
+            return Outcome(ok=False, status="error", error=missing[0], hard=True)
         from loopkit.channels.slack_web import SlackCallError, SlackWeb
 
         web = SlackWeb(self.settings, sleep=self._sleep)
@@ -133,9 +133,3 @@ class SlackAppChannel:
         channel, ts = answer.get("channel"), answer.get("ts")
         ref = message_ref(channel, ts) if isinstance(channel, str) and isinstance(ts, str) else None
         return Outcome(ok=True, status=200, message_id=ref)
-
-
-def _installed() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("slack_sdk") is not None

@@ -51,6 +51,7 @@ PLACES: tuple[str, ...] = (
     "loopkit.cli.loop:status",
     "loopkit.cli.loops:stop",
     "loopkit.cli.loops:tail_command",
+    "loopkit.cli.loop:tasks",
     "loopkit.cli.answer:unblock",
     "loopkit.cli.loop:unskip",
 )

@@ -122,6 +122,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "loopkit.cli.loops:tail_command",
         "A loop's recent history, then what it does as it does it (redacted).",
     ),
+    "tasks": (
+        "loopkit.cli.loop:tasks",
+        "The tasks left in [loop] task_file; with --done, exit 0 once none is left.",
+    ),
     "unblock": (
         "loopkit.cli.answer:unblock",
         "Resolve the open block's request and remove BLOCKED.md.",

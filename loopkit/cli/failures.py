@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from loopkit.errors import EXIT_FAILURE, EXIT_SIGINT, LoopkitError
+from loopkit import extras
+from loopkit.errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_SIGINT, LoopkitError
 
 TYPE_CHECKING = False  # typing: ~2 ms of a start-up that has none to spare
 if TYPE_CHECKING:
@@ -36,6 +37,10 @@ def exit_code_for(exc: BaseException, app: App) -> int:
         return EXIT_SIGINT
     if isinstance(exc, BrokenPipeError):  # `loopkit requests | head`: the reader has gone
         return EXIT_FAILURE
+    extra = extras.missing(exc)
+    if extra is not None:  # an optional part this install lacks: a config error, not a bug
+        say(f"loopkit: error: {extra}")
+        return EXIT_CONFIG
     from loopkit.cli.context import report_bug
 
     report_bug(exc, app, traceback=bool(os.environ.get("LOOPKIT_DEBUG")))

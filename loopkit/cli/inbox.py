@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from loopkit.cli.body import runs
-from loopkit.errors import EXIT_OK
+from loopkit.errors import EXIT_OK, ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,6 +85,16 @@ def serve(
     # LOOPKIT_HOME (a .loopkit/ in the folder it was started from would make that folder a
     # workspace for every command run beneath it).
     settings = load(home(), lenient=True).channels
+    from loopkit import extras
+
+    wanted = {
+        "psycopg": bool(os.environ.get("LOOPKIT_FLEET_DSN", "").strip()),
+        "slack_sdk": settings.slack_socket
+        and bool(settings.slack_bot_token and settings.slack_app_token),
+    }
+    for module, needed in wanted.items():
+        if needed and not extras.installed(module):  # as `run` says it: a config error
+            raise ConfigError(extras.needs(module))
     events.setup(
         home() / "serve-events.jsonl",
         Redactor(settings.secrets()),

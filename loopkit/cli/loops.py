@@ -80,9 +80,31 @@ def _who() -> str:
 
 def _steer(app: App, repo: str | None, command: Command) -> int:
     loop = _target(app, repo)
+    if command == "stop" and loop.state == "dead" and loop.machine is None:
+        ended = _end_dead(loop)
+        if ended is not None:
+            click.echo(ended)
+            return EXIT_OK
+        loop = _target(app, repo)  # a supervisor started meanwhile: it gets the order
     line = steer(loop, command, by=_who(), via="cli", fleet=app.hubs)
     click.echo(line)
     return EXIT_FAILURE if command == "stop" and loop.pid is None else EXIT_OK
+
+
+def _end_dead(loop: Loop) -> str | None:
+    """``stop`` of a dead loop here: what its agent left running, stopped; None when a
+    supervisor holds the workspace now."""
+    from loopkit.config import load
+    from loopkit.supervisor.leftovers import end_dead_loop
+
+    root = Path(loop.workspace)
+    grace = load(root, lenient=True).loop.kill_grace
+    stopped = end_dead_loop(root, grace=grace, by=_who(), via="cli")
+    if stopped is None:
+        return None
+    left = (f"stopped {stopped.count} process(es) its agent left running" if stopped.count
+            else "nothing of its agent was left running")  # fmt: skip
+    return f"{loop.repo}: its supervisor was gone (dead); {left}; it is stopped now"
 
 
 REPO = click.argument("repo", required=False, metavar="[REPO]")
@@ -114,7 +136,13 @@ def resume(app: App, repo: str | None) -> int:
 @REPO
 @click.pass_obj
 def stop(app: App, repo: str | None) -> int:
-    """Stop a loop's supervisor, as SIGTERM does (REPO as for `pause`; exit 1: none runs)."""
+    """Stop a loop's supervisor, as SIGTERM does (REPO as for `pause`; exit 1: none runs).
+
+    A dead loop (its supervisor was killed) on this machine: what its agent left running —
+    its recorded process groups and cgroup — is stopped now, and the loop marked stopped
+    (exit 0). A pause of a paused loop and a resume of one not paused say so, and change
+    nothing.
+    """
     return _steer(app, repo, "stop")
 
 

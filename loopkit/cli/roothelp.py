@@ -51,6 +51,7 @@ HELP: dict[int, str] = {
         "  status     Show the supervisor's state: running / blocked / finished,...\n"
         "  stop       Stop a loop's supervisor, as SIGTERM does (REPO as for...\n"
         "  tail       A loop's recent history, then what it does as it does it...\n"
+        "  tasks      The tasks left in [loop] task_file; with --done, exit 0 once...\n"
         "  unblock    Resolve the open block's request and remove BLOCKED.md.\n"
         "  unskip     Take back a skipped task: the loop works on it again when it..."
     ),
@@ -98,6 +99,7 @@ HELP: dict[int, str] = {
         "  status     Show the supervisor's state: running / blocked / finished, iteration, task,...\n"
         "  stop       Stop a loop's supervisor, as SIGTERM does (REPO as for `pause`; exit 1: none runs).\n"
         "  tail       A loop's recent history, then what it does as it does it (redacted).\n"
+        "  tasks      The tasks left in [loop] task_file; with --done, exit 0 once none is left.\n"
         "  unblock    Resolve the open block's request and remove BLOCKED.md.\n"
         "  unskip     Take back a skipped task: the loop works on it again when it is the first open one."
     ),

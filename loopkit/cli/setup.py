@@ -29,7 +29,11 @@ if TYPE_CHECKING:
     show_default=True,
     help="How the human is told (secrets stay in the environment).",
 )
-@click.option("--task-file", help="The task list (- [ ] lines); with --agent, also a done.")
+@click.option(
+    "--task-file",
+    help="The task list (- [ ] lines); also a done that holds once every task is ticked or "
+    "skipped.",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @click.pass_obj
 def init(
@@ -39,16 +43,20 @@ def init(
     """Write loopkit.toml and templates/BLOCKED.md.j2; existing files are kept unless --force.
 
     It writes into -C DIR, else the current folder: init makes a workspace where you are
-    (it does not look upward for one, as the other commands do).
+    (it does not look upward for one, as the other commands do). It adds .loopkit/,
+    /requests/ and BLOCKED.md to .gitignore (an agent's `git add -A` would commit them), and
+    registers the workspace in LOOPKIT_HOME, so its questions reach the phone and the inbox
+    before its first `loopkit run`.
 
     \b
     --agent claude|codex|gemini also sets that agent up, each step shown, and skipped when
     it is there already (a second run changes nothing): working agent (and for claude
-    resume) lines, with --task-file a done that holds once every task is ticked, the
-    agent's hooks, a "when and how to escalate" section in CLAUDE.md / AGENTS.md /
-    GEMINI.md, and .loopkit/ and BLOCKED.md in .gitignore.
+    resume) lines, with --task-file a done that holds once every task is ticked or
+    skipped, the agent's hooks, and a "when and how to escalate" section in CLAUDE.md /
+    AGENTS.md / GEMINI.md.
     """
     from loopkit.setup.kit import KITS
+    from loopkit.setup.scaffold import ignore, ignored
     from loopkit.setup.scaffold import init as do_init
 
     root = app.explicit or Path(".")
@@ -59,11 +67,14 @@ def init(
         click.echo(f"wrote {path}")
     for path in result.kept:
         click.echo(f"kept  {path} (exists; --force overwrites it)")
+    steps = ignore(root, ignored(result.blocked_file))
     if kit:
         from loopkit.setup.kit import setup
 
-        for step in setup(root, kit, task_file=task_file, blocked_file=result.blocked_file):
-            click.echo(step.line())
+        steps += setup(root, kit, task_file=task_file)
+    for step in steps:
+        click.echo(step.line())
+    app.register(root)  # a hook's question now reaches the phone, the inbox and `reply`
     return EXIT_OK
 
 
@@ -73,27 +84,45 @@ def init(
 def doctor(app: App, as_json: bool) -> int:
     """Check the config, the channel settings and the template; each problem with its fix.
 
-    Also the programs of agent / verify / done / preflight, task_file and required_env, as
-    they are now. Exit 0 when nothing is wrong, 1 when a problem was found.
+    Finds what `run` would trip on: what `run` refuses to start on (no loopkit.toml, a
+    channel that reaches nobody — a missing extra, the dial command's program, an Apprise
+    URL Apprise cannot parse —, no agent, a program that certainly runs and is not there),
+    in run's words; then every program of agent / resume / verify / done / preflight that
+    may run (after &&, ||, ;, |) and is not there, task_file, required_env, the template,
+    and the agents' hooks (one that cannot start, or is wrapped as `… || true`).
+
+    \b
+    Exit: 0 nothing wrong · 1 a problem · 78 `loopkit run` would refuse to start (as it
+    exits then).
     """
-    from loopkit.setup.doctor import diagnose
+    from loopkit.setup.doctor import diagnose, exit_code
 
     findings = diagnose(app.root)
     problems = sum(1 for f in findings if f.level == "problem")
+    code = exit_code(findings)
     if as_json:
-        rows = [{"level": f.level, "topic": f.topic, "text": f.text} for f in findings]
-        click.echo(json.dumps({"problems": problems, "findings": rows}, ensure_ascii=False))
+        rows = [{"level": f.level, "topic": f.topic, "text": f.text, "stops_run": f.stops_run}
+                for f in findings]  # fmt: skip
+        click.echo(json.dumps({"problems": problems, "exit": code, "findings": rows},
+                              ensure_ascii=False))  # fmt: skip
     else:
         for finding in findings:
             click.echo(finding.line())
-        click.echo(f"{problems} problem(s)" if problems else "no problems found")
-    return EXIT_FAILURE if problems else EXIT_OK
+        if code == 78:
+            click.echo(f"{problems} problem(s); `loopkit run` would refuse to start (exit 78)")
+        else:
+            click.echo(f"{problems} problem(s)" if problems else "no problems found")
+    return code
 
 
 @click.command("send-test")
 @click.pass_obj
 def send_test(app: App) -> int:
-    """Send one test message over the configured channel (exit 0 sent, 1 not)."""
+    """Send one test message over the configured channel (exit 0 sent, 1 not).
+
+    A channel that reaches nobody — as `run` refuses it: missing settings, a missing extra —
+    exits 78, naming it.
+    """
     from loopkit.setup.doctor import send_test as do_send
 
     config = app.config()

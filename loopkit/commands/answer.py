@@ -8,7 +8,7 @@ import json
 import os
 
 from loopkit.commands.echo import echo
-from loopkit.errors import EXIT_OK, EXIT_TEMPFAIL
+from loopkit.errors import EXIT_OK, EXIT_TEMPFAIL, RequestNotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,9 +49,15 @@ def reply(
         if found is not None and by_policy(found):  # SPEC §30: a human takes the question back
             echo(service.override(request_id, who).message, err=True)
             return EXIT_OK
-    done = service.answer(
-        request_id, reply, who, confirmed=True, expected_updated_at=expected_updated_at
-    )  # typed on purpose: no second tap
+    try:
+        done = service.answer(
+            request_id, reply, who, confirmed=True, expected_updated_at=expected_updated_at
+        )  # typed on purpose: no second tap
+    except RequestNotFound as exc:
+        if app.in_workspace():
+            raise
+        # reply answers a request anywhere; a wrong folder may still be why it is not found.
+        raise RequestNotFound(f"{exc} ({app.root} is not a loopkit workspace)") from None
     assert isinstance(done, Answered)  # confirmed: never a Confirm
     echo(json.dumps(done.decision, ensure_ascii=False))
     echo(done.reading, err=True)
@@ -86,6 +92,7 @@ def _tell_the_asked(service: Answering, record: Request) -> None:
 
 def unblock(app: App, *, reply: str | None, by: str | None) -> int:
     service, who = _door(app, by)
+    app.require_workspace()  # never "not blocked" for a folder that is no loop's
     outcome = service.unblock(app.store(), who, reply=reply)
     if outcome.answered is not None:
         echo(json.dumps(outcome.answered.decision, ensure_ascii=False))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from loopkit import agentsession
 from loopkit.datarecord import field, record
-from loopkit.discover import NotAFolder, find_workspace
-from loopkit.errors import ConfigError, UsageError
+from loopkit.discover import NotAFolder, find_workspace, is_workspace
+from loopkit.errors import ConfigError, NotAWorkspace, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # each imported where it is first used: `--help` needs none of them
@@ -56,6 +56,18 @@ class App:
             raise UsageError(str(exc)) from None
         self.verbose = verbose
 
+    def in_workspace(self) -> bool:
+        """Whether the folder found (SPEC §9) is a loopkit workspace, not merely the current
+        folder a command fell back to."""
+        return is_workspace(str(self.root))
+
+    def require_workspace(self) -> None:
+        """For a command that reads or changes one workspace (``status``, ``unblock``): in a
+        folder that is none, say so (exit 66) rather than answer for an empty one ("idle",
+        "not blocked")."""
+        if not self.in_workspace():
+            raise NotAWorkspace(not_a_workspace(self.root))
+
     @property
     def hubs(self) -> Hubs:
         """One hub per fleet DSN for the whole invocation (SPEC §15)."""
@@ -94,15 +106,21 @@ class App:
 
         return Workspace.of(self.config())
 
-    def register(self) -> None:
-        """Record this workspace in the machine's loopkit home (SPEC §10); a home that cannot
-        be written is a warning, never a lost block."""
+    def register(self, root: Path | None = None) -> None:
+        """Record this workspace — or the folder ``root``, without reading its config — in the
+        machine's loopkit home (SPEC §10); a home that cannot be written is a warning, never
+        a lost block."""
         from loopkit.home import Registry
         from loopkit.workspace import Workspace
 
-        config = self._config or self.config()
+        if root is None:
+            config = self._config or self.config()
+            where, repo = config.workspace, Workspace.of(config).repo_name()
+        else:
+            where = root.resolve()  # as config.load makes it: one registry entry per folder
+            repo = Workspace(where, where / "BLOCKED.md").repo_name()
         try:
-            Registry().register(config.workspace, Workspace.of(config).repo_name())
+            Registry().register(where, repo)
         except OSError as exc:
             sys.stderr.write(
                 f"loopkit: warning: cannot register this workspace in LOOPKIT_HOME "
@@ -167,3 +185,11 @@ class App:
             Redactor(config.channels.secrets()),
             console_level="debug" if self.verbose else console_level,
         )
+
+
+def not_a_workspace(root: Path) -> str:
+    return (
+        f"not a loopkit workspace: {root} (no loopkit.toml or .loopkit/ here or in a folder "
+        "above); run this in a loop's workspace or pass -C DIR — `loopkit ps` lists every "
+        "loop, `loopkit init` makes one"
+    )

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 
 def status(app: App, *, as_json: bool) -> int:
+    app.require_workspace()  # never "idle" for a folder that is no loop's
     config = app.config(anywhere=True)
     if repair.needed(config, app.store()):
         repair.repair(app.escalator(config))  # a block a crash left half-raised

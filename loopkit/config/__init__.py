@@ -15,7 +15,7 @@ import contextlib
 import os
 import re
 
-from loopkit import readfile
+from loopkit import extras, readfile
 from loopkit.config import plaintoml
 from loopkit.config import values as config_values
 from loopkit.config.keys import KEYS
@@ -428,9 +428,7 @@ def _env_dsn(value: str | None, lenient: bool) -> str | None:
 
 def _fleet_installed() -> bool:
     """Whether the ``[fleet]`` extra (psycopg) is there: looked up, never imported."""
-    import importlib.util
-
-    return importlib.util.find_spec("psycopg") is not None
+    return extras.installed("psycopg")
 
 
 def load(

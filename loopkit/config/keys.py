@@ -30,9 +30,12 @@ KEYS: dict[str, dict[str, Key]] = {
         "agent": Key(
             v.optional_command,
             "The agent command. `loopkit run` needs it, and checks at start that the programs of "
-            "agent, verify, done and preflight are there: exit 78 before the first iteration, "
-            "naming a missing one (shell syntax such as `!`, `if`, `( … )`, `VAR=x cmd` is read "
-            "as `/bin/sh` reads it; `loopkit doctor` runs the same check).",
+            "agent, resume, verify, done and preflight that certainly run are there: exit 78 "
+            "before the first iteration, naming a missing one (shell syntax such as `!`, `if`, "
+            "`( … )`, `VAR=x cmd` is read as `/bin/sh` reads it). `loopkit doctor` says the "
+            "same, and also names every program that may run — after `&&`, `||`, in a "
+            "pipeline, an `if` or a loop — that is not there, and a command `/bin/sh` cannot "
+            "read.",
         ),
         "resume": Key(
             v.resume_command,
@@ -119,7 +122,8 @@ KEYS: dict[str, dict[str, Key]] = {
             "Where the question goes: `telegram`, `slack`, `dial`, `apprise`, `ntfy`, "
             '`pagerduty`, `none`, or a ladder such as `["telegram", "dial"]` (the next rung '
             "when one fails hard, or with `escalate_after`). `LOOPKIT_HITL_CHANNEL` overrides it. "
-            "Not needed when `people` are listed: they are the ladder then.",
+            "Not needed when `people` are listed: they are the ladder then. Each channel's "
+            "settings: [channels](channels.md).",
         ),
         "blocked_file": Key(
             v.relative_file,

@@ -35,8 +35,8 @@ import stat
 import subprocess
 from pathlib import Path
 
+from loopkit.config.shellwords import REDIRECTIONS, GiveUp, Token, tokens
 from loopkit.datarecord import record, replace
-from loopkit.errors import ConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from loopkit.config import Config
     from loopkit.config.values import Command
 
-__all__ = ["Missing", "check_loop", "loop_problems", "missing_program"]
+__all__ = ["Missing", "loop_problems", "missing_program", "named_commands"]
 
 
 @record(frozen=True, slots=True)
@@ -68,220 +68,43 @@ def missing_program(
     or not knowable without running it). ``cwd`` and ``env``: where and with what the
     command runs (default: this process's environment)."""
     env = os.environ if env is None else env
-    state = _State(cwd=cwd, path=env.get("PATH", os.defpath))
+    state = State(cwd=cwd, path=env.get("PATH", os.defpath))
     try:
         if isinstance(command, tuple):
             [word, *args] = _literal(list(command))
             return _Walk([], env, shell=False).run(word, args, state, builtins=False).missing
         return _shell_string(command, state, env)
-    except _GiveUp:
+    except GiveUp:
         return None
 
 
 def loop_problems(config: Config, env: Mapping[str, str] | None = None) -> list[str]:
-    """One line for each ``[loop]`` command (agent, verify, done, preflight) whose program
-    is missing: what, where, how to fix. The commands run from the workspace."""
+    """One line for each ``[loop]`` command (agent, resume, verify, done, preflight) whose
+    program is missing: what, where, how to fix. The commands run from the workspace."""
     file = config.file or config.workspace / "loopkit.toml"
-    loop = config.loop
-    named = [("agent", loop.agent), ("verify", loop.verify), ("done", loop.done)]
-    named += [("preflight", command) for command in loop.preflight]
     found: list[str] = []
-    for name, command in named:
-        missing = None if command is None else missing_program(command, cwd=config.workspace,
-                                                                env=env)  # fmt: skip
+    for name, command in named_commands(config):
+        missing = missing_program(command, cwd=config.workspace, env=env)
         if missing is not None:
             found.append(f"[loop] {name}: {missing.text()}; {missing.fix} in {file}")
     return found
 
 
-def check_loop(config: Config) -> None:
-    """Raise ConfigError naming the first missing program of the loop's commands, so
-    ``loopkit run`` refuses to start a loop that would fail every iteration."""
-    problems = loop_problems(config)
-    if problems:
-        more = f" (and {len(problems) - 1} more: `loopkit doctor` lists them)"
-        raise ConfigError(problems[0] + (more if len(problems) > 1 else ""))
-
-
-# --- reading a shell string -----------------------------------------------------------------
-
-
-class _GiveUp(Exception):
-    """What follows cannot be known without running it: stop, report nothing more."""
-
-
-@record(frozen=True, slots=True)
-class _Token:
-    kind: str  # "word", "op" (an operator, or "\n"), "io" (the 2 of 2>file)
-    text: str  # a word with its quotes removed
-    quoted: bool = False  # a word with any quoting: never a reserved word
-    dynamic: bool = False  # a word with an expansion or a glob: its value is not known
-    assigns: bool = False  # NAME=… with NAME unquoted: an assignment before a command
-
-
-_OPERATORS = ("&&", "||", ";;", "<<", ">>", "<&", ">&", "<>", ">|", "|&",
-              ";", "&", "|", "(", ")", "<", ">")  # fmt: skip
-_REDIRECTIONS = frozenset(("<", ">", ">>", "<&", ">&", "<>", ">|"))
-_META = " \t\n;&|()<>"
-
-
-def _tokens(text: str) -> list[_Token]:
-    """The shell's tokens of ``text``; raises _GiveUp on what it does not read (an open
-    quote, a here-document, an unbalanced ``$(``)."""
-    found: list[_Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in " \t":
-            i += 1
-        elif c == "\\" and text.startswith("\\\n", i):
-            i += 2
-        elif c == "\n":
-            found.append(_Token("op", "\n"))
-            i += 1
-        elif c == "#":
-            while i < n and text[i] != "\n":
-                i += 1
-        elif c in ";&|()<>":
-            op = next(o for o in _OPERATORS if text.startswith(o, i))
-            if op == "<<":
-                raise _GiveUp  # a here-document: its body is not commands
-            found.append(_Token("op", op))
-            i += len(op)
-        else:
-            word, i = _word(text, i)
-            if i < n and text[i] in "<>" and not word.quoted and word.text.isdigit():
-                word = _Token("io", word.text)
-            found.append(word)
-    return found
-
-
-def _word(text: str, i: int) -> tuple[_Token, int]:
-    out: list[str] = []
-    quoted = dynamic = assigns = False
-    n = len(text)
-    if text[i] == "~":
-        dynamic = True  # tilde expansion
-    while i < n and text[i] not in _META:
-        c = text[i]
-        if c == "\\":
-            if i + 1 < n and text[i + 1] == "\n":
-                i += 2
-                continue
-            quoted = True
-            out.append(text[i + 1 : i + 2])
-            i += 2
-        elif c == "'":
-            end = text.find("'", i + 1)
-            if end < 0:
-                raise _GiveUp
-            out.append(text[i + 1 : end])
-            quoted, i = True, end + 1
-        elif c == '"':
-            inner, i, expands = _double_quoted(text, i + 1)
-            out.append(inner)
-            quoted, dynamic = True, dynamic or expands
-        elif c == "$" or c == "`":
-            i = _expansion(text, i)
-            dynamic = True
-        else:
-            if c in "*?" or (c == "[" and "]" in text[i : _word_end(text, i)]):
-                dynamic = True  # pathname expansion
-            if c == "=" and not (quoted or dynamic or assigns) and "".join(out).isidentifier():
-                assigns = True
-            out.append(c)
-            i += 1
-    return _Token("word", "".join(out), quoted, dynamic, assigns), i
-
-
-def _word_end(text: str, i: int) -> int:
-    while i < len(text) and text[i] not in _META:
-        i += 1
-    return i
-
-
-def _double_quoted(text: str, i: int) -> tuple[str, int, bool]:
-    """From just past an opening ``"``: its text, the index past the closing one, and
-    whether it holds an expansion."""
-    out: list[str] = []
-    expands = False
-    while i < len(text):
-        c = text[i]
-        if c == '"':
-            return "".join(out), i + 1, expands
-        if c == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            out.append(nxt if nxt in '$`"\\' else c + nxt if nxt != "\n" else "")
-            i += 2
-        elif c in "$`":
-            i = _expansion(text, i)
-            expands = True
-        else:
-            out.append(c)
-            i += 1
-    raise _GiveUp
-
-
-def _expansion(text: str, i: int) -> int:
-    """The index past the expansion at ``i`` (``$name``, ``${…}``, ``$(…)``, ``$((…))``,
-    `` `…` ``)."""
-    n = len(text)
-    if text[i] == "`":
-        j = i + 1
-        while j < n and text[j] != "`":
-            j += 2 if text[j] == "\\" else 1
-        if j >= n:
-            raise _GiveUp
-        return j + 1
-    if i + 1 >= n:
-        return i + 1
-    nxt = text[i + 1]
-    if nxt in "({":
-        return _balanced(text, i + 1, nxt, ")" if nxt == "(" else "}")
-    if nxt.isalnum() or nxt == "_":
-        j = i + 1
-        while j < n and (text[j].isalnum() or text[j] == "_"):
-            j += 1
-        return j
-    return i + 2 if nxt in "@*#?-$!" else i + 1
-
-
-def _balanced(text: str, i: int, opening: str, closing: str) -> int:
-    """The index past the ``closing`` that balances the ``opening`` at ``i``, quotes and
-    nested expansions skipped."""
-    depth, j, n = 0, i, len(text)
-    while j < n:
-        c = text[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "'":
-            end = text.find("'", j + 1)
-            if end < 0:
-                raise _GiveUp
-            j = end + 1
-            continue
-        if c == '"':
-            j = _double_quoted(text, j + 1)[1]
-            continue
-        if c == "`" or (c == "$" and j + 1 < n and text[j + 1] in "({"):
-            j = _expansion(text, j)
-            continue
-        if c == opening:
-            depth += 1
-        elif c == closing:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    raise _GiveUp
+def named_commands(config: Config) -> list[tuple[str, Command]]:
+    """The ``[loop]`` commands a loop runs, each with its key: agent, resume, verify, done,
+    and each preflight."""
+    loop = config.loop
+    named = [("agent", loop.agent), ("resume", loop.resume), ("verify", loop.verify),
+             ("done", loop.done)]  # fmt: skip
+    named += [("preflight", command) for command in loop.preflight]
+    return [(name, command) for name, command in named if command is not None]
 
 
 # --- following what runs ----------------------------------------------------------------------
 
 
 @record(frozen=True, slots=True)
-class _State:
+class State:
     cwd: Path | None  # None: a `cd` went somewhere not known
     path: str | None  # PATH; None: set to something not known
     errexit: bool = False  # `set -e`: a failure ends the script
@@ -292,38 +115,38 @@ class _Ran:
     """What running one command leaves: the state after it, whether it certainly
     succeeded, and the program found missing, if any (then nothing after it counts)."""
 
-    state: _State
+    state: State
     succeeded: bool = False
     missing: Missing | None = None
 
 
-_RESERVED = frozenset(("if", "then", "else", "elif", "fi", "do", "done", "case", "esac",
+RESERVED = frozenset(("if", "then", "else", "elif", "fi", "do", "done", "case", "esac",
                        "while", "until", "for", "in", "{", "}", "!", "function", "select",
                        "coproc"))  # fmt: skip
 # Builtins that leave PATH and the folder as they were.
 _NEUTRAL = frozenset(("echo", "printf", "test", "[", "pwd", "type", "wait", "times", "jobs",
                       "kill", "umask", "ulimit", "trap", "false"))  # fmt: skip
 _SUCCEED = frozenset((":", "true"))
-_SHELLS = frozenset(("sh", "bash", "dash"))
-_BASH_ONLY = frozenset(("[[", "source", "function", "select", "shopt", "declare", "local"))
+SHELLS = frozenset(("sh", "bash", "dash"))
+BASH_ONLY = frozenset(("[[", "source", "function", "select", "shopt", "declare", "local"))
 
 
-def _shell_string(text: str, state: _State, env: Mapping[str, str]) -> Missing | None:
-    ran = _Walk(_tokens(text), env, shell=True).list_(state, ends=())
-    if ran.missing is not None and not _sh(["-n", "-c", text], state, env):
-        raise _GiveUp  # sh would refuse the string before running any of it
+def _shell_string(text: str, state: State, env: Mapping[str, str]) -> Missing | None:
+    ran = _Walk(tokens(text), env, shell=True).list_(state, ends=())
+    if ran.missing is not None and not sh_ok(["-n", "-c", text], state, env):
+        raise GiveUp  # sh would refuse the string before running any of it
     return ran.missing
 
 
-def _literal(words: list[str]) -> list[_Token]:
-    return [_Token("word", w, quoted=True) for w in words]
+def _literal(words: list[str]) -> list[Token]:
+    return [Token("word", w, quoted=True) for w in words]
 
 
 class _Walk:
     """Follows the commands of one shell string (``shell``), or of an argv, in the order
-    they run as far as that is certain. Raises _GiveUp where it cannot follow."""
+    they run as far as that is certain. Raises GiveUp where it cannot follow."""
 
-    def __init__(self, tokens: list[_Token], env: Mapping[str, str], *, shell: bool) -> None:
+    def __init__(self, tokens: list[Token], env: Mapping[str, str], *, shell: bool) -> None:
         self.tokens = tokens
         self.at = 0
         self.env = env
@@ -331,7 +154,7 @@ class _Walk:
 
     # the grammar, as far as it is followed
 
-    def peek(self) -> _Token | None:
+    def peek(self) -> Token | None:
         return self.tokens[self.at] if self.at < len(self.tokens) else None
 
     def is_op(self, *ops: str) -> bool:
@@ -345,7 +168,7 @@ class _Walk:
     def at_end(self, ends: tuple[str, ...]) -> bool:
         return self.peek() is None or self.is_reserved(*ends) or (")" in ends and self.is_op(")"))
 
-    def list_(self, state: _State, *, ends: tuple[str, ...]) -> _Ran:
+    def list_(self, state: State, *, ends: tuple[str, ...]) -> _Ran:
         """Commands up to one of ``ends`` (reserved words, or ``)``) or the end."""
         ran = _Ran(state, succeeded=True)
         while True:
@@ -354,7 +177,7 @@ class _Walk:
             if self.at_end(ends):
                 return ran
             if ran.state.errexit and not ran.succeeded:
-                raise _GiveUp  # set -e: what follows runs only if that succeeded
+                raise GiveUp  # set -e: what follows runs only if that succeeded
             before = ran.state
             ran = self.and_or(before)
             if ran.missing is not None:
@@ -363,21 +186,21 @@ class _Walk:
                 self.at += 1
                 ran = _Ran(before)  # its changes stay in the background job
             elif not (self.is_op("\n", ";") or self.at_end(ends)):
-                raise _GiveUp
+                raise GiveUp
 
-    def and_or(self, state: _State) -> _Ran:
+    def and_or(self, state: State) -> _Ran:
         ran = self.pipeline(state)
         while ran.missing is None and self.is_op("&&", "||"):
             op = self.tokens[self.at].text
             if op == "||" or not ran.succeeded:
-                raise _GiveUp  # what follows may not run
+                raise GiveUp  # what follows may not run
             self.at += 1
             while self.is_op("\n"):
                 self.at += 1
             ran = self.pipeline(ran.state)
         return ran
 
-    def pipeline(self, state: _State) -> _Ran:
+    def pipeline(self, state: State) -> _Ran:
         negated = self.is_reserved("!")
         if negated:
             self.at += 1
@@ -393,7 +216,7 @@ class _Walk:
             ran = replace(ran, state=state, succeeded=False)
         return replace(ran, succeeded=False) if negated else ran
 
-    def command(self, state: _State) -> _Ran:
+    def command(self, state: State) -> _Ran:
         if self.is_op("("):
             self.at += 1
             inner = self.list_(state, ends=(")",))
@@ -413,14 +236,14 @@ class _Walk:
             condition = self.list_(state, ends=("then", "do"))
             if condition.missing is not None:
                 return condition
-            raise _GiveUp  # what runs next depends on the condition
-        if self.is_reserved(*_RESERVED):
-            raise _GiveUp  # for, case, a branch's body, …: not followed
+            raise GiveUp  # what runs next depends on the condition
+        if self.is_reserved(*RESERVED):
+            raise GiveUp  # for, case, a branch's body, …: not followed
         return self.simple(state)
 
     def expect(self, closing: str) -> None:
         if not (self.is_op(closing) or self.is_reserved(closing)):
-            raise _GiveUp
+            raise GiveUp
         self.at += 1
 
     def redirections(self) -> None:
@@ -428,19 +251,19 @@ class _Walk:
             tok = self.peek()
             if tok is not None and tok.kind == "io":
                 self.at += 1
-            elif tok is not None and tok.kind == "op" and tok.text in _REDIRECTIONS:
+            elif tok is not None and tok.kind == "op" and tok.text in REDIRECTIONS:
                 self.at += 1
                 target = self.peek()
                 if target is None or target.kind != "word":
-                    raise _GiveUp
+                    raise GiveUp
                 self.at += 1
             else:
                 return
 
-    def simple(self, state: _State) -> _Ran:
+    def simple(self, state: State) -> _Ran:
         """A simple command: assignments, redirections, then its words."""
-        words: list[_Token] = []
-        path: _Token | None = None
+        words: list[Token] = []
+        path: Token | None = None
         while True:
             self.redirections()
             tok = self.peek()
@@ -452,11 +275,11 @@ class _Walk:
                 words.append(tok)
             self.at += 1
         if self.is_op("("):
-            raise _GiveUp  # a function definition
+            raise GiveUp  # a function definition
         own = state
         if path is not None:
             if path.dynamic:
-                raise _GiveUp
+                raise GiveUp
             own = replace(state, path=path.text.partition("=")[2])
         if not words:  # assignments alone: they stay in the shell
             return _Ran(own, succeeded=True)
@@ -467,11 +290,11 @@ class _Walk:
 
     # what a command does
 
-    def run(self, word: _Token, args: list[_Token], state: _State, *, builtins: bool) -> _Ran:
+    def run(self, word: Token, args: list[Token], state: State, *, builtins: bool) -> _Ran:
         """Run ``word args`` as the shell would (``builtins``: the shell's own come first)
         or as a program runs another (execvp)."""
         if word.dynamic:
-            raise _GiveUp
+            raise GiveUp
         name = word.text
         if self.shell and builtins and not word.quoted:
             builtin = self.builtin(name, args, state)
@@ -480,15 +303,15 @@ class _Walk:
         missing = self.lookup(name, state)
         if missing is not None:
             return _Ran(state, missing=missing)
-        if name in _SHELLS:
+        if name in SHELLS:
             return self.shell_c(args, state)
-        wrapped = _wrapped(name, args)
-        if wrapped:
-            ran = self.run(wrapped[0], wrapped[1:], state, builtins=False)
+        inner = wrapped(name, args)
+        if inner:
+            ran = self.run(inner[0], inner[1:], state, builtins=False)
             return _Ran(state, missing=ran.missing)
         return _Ran(state)  # a program cannot change the shell's PATH or folder
 
-    def builtin(self, name: str, args: list[_Token], state: _State) -> _Ran | None:
+    def builtin(self, name: str, args: list[Token], state: State) -> _Ran | None:
         """A builtin the shell runs itself and this follows, or None."""
         if name in _SUCCEED:
             return _Ran(state, succeeded=True)
@@ -501,48 +324,48 @@ class _Walk:
         if name in ("export", "readonly"):
             for arg in args:
                 if arg.dynamic or arg.text.startswith("-"):
-                    raise _GiveUp
+                    raise GiveUp
                 if arg.text.startswith("PATH="):
                     state = replace(state, path=arg.text[5:])
             return _Ran(state, succeeded=True)
         if name == "unset":
             if any(a.dynamic or a.text == "PATH" for a in args):
-                raise _GiveUp
+                raise GiveUp
             return _Ran(state)
         if name == "set":
             flags = [a.text for a in args if not a.dynamic]
             if not args or len(flags) < len(args) or not all(map(_set_flags, flags)):
-                raise _GiveUp
+                raise GiveUp
             errexit = state.errexit or any(f[0] == "-" and "e" in f for f in flags)
             return _Ran(replace(state, errexit=errexit), succeeded=True)
         if name in ("exit", "return"):
-            raise _GiveUp  # nothing after it runs
+            raise GiveUp  # nothing after it runs
         return None
 
-    def prefix(self, name: str, args: list[_Token], state: _State) -> _Ran:
+    def prefix(self, name: str, args: list[Token], state: State) -> _Ran:
         """``exec``, ``command``, ``time``: the command they run."""
         rest = list(args)
         if rest and rest[0].dynamic:
-            raise _GiveUp
+            raise GiveUp
         if name == "command":
             if rest and rest[0].text in ("-v", "-V"):
                 return _Ran(state)  # asks, runs nothing
         elif name == "time":  # a keyword in bash, a program in dash
-            if _on_path("time", state) is False and not self.sh_finds("time", state):
+            if on_path("time", state) is False and not self.sh_finds("time", state):
                 return _Ran(state, missing=self.lookup("time", state))
             while rest and not rest[0].dynamic and rest[0].text.startswith("-"):
                 takes = rest[0].text in ("-f", "-o", "--format", "--output")
                 rest = rest[2:] if takes else rest[1:]
         if rest and rest[0].text.startswith("-"):
-            raise _GiveUp  # exec -a, command -p, …: not followed
+            raise GiveUp  # exec -a, command -p, …: not followed
         if not rest:
             return _Ran(state)  # exec with redirections alone, a bare time
         ran = self.run(rest[0], rest[1:], state, builtins=name != "exec")
         if name == "exec" and ran.missing is None:
-            raise _GiveUp  # the shell is gone: nothing after it runs
+            raise GiveUp  # the shell is gone: nothing after it runs
         return ran
 
-    def shell_c(self, args: list[_Token], state: _State) -> _Ran:
+    def shell_c(self, args: list[Token], state: State) -> _Ran:
         """``sh -c 'STRING'`` (and bash, dash): the string's own commands."""
         rest = list(args)
         while rest and not rest[0].dynamic and rest[0].text in ("-e", "-u", "-x"):
@@ -557,26 +380,26 @@ class _Walk:
 
     # looking a program up
 
-    def lookup(self, name: str, state: _State) -> Missing | None:
+    def lookup(self, name: str, state: State) -> Missing | None:
         """``name`` looked up as the shell (or execvp) does: None when found or not known;
-        raises _GiveUp for a builtin or keyword this does not follow."""
+        raises GiveUp for a builtin or keyword this does not follow."""
         if "/" in name:
-            return _path_missing(name, state.cwd)
-        if _on_path(name, state) is not False:
+            return path_missing(name, state.cwd)
+        if on_path(name, state) is not False:
             return None
         if self.shell and self.sh_finds(name, state):
-            raise _GiveUp
+            raise GiveUp
         fix = "install it, or fix the command"
-        if self.shell and name in _BASH_ONLY:
+        if self.shell and name in BASH_ONLY:
             fix = f"{name!r} is bash, not sh: write the command for /bin/sh (or as bash -c '…')"
         return Missing(name, "is not found on PATH", fix)
 
-    def sh_finds(self, name: str, state: _State) -> bool:
+    def sh_finds(self, name: str, state: State) -> bool:
         """Does /bin/sh find ``name`` (a builtin, a keyword, or on PATH)?"""
-        return _sh(["-c", 'command -v "$1" >/dev/null', "sh", name], state, self.env)
+        return sh_ok(["-c", 'command -v "$1" >/dev/null', "sh", name], state, self.env)
 
 
-def _on_path(name: str, state: _State) -> bool | None:
+def on_path(name: str, state: State) -> bool | None:
     """Is ``name`` an executable file in a PATH entry? None when that is not known."""
     if state.path is None or not name:
         return None
@@ -606,7 +429,7 @@ def _set_flags(arg: str) -> bool:
     return len(arg) > 1 and arg[0] in "-+" and not set(arg[1:]) - set("euxv")
 
 
-def _cd(args: list[_Token], state: _State, env: Mapping[str, str]) -> _Ran:
+def _cd(args: list[Token], state: State, env: Mapping[str, str]) -> _Ran:
     """``cd DIR``: followed only for one literal folder (and no CDPATH to search)."""
     if len(args) != 1 or args[0].dynamic or args[0].text.startswith("-") or state.cwd is None:
         return _Ran(replace(state, cwd=None))
@@ -621,7 +444,7 @@ def _cd(args: list[_Token], state: _State, env: Mapping[str, str]) -> _Ran:
     return _Ran(state)  # it fails: the folder stays
 
 
-def _path_missing(name: str, cwd: Path | None) -> Missing | None:
+def path_missing(name: str, cwd: Path | None) -> Missing | None:
     path = Path(name)
     if not path.is_absolute():
         if cwd is None:
@@ -652,7 +475,7 @@ _WRAPPERS: dict[str, frozenset[str]] = {
 _ENV_FLAGS = frozenset(("-i", "-0", "--ignore-environment", "--null", "-u", "--unset", "-"))
 
 
-def _wrapped(name: str, args: list[_Token]) -> list[_Token]:
+def wrapped(name: str, args: list[Token]) -> list[Token]:
     """The command a wrapper program runs, with its arguments; [] when ``name`` is not a
     wrapper, or what it runs is not known."""
     takes = _WRAPPERS.get(name)
@@ -682,7 +505,7 @@ def _wrapped(name: str, args: list[_Token]) -> list[_Token]:
     return rest
 
 
-def _sh(argv: list[str], state: _State, env: Mapping[str, str]) -> bool:
+def sh_ok(argv: list[str], state: State, env: Mapping[str, str]) -> bool:
     """``/bin/sh ARGV`` in the command's folder with its PATH: did it exit 0?"""
     run_env = dict(env)
     if state.path is not None:

@@ -15,10 +15,11 @@ from loopkit.datarecord import record
 from loopkit.errors import BadInput, UsageError
 from loopkit.escalation import policy as policy_mod
 from loopkit.escalation import rubric
-from loopkit.escalation.blockfile import slug
+from loopkit.escalation.blockfile import shown, slug
 from loopkit.escalation.escalator import Escalator
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
+from loopkit.redact import mask_shapes
 from loopkit.requests.answer import options_for
 from loopkit.requests.models import Block, Kind, Option
 from loopkit.requests.record import KINDS, Request, new_id, validate_id
@@ -197,15 +198,15 @@ def ask(
         else:
             record = Request(
                 request_id=question.request_id or new_id(),
-                prompt=stem,
+                prompt=mask_shapes(stem),
                 request_key=question.key,
                 kind=question.kind,
-                situation=clean(question.situation).strip(),
-                policy=clean(question.policy).strip(),
+                situation=shown(question.situation).strip(),
+                policy=shown(question.policy).strip(),
                 options=options,
                 recommendation=recommendation,
                 timeout_default={"after_minutes": minutes, "action": action},
-                context_refs=[clean(a) for a in question.attach],
+                context_refs=[shown(a) for a in question.attach],
                 trigger=f"ask:{question.kind}",
                 attempted=[f"policy check: {reason}"],
                 review=_review(question),

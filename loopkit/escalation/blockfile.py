@@ -18,6 +18,7 @@ from loopkit.datarecord import record, replace
 from loopkit.errors import BadInput, WorkspaceError
 from loopkit.escalation import marker
 from loopkit.message import LETTERS, clean, fold
+from loopkit.redact import mask_shapes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,6 +42,12 @@ class Choice:
 
 
 _DASHES = re.compile(r"\s+(?:—|–|--|-)\s+")
+
+
+def shown(text: str) -> str:
+    """A text an agent or a command wrote, as a question carries it: safe to write
+    (:func:`~loopkit.message.clean`), its secrets masked (:func:`~loopkit.redact.mask_shapes`)."""
+    return mask_shapes(clean(text))
 
 
 def parse_choice(text: str) -> Choice:
@@ -86,16 +93,18 @@ class Escalation:
         )
 
     def cleaned(self) -> Escalation:
-        """The same escalation with every text safe to write (see :func:`loopkit.message.clean`)."""
+        """The same escalation with every text safe to write (see :func:`loopkit.message.clean`)
+        and safe to show: a secret of a known shape in it — an agent's ``api_key=sk-ant-…`` —
+        masked before it reaches the request, ``BLOCKED.md`` or a message (:func:`shown`)."""
         return replace(
             self,
-            question=clean(self.question),
-            context=clean(self.context),
-            attempted=[clean(a) for a in self.attempted],
+            question=shown(self.question),
+            context=shown(self.context),
+            attempted=[shown(a) for a in self.attempted],
             choices=[
                 Choice(
-                    clean(c.label),
-                    clean(c.consequence),
+                    shown(c.label),
+                    shown(c.consequence),
                     clean(c.value),
                     tuple(clean(a) for a in c.aliases),
                 )

@@ -16,6 +16,7 @@ import contextlib
 import os
 import threading
 
+from loopkit import extras
 from loopkit.config.values import fleet_dsn
 from loopkit.datarecord import record
 from loopkit.errors import LoopkitError, LoopNotFound
@@ -166,9 +167,7 @@ class Hubs:
 
 
 def _installed() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("psycopg") is not None
+    return extras.installed("psycopg")
 
 
 def follow_answers(

@@ -28,7 +28,7 @@ from pathlib import Path
 from loopkit import atomicfile, readfile
 from loopkit.datarecord import record
 from loopkit.errors import ConfigError, WorkspaceError
-from loopkit.hooks.install import _entries, _options, program
+from loopkit.hooks.install import _entries, _options, program, wrapped_head
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -132,7 +132,9 @@ def _merge_hooks(path: Path, spec: Agent, start: list[str]) -> list[str]:
     wanted = shlex.join([*start, *spec.words])
     changed, found = [], False
     for entry in _entries(groups):
-        head = ours(entry.get("command"), spec.words)
+        head = ours(entry.get("command"), spec.words) or wrapped_head(
+            entry.get("command"), spec.words
+        )
         if head is None:
             continue
         found = True

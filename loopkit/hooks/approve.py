@@ -21,6 +21,7 @@ from loopkit import config as config_mod
 from loopkit.escalation import gate
 from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
+from loopkit.home import Registry
 from loopkit.hooks.rules import FILE_TOOLS
 from loopkit.message import clean, fold
 from loopkit.redact import Redactor, mask_script
@@ -131,6 +132,24 @@ def _request(
     return request
 
 
+def register(config: config_mod.Config) -> None:
+    """This workspace in ``LOOPKIT_HOME`` (SPEC sections 10 and 26), as ``run`` and
+    ``escalate`` register theirs: a hook's question in a workspace that never ran ``loopkit
+    run`` is then answered from the phone (``loopkit serve``), the inbox and ``reply`` in
+    another folder like any other. Called only once a call is held — one that no rule holds
+    registers nothing, so the hook's start-up stays as it was (SPEC §20) — and a refresh of an
+    entry already there writes without an fsync. A home that cannot be written is logged,
+    never a lost question."""
+    try:
+        Registry().register(config.workspace, Workspace.of(config).repo_name())
+    except OSError as exc:
+        log.get_logger("loopkit.hooks").warning(
+            "unregistered",
+            msg=f"cannot register this workspace in LOOPKIT_HOME ({exc.strerror}): its "
+            "question reaches the inbox and `loopkit serve` only once `loopkit run` has run here",
+        )
+
+
 def _output(decision: str, reason: str) -> dict[str, Any]:
     return {
         "hookSpecificOutput": {
@@ -199,6 +218,7 @@ def _verdict(
     standing: allow.Wanted | None,
 ) -> tuple[str, str, str | None]:
     """The decision, its reason and the approval request it rests on."""
+    register(config)
     hubs = Hubs()  # this hook is its own process: what it builds, it closes
     try:
         store = RequestStore(Workspace.of(config), hub=hubs.for_config(config))

@@ -14,7 +14,7 @@ from loopkit import config as config_mod
 from loopkit.escalation import blockfile, gate
 from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
-from loopkit.hooks.approve import call_hash, shown_call
+from loopkit.hooks.approve import call_hash, register, shown_call
 from loopkit.message import fold
 from loopkit.redact import Redactor
 from loopkit.requests.models import Option, Resolution
@@ -135,6 +135,7 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
               stream=sys.stderr, console_level="warning")  # fmt: skip
     event = {**event, "cwd": str(event.get("cwd") or workspace)}
     digest = call_hash(event["tool_name"], event.get("tool_input", {}), event["cwd"])
+    register(config)
     hubs = Hubs()
     try:
         store = RequestStore(Workspace.of(config), hub=hubs.for_config(config))

@@ -13,7 +13,10 @@ settings Claude Code reads for this project is run once, as Claude Code would ru
   program with ``--version`` (a notification could reach the phone).
 
 A command that names ``loopkit`` without a path runs where PATH finds it, which Claude Code's
-PATH may not: it is reported too. Codex's and Gemini CLI's gate hooks (``.codex/hooks.json``,
+PATH may not: it is reported too. So is a hook wrapped in a longer shell line (``… || true``,
+``… | tee log``): it may run, but its deny is lost — ``|| true`` turns exit 2 into 0 — and
+the call goes ahead; it is not run, and ``loopkit hook install`` writes it as loopkit's
+alone. Codex's and Gemini CLI's gate hooks (``.codex/hooks.json``,
 ``.gemini/settings.json``) fail open the same way and are run the same way.
 """
 
@@ -30,7 +33,7 @@ from loopkit.hooks import codextrust, geminitrust
 from loopkit.hooks.agentconfig import AGENTS
 from loopkit.hooks.agentconfig import ours as runs_ours
 from loopkit.hooks.gateconfig import load_rules
-from loopkit.hooks.install import ours
+from loopkit.hooks.install import EVENTS, ours, wrapped_head
 from loopkit.hooks.rules import match
 
 TYPE_CHECKING = False
@@ -50,6 +53,7 @@ class Installed:
     command: str
     program: list[str]
     agent: str = "claude"
+    wrapped: bool = False  # inside a longer shell line that can lose its deny
 
 
 @record(frozen=True, slots=True)
@@ -82,6 +86,10 @@ def installed(files: list[Path]) -> list[Installed]:
                     seen = ours(text)
                     if isinstance(text, str) and seen is not None and seen[0] == event:
                         found.append(Installed(path, event, text, seen[1]))
+                    elif isinstance(text, str) and event in EVENTS:
+                        head = wrapped_head(text, EVENTS[event][0])
+                        if head is not None:
+                            found.append(Installed(path, event, text, head, wrapped=True))
     return found
 
 
@@ -104,6 +112,10 @@ def installed_agents(root: Path, home: Path) -> list[Installed]:
                     head = runs_ours(text, spec.words)
                     if isinstance(text, str) and head is not None:
                         found.append(Installed(path, spec.event, text, head, agent))
+                    elif isinstance(text, str):
+                        head = wrapped_head(text, spec.words)
+                        if head is not None:
+                            found.append(Installed(path, spec.event, text, head, agent, True))
     return found
 
 
@@ -136,6 +148,14 @@ def check(hook: Installed, root: Path) -> Health:
     command = hook.command if event is not None else shlex.join([*hook.program, "--version"])
     where = f"{hook.settings} {hook.event}"
     fix = FIX.replace("install claude", f"install {hook.agent}")
+    if hook.wrapped:
+        return Health(
+            False,
+            f"{where}: `{hook.command}` runs loopkit's hook inside a longer shell line: its "
+            "deny can be lost (`|| true` turns its exit 2 into 0, a redirected stdout drops its "
+            "answer) and the call goes ahead; make it loopkit's command alone: "
+            + fix.replace("to write loopkit's path", "rewrites it"),
+        )
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(root)}
     for name in ("LOOPKIT_WORKSPACE", "LOOPKIT_AGENT_SESSION"):
         env.pop(name, None)

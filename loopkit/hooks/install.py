@@ -74,6 +74,45 @@ def ours(text: object) -> tuple[str, list[str]] | None:
     return None
 
 
+def wrapped_head(text: object, tail: tuple[str, ...]) -> list[str] | None:
+    """The program words of loopkit's hook ``tail`` when ``text`` runs it inside a longer
+    shell line — ``loopkit hook claude pretooluse || true``, ``… | tee log``, ``cd x && …``,
+    ``… >/dev/null`` — else None (not loopkit's, or loopkit's alone). Such a line can lose the
+    hook's deny: ``|| true`` turns its exit 2 into 0 and a redirected stdout drops its
+    answer, and the agent then runs the call. Only a redirection of stderr (``2>>log``) is
+    harmless."""
+    if not isinstance(text, str):
+        return None
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return None
+    n = len(tail)
+    for at in range(1, len(words) - n + 1):
+        if tuple(words[at : at + n]) != tail:
+            continue
+        start = at - 1
+        if os.path.basename(words[start]) != "loopkit":
+            continue
+        if start >= 2 and words[start - 1] == "-m":
+            start -= 2  # <python> -m loopkit
+        extra = words[:start] + words[at + n :]
+        if extra and not _stderr_only(extra):
+            return words[start:at]
+    return None
+
+
+def _stderr_only(words: list[str]) -> bool:
+    """``2> FILE`` / ``2>> FILE`` redirections, and nothing else."""
+    while words:
+        if len(words) < 3 or words[0] != "2" or words[1] not in (">", ">>"):
+            return False
+        words = words[3:]
+    return True
+
+
 def settings_path(root: Path, user: bool) -> Path:
     return (Path.home() if user else root) / ".claude" / "settings.json"
 
@@ -117,6 +156,9 @@ def install(path: Path, start: list[str] | None = None) -> list[str]:
                 group["matcher"] = MATCHER
         for entry in _entries(groups):
             seen = ours(entry.get("command"))
+            head = wrapped_head(entry.get("command"), EVENTS[event][0])
+            if head is not None:  # a wrapper that can lose its deny: written as loopkit's alone
+                seen = (event, head)
             if seen is None or seen[0] != event:
                 continue
             found = True

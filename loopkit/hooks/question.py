@@ -24,9 +24,9 @@ from loopkit import config as config_mod
 from loopkit import log
 from loopkit.escalation.escalator import Escalator
 from loopkit.fleet import Hubs
-from loopkit.hooks.approve import call_hash
+from loopkit.hooks.approve import call_hash, register
 from loopkit.message import clean, fold
-from loopkit.redact import Redactor
+from loopkit.redact import Redactor, mask_shapes
 from loopkit.requests.models import Kind, Option, Resolution
 from loopkit.requests.record import Request, new_id
 from loopkit.requests.store import RequestStore
@@ -99,10 +99,10 @@ def request_for(
         lines.append("Options: " + "; ".join(told))
     return Request(
         request_id=new_id(),
-        prompt=fold(clean(item["question"]), 120),
+        prompt=fold(mask_shapes(clean(item["question"])), 120),
         request_key=key,
         kind=Kind.QUESTION,
-        situation="\n".join(lines),
+        situation=mask_shapes("\n".join(lines)),
         policy="Claude Code's own question (AskUserQuestion): it waits for the answer",
         options=[Option(label, value=label) for label in labels[:PHONE_OPTIONS]],
         timeout_default={
@@ -160,6 +160,7 @@ def decide(workspace: str, event: dict[str, Any]) -> dict[str, Any] | None:
         stream=sys.stderr,
         console_level="warning",
     )
+    register(config)
     hubs = Hubs()
     try:
         store = RequestStore(Workspace.of(config), hub=hubs.for_config(config))

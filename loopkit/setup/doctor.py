@@ -1,7 +1,12 @@
 """``loopkit doctor`` and ``loopkit send-test``: is this workspace ready to block well?
 
 Each finding names one thing and, when it is a problem, how to fix it. Doctor never
-changes anything and never sends a message; send-test sends exactly one.
+changes anything and never sends a message; send-test sends exactly one. Doctor finds what
+``run`` would trip on, early: what ``run`` refuses to start on (:mod:`readiness`: the same
+words, and the same exit, 78), and what would fail later — a program that may run after
+``&&``, ``||``, ``;`` or ``|`` and is not there, a command ``/bin/sh`` cannot read, the
+task file, ``required_env``, the template, the agents' hooks (one that cannot start, or is
+wrapped so that its deny is lost).
 """
 
 from __future__ import annotations
@@ -13,13 +18,16 @@ from typing import Literal
 
 from loopkit import channels, clock
 from loopkit.config import load
-from loopkit.config.programs import loop_problems
+from loopkit.config.mayrun import may_be_missing, syntax_error
+from loopkit.config.programs import missing_program, named_commands
 from loopkit.datarecord import record
-from loopkit.errors import ChannelError, ConfigError
+from loopkit.errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, ChannelError, ConfigError
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import answer_hint
 from loopkit.message import Message
+from loopkit.setup import readiness
+from loopkit.supervisor.childpath import child_environment
 from loopkit.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -38,9 +46,18 @@ class Finding:
     level: Level
     topic: str
     text: str
+    stops_run: bool = False  # `loopkit run` refuses to start on it (exit 78)
 
     def line(self) -> str:
         return f"{self.level:<7} {self.topic}: {self.text}"
+
+
+def exit_code(findings: list[Finding]) -> int:
+    """78 when ``run`` would refuse to start (as ``run`` exits), 1 for any other problem,
+    else 0."""
+    if any(f.stops_run for f in findings):
+        return EXIT_CONFIG
+    return EXIT_FAILURE if any(f.level == "problem" for f in findings) else EXIT_OK
 
 
 def _sample_vars(workspace: Workspace) -> dict[str, object]:
@@ -58,19 +75,23 @@ def _sample_vars(workspace: Workspace) -> dict[str, object]:
     )
 
 
-def _config_findings(root: Path) -> tuple[Config | None, list[Finding]]:
-    try:
-        config = load(root)
-    except ConfigError as exc:
-        return None, [Finding("problem", "config", str(exc))]
+def _refused(refusals: list[readiness.Refusal], topic: str) -> list[Finding]:
+    """The refusals of ``topic`` (``config``, ``channel``, ``loop``) as findings."""
+    return [
+        Finding("problem", r.topic, r.text, stops_run=True)
+        for r in refusals
+        if r.topic.split()[0] == topic
+    ]
+
+
+def _config_findings(config: Config, refusals: list[readiness.Refusal]) -> list[Finding]:
     if config.file is None:
-        text = f"no {root / 'loopkit.toml'}; defaults in use (`loopkit init` writes one)"
-        return config, [Finding("note", "config", text)]
-    return config, [Finding("ok", "config", f"{config.file} is valid")]
+        return _refused(refusals, "config")
+    return [Finding("ok", "config", f"{config.file} is valid")]
 
 
-def _channel_findings(config: Config) -> list[Finding]:
-    found = [Finding("problem", p.topic, p.text) for p in channels.problems(config)]
+def _channel_findings(config: Config, refusals: list[readiness.Refusal]) -> list[Finding]:
+    found = _refused(refusals, "channel")
     if found:
         return found
     for name in config.escalation.channels:
@@ -86,20 +107,41 @@ def _channel_findings(config: Config) -> list[Finding]:
     return found
 
 
-def _loop_findings(config: Config) -> list[Finding]:
-    """The agent's, verify's, done's and preflight's programs, the task file, required_env."""
+def _loop_findings(config: Config, refusals: list[readiness.Refusal]) -> list[Finding]:
+    """What ``run`` refuses (no agent, a program that certainly runs and is not there); then
+    each program that may run and is not there, a command ``/bin/sh`` cannot read, the task
+    file, ``required_env`` and the stuck counters."""
     loop = config.loop
-    found: list[Finding] = []
-    if loop.agent is None:
-        found.append(Finding("note", "loop", "no [loop] agent: `loopkit run` needs one "
-                             "(`loopkit init --agent …` writes one)"))  # fmt: skip
-    found += [Finding("problem", "loop", text) for text in loop_problems(config)]
+    if config.file is None:
+        return []
+    found = _refused(refusals, "loop")
+    file = config.file
+    env = child_environment()  # the PATH the loop's commands run with
+    for name, command in named_commands(config):
+        said = syntax_error(command, cwd=config.workspace)
+        if said is not None:
+            found.append(Finding("problem", "loop", f"[loop] {name}: /bin/sh cannot read it "
+                                 f"({said}), so none of it runs; fix it in {file}"))  # fmt: skip
+            continue
+        certain = missing_program(command, cwd=config.workspace, env=env)
+        for one in may_be_missing(command, cwd=config.workspace, env=env):
+            if certain is not None and one.missing.program == certain.program:
+                continue  # run refuses on it: said above
+            text = f"[loop] {name}: {one.missing.text()} (it runs {one.where})"
+            if one.where == "first":
+                text = f"[loop] {name}: {one.missing.text()}"
+            found.append(Finding("problem", "loop", f"{text}; {one.missing.fix} in {file}"))
     if loop.task_file and not (config.workspace / loop.task_file).is_file():
         text = f"[loop] task_file {loop.task_file!r} does not exist in {config.workspace}"
         found.append(Finding("problem", "loop", f"{text}; create it or fix the name"))
     from loopkit.setup.kit import agent_problems
 
-    found += [Finding("problem", "agent", text) for text in agent_problems(loop)]
+    # (a stream-json agent with no prompt is one of run's refusals: said above, in its words)
+    found += [
+        Finding("problem", "agent", text)
+        for text in agent_problems(loop)
+        if "reads its prompt on stdin" not in text
+    ]
     missing = [name for name in loop.required_env if not os.environ.get(name)]
     if missing:
         found.append(Finding("problem", "loop", f"required_env not set now: {', '.join(missing)}; "
@@ -263,10 +305,16 @@ def _hook_findings(root: Path) -> list[Finding]:
 
 
 def diagnose(root: Path) -> list[Finding]:
-    config, found = _config_findings(root)
-    if config is None:
-        return found
-    found += _channel_findings(config) + _workspace_findings(config) + _loop_findings(config)
+    """Every finding for the workspace at ``root``, in order: config, channel, workspace,
+    loop, hooks, fleet. A config that does not load is the one finding (``run`` exits 78
+    on it too)."""
+    try:
+        config = load(root)
+    except ConfigError as exc:
+        return [Finding("problem", "config", str(exc), stops_run=True)]
+    refusals = readiness.refusals(config)
+    found = _config_findings(config, refusals) + _channel_findings(config, refusals)
+    found += _workspace_findings(config) + _loop_findings(config, refusals)
     found += _hook_findings(config.workspace)
     if config.channels.fleet_dsn:
         from loopkit.fleet import schema
@@ -298,6 +346,9 @@ def send_test(
             "the channel is none, so there is nothing to send; set LOOPKIT_HITL_CHANNEL "
             "to telegram, slack, apprise, ntfy, pagerduty or dial"
         )
+    unusable = channels.unusable(config)
+    if unusable:  # as `run` refuses to start on it: a config error (78), never a bug
+        raise ConfigError(unusable)
     people = config.escalation.people  # with [[escalation.people]]: the first of them
     settings = config.channels.for_person(people[0]) if people else config.channels
     create = factory or (

@@ -4,14 +4,14 @@ Each step is shown and skipped when its result is there already, so a second run
 nothing:
 
 1. ``[loop]`` lines: a working ``agent`` (and for Claude Code ``resume``), and with a
-   ``task_file`` a ``done`` that holds once no task is left unticked. Into an existing
-   ``loopkit.toml`` a missing key goes in as one line under ``[loop]``; the rest of the file
-   is kept byte for byte.
+   ``task_file`` a ``done`` that holds once no task is left (each ticked or skipped:
+   ``loopkit tasks --done``). Into an existing ``loopkit.toml`` a missing key goes in as one
+   line under ``[loop]``; the rest of the file is kept byte for byte.
 2. The agent's hooks (``loopkit hook install <agent>``).
 3. A short "when and how to escalate" section in the agent's instructions file
    (``CLAUDE.md``, ``AGENTS.md``, ``GEMINI.md``).
-4. ``.loopkit/`` and the blocked file in ``.gitignore``: an agent's ``git add -A`` would
-   commit ``BLOCKED.md`` otherwise.
+
+(``.gitignore`` is every ``init``'s: :func:`loopkit.setup.scaffold.ignore`.)
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import re
 import shlex
 import tomllib
 
-from loopkit import atomicfile, readfile
 from loopkit.config import CONFIG_NAME
 from loopkit.datarecord import record
 from loopkit.errors import ConfigError, WorkspaceError
@@ -30,6 +29,9 @@ from loopkit.hooks import geminitrust
 from loopkit.hooks.agentconfig import install as install_agent
 from loopkit.hooks.codextrust import trust as trust_codex
 from loopkit.hooks.install import install, settings_path
+from loopkit.setup.scaffold import DONE, Step
+from loopkit.setup.scaffold import read_text as _read
+from loopkit.setup.scaffold import write_text as _write
 from loopkit.supervisor.claudestream import speaks_stream_json
 
 TYPE_CHECKING = False
@@ -86,13 +88,6 @@ def agent_line(kit: Kit, task_file: str | None) -> str:
     return kit.program.format(prompt=shlex.quote(prompt(kit, task_file)))
 
 
-def done_line(task_file: str) -> str:
-    """True once ``task_file`` exists and holds no unticked task (``task_pattern``'s default
-    ``- [ ] …``)."""
-    path = shlex.quote(task_file)
-    return f"test -f {path} && ! grep -qE '^- \\[ \\] .' {path}"
-
-
 def loop_keys(kit: Kit, task_file: str | None) -> dict[str, str]:
     keys = {"agent": agent_line(kit, task_file)}
     if kit.resume:
@@ -101,7 +96,7 @@ def loop_keys(kit: Kit, task_file: str | None) -> dict[str, str]:
         keys["prompt"] = prompt(kit, task_file)
     if task_file:
         keys["task_file"] = task_file
-        keys["done"] = done_line(task_file)
+        keys["done"] = DONE
     return keys
 
 
@@ -135,18 +130,6 @@ commit a placeholder credential, disable the feature or leave the auth as a TODO
 the repository already answers (read this file, the task and the last commits first); edit
 or delete BLOCKED.md, or answer your own question — only a human answers.
 """
-
-
-@record(frozen=True, slots=True)
-class Step:
-    done: bool  # False: it was there already
-    text: str
-    note: bool = False  # not a step: something the user must do or know
-
-    def line(self) -> str:
-        if self.note:
-            return "note  " + self.text
-        return ("wrote " if self.done else "kept  ") + self.text
 
 
 ROOT_NOTE = (
@@ -209,23 +192,6 @@ def root_note(env: Mapping[str, str] | None = None, *, uid: int | None = None) -
     return None
 
 
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomicfile.write_text(path, text)
-    except OSError as exc:
-        raise WorkspaceError(atomicfile.failure(exc, path)) from None
-
-
-def _read(path: Path) -> str:
-    try:
-        return readfile.read_text(path) if path.exists() else ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WorkspaceError(
-            f"{path}: cannot read it ({exc}); fix it, then run this again"
-        ) from None
-
-
 def add_loop_keys(path: Path, keys: dict[str, str]) -> list[Step]:
     """Each of ``keys`` missing from ``[loop]`` as one line right under the table's header
     (a ``[loop]`` table appended when there is none)."""
@@ -264,19 +230,6 @@ def add_section(root: Path, kit: Kit) -> Step:
     return Step(True, f"{kit.notes}: {HEADING[3:]}")
 
 
-def ignore(root: Path, names: list[str]) -> list[Step]:
-    path = root / ".gitignore"
-    text = _read(path)
-    present = {line.strip().lstrip("/") for line in text.splitlines()}
-    missing = [name for name in names if name not in present and name.rstrip("/") not in present]
-    steps = [Step(False, f".gitignore: {name}") for name in names if name not in missing]
-    if missing:
-        sep = "\n" if text and not text.endswith("\n") else ""
-        _write(path, text + sep + "".join(f"{name}\n" for name in missing))
-        steps += [Step(True, f".gitignore: {name}") for name in missing]
-    return steps
-
-
 def hooks(root: Path, agent: str) -> list[Step]:
     if agent == "claude":
         path = settings_path(root, False)
@@ -303,7 +256,7 @@ def _steps(changed: list[str], agent: str) -> list[Step]:
     return [Step(not line.split(": ", 1)[-1].startswith("kept"), line) for line in changed]
 
 
-def setup(root: Path, agent: str, *, task_file: str | None, blocked_file: str) -> list[Step]:
+def setup(root: Path, agent: str, *, task_file: str | None) -> list[Step]:
     """Every step of the kit for ``agent`` in ``root``, in order; what each did."""
     kit = KITS[agent]
     current = _loop_of(root / CONFIG_NAME)
@@ -311,7 +264,6 @@ def setup(root: Path, agent: str, *, task_file: str | None, blocked_file: str) -
     steps = add_loop_keys(root / CONFIG_NAME, loop_keys(kit, task_file))
     steps += hooks(root, agent)
     steps.append(add_section(root, kit))
-    steps += ignore(root, [".loopkit/", blocked_file])
     note = root_note() if agent == "claude" else None
     if note:
         steps.append(Step(False, note, note=True))

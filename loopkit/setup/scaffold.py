@@ -1,12 +1,22 @@
-"""``loopkit init``: a starting ``loopkit.toml`` and a copy of the BLOCKED.md template."""
+"""``loopkit init``: a starting ``loopkit.toml``, a copy of the BLOCKED.md template, and
+loopkit's own files in ``.gitignore``.
+
+``.gitignore`` gets ``.loopkit/``, ``/requests/`` and the blocked file (creating the file or
+appending to it, atomically; a line there already is kept): an agent's ``git add -A`` would
+otherwise commit loopkit's state into the diff a human is shown. ``/requests/`` is anchored
+to the workspace's root, and left out when that folder holds files that are not loopkit's
+request records (a project's own ``requests/`` is never ignored by loopkit).
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import textwrap
 
 import tomli_w
 
-from loopkit import atomicfile
+from loopkit import atomicfile, readfile
 from loopkit.config import CONFIG_NAME
 from loopkit.config.keys import KEYS
 from loopkit.datarecord import record
@@ -19,9 +29,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 HEADER = """\
-# loopkit configuration. Every key is optional; the README lists them all.
-# Environment variables (LOOPKIT_HITL_*) override this file; secrets live only there.
+# loopkit configuration. Every key is optional; loopkit's docs/configuration.md lists them
+# all, and `loopkit doctor` checks this file. Environment variables (LOOPKIT_HITL_*) override
+# it; secrets live only there.
 """
+
+
+DONE = "loopkit tasks --done"  # true once no task is left: each ticked, or skipped
 
 
 @record(frozen=True, slots=True)
@@ -29,6 +43,21 @@ class InitResult:
     written: list[Path]
     kept: list[Path]
     blocked_file: str = "BLOCKED.md"
+
+
+@record(frozen=True, slots=True)
+class Step:
+    """One step of ``init``: ``done`` False when its result was there already; a ``note``
+    is no step but something the user must do or know."""
+
+    done: bool
+    text: str
+    note: bool = False
+
+    def line(self) -> str:
+        if self.note:
+            return "note  " + self.text
+        return ("wrote " if self.done else "kept  ") + self.text
 
 
 def config_data(
@@ -41,6 +70,7 @@ def config_data(
         loop["verify"] = verify
     if task_file:
         loop["task_file"] = task_file
+        loop["done"] = DONE
     loop.update(
         {
             "pause": "5s",
@@ -114,3 +144,63 @@ def _blocked_file(path: Path) -> str:
     except (OSError, ValueError, AttributeError):
         return "BLOCKED.md"
     return name if isinstance(name, str) and name else "BLOCKED.md"
+
+
+def read_text(path: Path) -> str:
+    """``path``'s text, or "" when it is not there."""
+    try:
+        return readfile.read_text(path) if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkspaceError(
+            f"{path}: cannot read it ({exc}); fix it, then run this again"
+        ) from None
+
+
+def write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomicfile.write_text(path, text)
+    except OSError as exc:
+        raise WorkspaceError(atomicfile.failure(exc, path)) from None
+
+
+def ignored(blocked_file: str) -> list[str]:
+    """What ``init`` puts in ``.gitignore``: loopkit's state, its request records and the
+    blocked file."""
+    return [".loopkit/", "/requests/", blocked_file]
+
+
+def ignore(root: Path, names: list[str]) -> list[Step]:
+    """Each of ``names`` not in ``root/.gitignore`` yet appended to it, atomically (the file
+    made when there is none); a line there already — with or without its leading ``/`` or
+    trailing ``/`` — is kept. ``/requests/`` is left out when ``root/requests`` holds files
+    that are not loopkit's request records."""
+    path = root / ".gitignore"
+    text = read_text(path)
+    present = {line.strip().strip("/") for line in text.splitlines()}
+    steps: list[Step] = []
+    missing: list[str] = []
+    for name in names:
+        if name.strip("/") in present:
+            steps.append(Step(False, f".gitignore: {name}"))
+        elif name == "/requests/" and _foreign(root / "requests"):
+            steps.append(Step(False, f".gitignore: {name} left out: {root / 'requests'} holds "
+                              "files that are not loopkit's request records"))  # fmt: skip
+        else:
+            missing.append(name)
+    if missing:
+        sep = "\n" if text and not text.endswith("\n") else ""
+        write_text(path, text + sep + "".join(f"{name}\n" for name in missing))
+        steps += [Step(True, f".gitignore: {name}") for name in missing]
+    return steps
+
+
+def _foreign(folder: Path) -> bool:
+    """Whether ``folder`` holds anything but request records (``<id>.json``) and their
+    temporary files: a project's own ``requests/``."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    record_name = r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.json\Z|\A\..+\.tmp\Z"
+    return any(not re.match(record_name, name) for name in names)

@@ -24,6 +24,7 @@ from loopkit.log import get_logger
 from loopkit.message import fold
 from loopkit.supervisor import resume, stuck, stuck_questions, triggers
 from loopkit.supervisor.agentstreams import stream_for
+from loopkit.supervisor.childpath import child_environment
 from loopkit.supervisor.claudestream import ClaudeStream, speaks_stream_json
 from loopkit.supervisor.dialogs import Dialogs
 from loopkit.supervisor.iterlog import IterationLog, prune
@@ -31,7 +32,7 @@ from loopkit.supervisor.parts import CONTINUE
 from loopkit.supervisor.pause import guidance_for_agent
 from loopkit.supervisor.runner import describe
 from loopkit.supervisor.stuck_watch import StuckWatch
-from loopkit.supervisor.tasks import current_task
+from loopkit.supervisor.tasks import current_task, read_tasks
 from loopkit.supervisor.turnwatch import INTERRUPT_GRACE, LiveRecord
 from loopkit.workspace.state import LoopStatus
 
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from loopkit.supervisor.parts import Parts, Step
     from loopkit.supervisor.runner import Finished
     from loopkit.supervisor.stuck import Signal
+    from loopkit.supervisor.tasks import Tasks
     from loopkit.supervisor.turnwatch import TurnWatch
 
 log = get_logger("loopkit.supervisor")
@@ -79,7 +81,7 @@ class Iteration:
         # The environment children inherit, read once (decoding os.environ is not free).
         self._base_env = {
             k: v
-            for k, v in os.environ.items()
+            for k, v in child_environment().items()  # loopkit's own folder last on PATH
             if k
             not in (
                 "LOOPKIT_DECISION",
@@ -92,9 +94,29 @@ class Iteration:
     def run(self) -> Step:
         loop = self.parts.config.loop
         state = self.parts.state
+        task = None
+        none_left: Tasks | None = None
+        if loop.task_file:
+            skipped = self._skipped_tasks()  # `unskip` may change it
+            tasks = read_tasks(self.parts.workspace.root, loop.task_file, loop.task_pattern,
+                               skipped)  # fmt: skip
+            if tasks.none_left and loop.done is None:  # no agent run on the task of none
+                why = _none_left(loop.task_file, tasks)
+                return self.parts.finish(LoopStatus.FINISHED, EXIT_OK, why)
+            none_left = tasks if tasks.none_left else None
+            task = tasks.current
         state.iteration += 1
-        skipped = self._skipped_tasks() if loop.task_file else []  # `unskip` may change it
-        task = current_task(self.parts.workspace.root, loop.task_file, loop.task_pattern, skipped)
+        if none_left is not None and loop.task_file and loop.done is not None:
+            # No task is left, and `done` decides: asked now, before an agent runs on none
+            # (init's `loopkit tasks --done` says yes). One of the user's own that says no
+            # lets the loop go on, watched for progress like any (SPEC §25).
+            with self._iteration_log() as log_file:
+                done = self._run("done", loop.done, log_file, timeout=loop.iteration_timeout)
+            if self.parts.stop.is_set():
+                return self.parts.stopped()
+            if done.ok:
+                why = _none_left(loop.task_file, none_left) + "; the done command exited 0"
+                return self.parts.finish(LoopStatus.FINISHED, EXIT_OK, why)
         changed = task != state.task or state.status != "running"
         if task != state.task or state.iteration == 1:
             state.task_base = evidence.head(self.parts.workspace.root)  # no git: no subprocess
@@ -181,7 +203,8 @@ class Iteration:
         )
         self.parts.flush_echo()
         # What a command printed passes the redactor before it reaches any file or message.
-        result = replace(result, tail=self.parts.redactor.text(result.tail))
+        redact = self.parts.redactor.text  # its head too: the stuck detector keeps it
+        result = replace(result, tail=redact(result.tail), head=redact(result.head))
         code = result.exit_code if result.exit_code is not None else result.ending
         log_file.end(f"--- {name}: {code} after {result.duration:.2f} s")
         if result.ending == "not-started":
@@ -770,3 +793,9 @@ def _verdict(result: Finished) -> dict[str, Any]:
     """The last verify as ``loopkit ps`` shows it: pass or fail, and its first line."""
     first = next((line.strip() for line in result.tail.splitlines() if line.strip()), "")
     return {"ok": result.ok, "line": fold(first, 120), "at": iso_seconds()}
+
+
+def _none_left(task_file: str, tasks: Tasks) -> str:
+    skipped = len(tasks.skipped)
+    besides = f" ({skipped} skipped: `loopkit unskip TASK` takes one back)" if skipped else ""
+    return f"done: no task left in {task_file}{besides}"

@@ -14,6 +14,8 @@ SIGKILL after ``kill_grace``:
 
 Then it removes those cgroups and the record. Never itself nor one of its ancestors, and
 only cgroups named ``loopkit-…``: the record is a file in the workspace, not an order.
+``loopkit stop`` of a ``dead`` loop does the same at once (:func:`end_dead_loop`): its
+agent's processes need not wait for a next run that may never come.
 """
 
 from __future__ import annotations
@@ -27,16 +29,18 @@ from pathlib import Path
 from loopkit import readfile
 from loopkit.agentsession import SESSION_ENV
 from loopkit.datarecord import record
+from loopkit.errors import AlreadyRunning
 from loopkit.supervisor import cgroup
 from loopkit.supervisor import procfs as procs
 from loopkit.supervisor.cgroup import Cgroup
-from loopkit.supervisor.containment import KILL_WAIT
+from loopkit.supervisor.containment import KILL_WAIT, Containment, label
+from loopkit.workspace import Workspace
+from loopkit.workspace.state import LoopStatus, StateFile, SupervisorLock
+from loopkit.workspace.steer import record_event
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-    from loopkit.supervisor.containment import Containment
 
 
 @record(frozen=True, slots=True)
@@ -151,3 +155,31 @@ def stop_left_behind(
         group.remove()
     containment.remove_record()
     return Stopped(len(stopped), _int(data.get("supervisor")))
+
+
+def end_dead_loop(root: Path, *, grace: float, by: str, via: str) -> Stopped | None:
+    """``loopkit stop`` of a ``dead`` loop (its supervisor was killed): what its agent left
+    running — the recorded process groups, the session's processes, its cgroups — stopped
+    now, as the next ``loopkit run`` would before iteration 1, and the loop marked
+    ``stopped``. Under the workspace's supervisor lock, so never beside a live supervisor:
+    None when one holds the workspace now (the loop is not dead)."""
+    workspace = Workspace(root, root / "BLOCKED.md")  # its .loopkit/ is all this needs
+    lock = SupervisorLock(workspace)
+    try:
+        lock.acquire()
+    except AlreadyRunning:
+        return None
+    try:
+        containment = Containment(record=workspace.running_file, name=label(root))
+        stopped = stop_left_behind(containment, grace=grace)
+        states = StateFile(workspace)
+        state = states.load()
+        if state.status in (LoopStatus.RUNNING, LoopStatus.BLOCKED, LoopStatus.PAUSED):
+            state.status = LoopStatus.STOPPED
+            states.save(state)
+        record_event(workspace, "steer_stop_given", f"stop by {by} via {via}: its supervisor was "
+                     f"gone; {stopped.count} process(es) its agent left stopped",
+                     by=by, via=via, stopped=stopped.count)  # fmt: skip
+        return stopped
+    finally:
+        lock.release()

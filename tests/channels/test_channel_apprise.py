@@ -70,9 +70,10 @@ def test_an_unknown_apprise_url_fails_hard_without_showing_it() -> None:
     outcome = channel.send(message())
     assert outcome.ok is False and outcome.hard
     assert outcome.error == (
-        "LOOPKIT_HITL_APPRISE_URLS: URL #1 is not one Apprise knows; check its scheme against "
-        "the Apprise wiki"
+        "URL #1 of LOOPKIT_HITL_APPRISE_URLS is not one Apprise can parse: check its scheme and "
+        "its parts against the Apprise wiki (https://github.com/caronc/apprise/wiki)"
     )
+    assert channel.problems() == [outcome.error]  # doctor and `run` say it before a send
     assert (
         AppriseChannel(ChannelSettings())
         .problems()[0]

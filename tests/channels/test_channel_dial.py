@@ -322,7 +322,18 @@ def test_unusable_command_fails_without_running_anything(cmd: str | None, expect
 
 
 def test_usable_command_has_no_problems() -> None:
-    assert _dial("notify-me --to ops").problems() == []
+    assert _dial(f"{sys.executable} -c pass --to ops").problems() == []
+    assert _dial("true --to ops").problems() == []  # looked up on PATH, as execvp does
+
+
+def test_a_dial_program_that_is_not_there_is_a_problem_that_shows_no_secret() -> None:
+    [problem] = _dial("page-me-lk --token sk_live_0123456789abcdefXYZ --to ops").problems()
+    assert problem.startswith("LOOPKIT_HITL_DIAL_CMD runs 'page-me-lk', which is not found on")
+    assert "sk_live" not in problem
+    [gone] = _dial("./no-such-pager.sh --to ops").problems()
+    assert "'./no-such-pager.sh', which is not found (no such file in" in gone
+    [whole] = _dial("./no-such-pager.sh").problems()  # the whole line: a secret, not shown
+    assert "runs '***', which is not found" in whole
 
 
 # --- the timeout -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from helpers import ESCALATE, clean_env, files, lk, loopkit, write_config
 def test_cli_corrupt_config_exits_78_with_one_line(ws: Path) -> None:
     write_config(ws, "[loop\nagent = 'x'\n")
     done = loopkit("-C", str(ws), "doctor")
-    assert done.returncode == 1  # doctor reports config problems, exit 1 per SPEC
+    assert done.returncode == 78  # as `run` exits on it (SPEC §26: doctor's verdict is run's)
     assert "TOML syntax error" in done.stdout
     done = loopkit(
         "-C", str(ws), "escalate", "-q", "Q?", "-c", "ctx", "-a", "tried", "--choice", "A"

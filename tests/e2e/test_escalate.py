@@ -102,6 +102,7 @@ def test_read_only_workspace_is_a_clear_error(ws: Path) -> None:
 
 
 def test_an_override_without_the_marker_falls_back_and_doctor_says_so(tmp_path: Path) -> None:
+    (tmp_path / "loopkit.toml").write_text('[loop]\nagent = "true"\n')  # a loop run starts
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "BLOCKED.md.j2").write_text("# Blocked\n\n{{ question }}\n")
     done = loopkit("-C", str(tmp_path), "escalate", "-q", "Which flow?", "-c", "c", "-a", "a",

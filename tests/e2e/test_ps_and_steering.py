@@ -101,7 +101,13 @@ def test_pause_note_resume_and_stop(ws: Path) -> None:
     os.mkfifo(ws / "gate")
     with Daemon(ws) as daemon:
         wait_until(lambda: gated_runs(ws) == ["1|"], what="iteration 1")
+        running = loopkit("-C", str(ws), "resume")  # nothing to resume: said, not ordered
+        assert running.returncode == 0 and "ws is not paused (running): nothing to resume" in (
+            running.stdout
+        )
         assert loopkit("-C", str(ws), "pause").returncode == 0
+        twice = loopkit("-C", str(ws), "pause")
+        assert twice.returncode == 0 and "ws is paused already (pause by " in twice.stdout
         assert loopkit("-C", str(ws), "note", "use", "the staging database").returncode == 0
         assert loopkit("-C", str(ws), "note", "and keep it short").returncode == 0
         assert _pending("ws") == 2
@@ -111,6 +117,8 @@ def test_pause_note_resume_and_stop(ws: Path) -> None:
         status = json.loads(loopkit("-C", str(ws), "status", "--json").stdout)
         assert (status["state"], status["blocked"]) == ("paused", False)
         assert loopkit("-C", str(ws), "resume").returncode == 0
+        again = loopkit("-C", str(ws), "resume")
+        assert again.returncode == 0 and "nothing to resume" in again.stdout
         # (the two notes are two lines of LOOPKIT_GUIDANCE, so two lines in runs.txt)
         wait_until(lambda: len(gated_runs(ws)) == 3, what="iteration 2 after resume")
         open_gate(ws)
@@ -148,3 +156,50 @@ def test_an_unknown_loop_is_named_with_the_list(ws: Path) -> None:
     done = loopkit("pause", "nosuchrepo", env=clean_env())
     assert done.returncode == 66
     assert "no loop named 'nosuchrepo'" in done.stderr and "loopkit ps" in done.stderr
+
+
+def test_stop_of_a_dead_loop_ends_what_its_agent_left_running(ws: Path) -> None:
+    """SPEC §26: a supervisor killed with SIGKILL leaves its agent running; `stop` of that
+    dead loop ends it (its recorded process group and cgroup), and the loop is stopped."""
+    setup(ws, agent=AGENT + "sleep 600 &\nexec sleep 600\n")
+    with Daemon(ws) as doomed:
+        wait_until(runs_file(ws).exists, what="the agent to start")
+        wait_until(lambda: _recorded(ws), what="running.json to name the agent")
+        [agent] = _recorded(ws)[:1]
+        os.kill(doomed.proc.pid, signal.SIGKILL)
+        doomed.wait()
+    try:
+        assert _ps()["ws"]["state"] == "dead"
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        group = [pid for pid in pids if _pgid(pid) == agent]
+        assert agent in group and len(group) >= 2  # the agent and the child it left
+        done = loopkit("-C", str(ws), "stop")
+        assert done.returncode == 0, done.stderr
+        assert "ws: its supervisor was gone (dead); stopped" in done.stdout
+        assert "process(es) its agent left running; it is stopped now" in done.stdout
+        assert not any(_alive(pid) for pid in group)
+        assert _ps()["ws"]["state"] == "stopped"
+        again = loopkit("-C", str(ws), "stop")  # nothing is left: as for any stopped loop
+        assert again.returncode == 1 and "is not running (stopped): nothing to stop" in again.stdout
+    finally:
+        for pid in _recorded(ws):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+    events = (ws / ".loopkit" / "events.jsonl").read_text()
+    assert '"event": "steer_stop_given"' in events and "its supervisor was gone" in events
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its parent."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"

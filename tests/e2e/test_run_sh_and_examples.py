@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -59,10 +60,13 @@ def test_the_demo_escalates_on_the_third_failure(tmp_path: Path) -> None:
     assert loopkit("-C", str(ws), "check").returncode == 0
 
 
-def test_demo_script_runs(tmp_path: Path) -> None:
+def test_demo_script_runs_in_its_own_home_and_leaves_no_question_open(tmp_path: Path) -> None:
+    """SPEC §26: the user's inbox, ps and phone never see the demo's question (it runs in a
+    LOOPKIT_HOME of its own, with no channel of the user's), and the demo answers it."""
+    mine = clean_env(LOOPKIT_HITL_CHANNEL="pigeon")  # the user's own (here: an unusable one)
     done = subprocess.run(
         [str(ROOT / "examples" / "demo" / "demo.sh")],
-        env=clean_env(LOOPKIT=str(LOOPKIT), TMPDIR=str(tmp_path)),
+        env={**mine, "LOOPKIT": str(LOOPKIT), "TMPDIR": str(tmp_path)},
         capture_output=True,
         text=True,
         timeout=60,
@@ -71,6 +75,12 @@ def test_demo_script_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "-> exit 2 (2 = blocked)" in done.stdout
     assert "-> exit 0 (0 = unblocked)" in done.stdout
+    [demo] = [p for p in tmp_path.glob("loopkit-demo.*") if p.is_dir()]
+    [request] = (demo / "requests").glob("*.json")
+    assert json.loads(request.read_text())["status"] == "resolved"  # nothing left open
+    assert json.loads(loopkit("inbox", "--json", env=mine).stdout) == []  # the user's inbox
+    assert json.loads(loopkit("ps", "--json", env=mine).stdout) == []
+    assert not (Path(mine["LOOPKIT_HOME"]) / "workspaces").exists()
 
 
 def test_example_configs_are_valid(tmp_path: Path) -> None:

@@ -18,7 +18,12 @@ def settings(folder: Path, *commands: str) -> Path:
     return path
 
 
+AGENT = '[loop]\nagent = "true"\n'  # a loop run would start: doctor's exit is the hooks'
+
+
 def doctor(ws: Path, home: Path, **env: str) -> tuple[int, list[str]]:
+    if not (ws / "loopkit.toml").exists():
+        write_config(ws, AGENT)
     done = loopkit("-C", str(ws), "doctor", env=clean_env(HOME=str(home), **env))
     return done.returncode, [line for line in done.stdout.splitlines() if " hook: " in line]
 
@@ -53,7 +58,7 @@ def test_a_bare_loopkit_is_a_problem_even_where_this_path_finds_it(
 
 def test_installed_hooks_run_and_the_probe_asks_nothing(ws: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    write_config(ws, '[escalation]\nchannel = "none"\n')
+    write_config(ws, AGENT + '[escalation]\nchannel = "none"\n')
     assert loopkit("-C", str(ws), "hook", "install", "claude").returncode == 0
     code, lines = doctor(ws, home)
     assert code == 0, lines
@@ -62,7 +67,7 @@ def test_installed_hooks_run_and_the_probe_asks_nothing(ws: Path, tmp_path: Path
     assert all(line.startswith("ok") and str(LOOPKIT) in line for line in lines)
     assert "a call no rule holds goes ahead" in lines[0] and "--version" in lines[1]
     # A gate that holds every tool: the probe falls back to --version and asks nothing.
-    write_config(ws, '[escalation]\nchannel = "none"\n[gate]\nrules = ["tool:*", "."]\n')
+    write_config(ws, AGENT + '[escalation]\nchannel = "none"\n[gate]\nrules = ["tool:*", "."]\n')
     code, lines = doctor(ws, home)
     assert code == 0 and "--version answers" in lines[0], lines
     assert not (ws / "requests").exists() and not (ws / "BLOCKED.md").exists()
@@ -71,7 +76,7 @@ def test_installed_hooks_run_and_the_probe_asks_nothing(ws: Path, tmp_path: Path
 def test_codex_and_gemini_gate_hooks_are_run_too(ws: Path, tmp_path: Path) -> None:
     """Both CLIs let a call through when the hook cannot start: doctor says so, per agent."""
     home = tmp_path / "home"
-    write_config(ws, '[escalation]\nchannel = "none"\n')
+    write_config(ws, AGENT + '[escalation]\nchannel = "none"\n')
     for agent in ("codex", "gemini"):
         assert loopkit("-C", str(ws), "hook", "install", agent).returncode == 0
     code, lines = doctor(ws, home)
@@ -94,7 +99,7 @@ def test_doctor_fails_where_gemini_cli_would_not_run_the_hook(ws: Path, tmp_path
     `hook install gemini` adds the folder to its trusted folders, and doctor decides as
     Gemini CLI does — a folder a rule distrusts, or one no rule names, is a problem."""
     home = tmp_path / "home"
-    write_config(ws, '[escalation]\nchannel = "none"\n')
+    write_config(ws, AGENT + '[escalation]\nchannel = "none"\n')
     assert loopkit("-C", str(ws), "hook", "install", "gemini").returncode == 0
     trusted = Path(os.environ["GEMINI_CLI_TRUSTED_FOLDERS_PATH"])
     assert json.loads(trusted.read_text()) == {str(ws.resolve()): "TRUST_FOLDER"}
@@ -118,7 +123,12 @@ def test_doctor_fails_where_gemini_cli_would_not_run_the_hook(ws: Path, tmp_path
 
 def test_doctor_fails_on_a_gemini_line_that_skips_trust(ws: Path, tmp_path: Path) -> None:
     write_config(ws, '[loop]\nagent = "gemini --skip-trust --approval-mode yolo -p go"\n')
-    done = loopkit("-C", str(ws), "doctor", env=clean_env(HOME=str(tmp_path / "home")))
-    assert done.returncode == 1
+    tools = tmp_path / "bin"  # a gemini on PATH: this is about the line, not the install
+    tools.mkdir()
+    (tools / "gemini").write_text("#!/bin/sh\nexit 0\n")
+    (tools / "gemini").chmod(0o755)
+    path = f"{tools}{os.pathsep}{os.environ['PATH']}"
+    done = loopkit("-C", str(ws), "doctor", env=clean_env(HOME=str(tmp_path / "home"), PATH=path))
+    assert done.returncode == 1  # run would start: the hooks are off, which is a problem
     assert any(ln.startswith("problem") and "--skip-trust" in ln and "hooks off" in ln
                for ln in done.stdout.splitlines()), done.stdout  # fmt: skip

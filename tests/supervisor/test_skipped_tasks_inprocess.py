@@ -107,3 +107,61 @@ def test_a_broken_skipped_file_never_stops_the_loop(ws: Path) -> None:
     assert sup.run() == EXIT_OK
     tasks = [c.env.get("LOOPKIT_TASK") for c in runner.calls if c.name == "agent"]
     assert len(tasks) == 3
+
+
+def test_skipping_the_last_open_task_finishes_the_loop(ws: Path) -> None:
+    (ws / "PLAN.md").write_text("- [x] set up\n- [ ] round prices to cents\n")
+    config = loop_config(ws, task_file="PLAN.md", max_verify_failures=1,
+                         escalation={"timeout_minutes": 600})  # fmt: skip
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": [Run()] * 3, "verify": [Run(1)] * 3})
+    sup = supervisor(config, clock, runner, max_iterations=3)
+
+    def skip() -> None:
+        request_id = sup.parts.state.open_request
+        assert request_id is not None
+        answer(sup.parts.store, request_id, "B", by="ana", via="cli")  # B) Skip the task
+        sup.parts.wake.set()
+
+    clock.at(60, skip)
+    assert sup.run() == EXIT_OK
+    # One agent run, on the task; none after it was skipped ("the current task" of none).
+    tasks = [c.env.get("LOOPKIT_TASK") for c in runner.calls if c.name == "agent"]
+    assert tasks == ["round prices to cents"]
+    assert (sup.parts.state.status, sup.parts.state.last_exit) == ("finished", EXIT_OK)
+
+
+@pytest.mark.parametrize("plan", ["- [x] one\n- [x] two\n", "- [ ] one\n", "no tasks at all\n"])
+def test_a_task_file_with_no_task_left_finishes_before_any_agent_run(ws: Path, plan: str) -> None:
+    (ws / "PLAN.md").write_text(plan)
+    config = loop_config(ws, task_file="PLAN.md")
+    SkippedTasks(Workspace.of(config)).add("one", skipped_at=None, request_id=None)
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": [Run()], "verify": [Run()]})
+    assert supervisor(config, clock, runner, max_iterations=2).run() == EXIT_OK
+    assert runner.calls == []
+
+
+def test_a_task_file_not_there_yet_is_not_finished(ws: Path) -> None:
+    config = loop_config(ws, task_file="PLAN.md")
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": [Run()], "verify": [Run()]})
+    assert supervisor(config, clock, runner, max_iterations=1).run() == EXIT_OK
+    assert [c.name for c in runner.calls] == ["agent", "verify"]
+
+
+@pytest.mark.parametrize(
+    ("says", "runs"), [(0, ["done"]), (1, ["done", "agent", "verify", "done"])]
+)
+def test_with_no_task_left_the_done_decides_before_an_agent_runs(
+    ws: Path, says: int, runs: list[str]
+) -> None:
+    """init's done (`loopkit tasks --done`) says yes: the loop ends with no agent run. One of
+    the user's own that says no lets the loop go on (SPEC §25 watches it for progress)."""
+    (ws / "PLAN.md").write_text("- [x] one\n- [ ] two\n")
+    config = loop_config(ws, task_file="PLAN.md", done="done")
+    SkippedTasks(Workspace.of(config)).add("two", skipped_at=None, request_id=None)
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": [Run()], "verify": [Run()], "done": Run(says)})
+    supervisor(config, clock, runner, max_iterations=1).run()
+    assert [c.name for c in runner.calls] == runs
