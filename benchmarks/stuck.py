@@ -52,7 +52,7 @@ from stuck_traces import Result, Trace  # noqa: E402
 
 from loopkit.config import StuckConfig  # noqa: E402
 from loopkit.datarecord import replace  # noqa: E402
-from loopkit.supervisor import stuck  # noqa: E402
+from loopkit.supervisor import stuck, stuck_counters  # noqa: E402
 from loopkit.supervisor.reach import Reach  # noqa: E402
 
 CORPORA = {"traces": HERE / "traces", "sessions": HERE / "sessions"}
@@ -159,7 +159,7 @@ def report(name: str, runs: dict[str, list[Result]], limits: dict[str, float | N
 
 def run_replay(args: argparse.Namespace) -> int:
     limits: dict[str, float | None] = dict(
-        stuck.thresholds(replace(StuckConfig(), max_cost_usd=args.max_cost))
+        stuck_counters.thresholds(replace(StuckConfig(), max_cost_usd=args.max_cost))
     )
     chosen = [args.corpus] if args.corpus else list(CORPORA)
     codes = {"after": ROOT}
@@ -197,7 +197,7 @@ def run_cost(args: argparse.Namespace) -> int:
                        check=True)  # fmt: skip
         reach = Reach(repo)
         reach.start()
-        detector = stuck.Detector(StuckConfig(), stuck.Counters())
+        detector = stuck.Detector(StuckConfig(), stuck_counters.Counters())
         output = ("I updated the module and re-ran the tests; everything passes. " * 64)[:4096]
         ours: list[float] = []
         base: list[float] = []

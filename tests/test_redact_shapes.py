@@ -110,8 +110,9 @@ def test_a_value_named_as_a_secret_is_masked_and_its_name_kept(
     pair = form.format(n=name, v=value)
     line = f"connecting with {pair} now"
     masked = Redactor().text(line)
-    assert value not in masked.replace(name, ""), (line, masked)
     assert name in masked and masked.startswith("connecting with ") and masked.endswith(" now")
+    pair_shown = masked.removeprefix("connecting with ").removesuffix(" now")  # "with" is no leak
+    assert value not in pair_shown.replace(name, ""), (line, masked)
 
 
 PEM = st.builds(

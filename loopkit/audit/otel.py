@@ -34,6 +34,9 @@ import os
 import sys
 import threading
 
+from loopkit import __version__
+from loopkit.clock import parse_iso
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -97,7 +100,6 @@ def record_of(entry: dict[str, Any], seq: int | None, sha256: str | None) -> dic
 def _nanoseconds(at: Any) -> int | None:
     if not isinstance(at, str):
         return None
-    from loopkit.clock import parse_iso
 
     try:
         moment = parse_iso(at)
@@ -150,8 +152,6 @@ class Shipper:
         from opentelemetry.sdk._logs import LoggerProvider
         from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
         from opentelemetry.sdk.resources import Resource
-
-        from loopkit import __version__
 
         resource = Resource.create({"service.name": "loopkit", "service.version": __version__})
         self._provider = LoggerProvider(resource=resource, shutdown_on_exit=False)

@@ -4,17 +4,15 @@ Slack's errors turned into one line that says what to fix.
 Slack answers HTTP 200 with ``{"ok": false, "error": "not_in_channel"}`` for most mistakes
 (https://api.slack.com/web#evaluating_responses); ``missing_scope`` also names the scope
 ``needed``. A 429 (``ratelimited``) carries ``Retry-After`` and is retried once when the wait
-fits in the budget, as every channel's send is (SPEC §3). ``slack_sdk`` is imported here
-only, and this module only where the Slack app is used (``slack_mode = "socket"``).
+fits in the budget, as every channel's send is (SPEC §3). ``slack_sdk`` (the ``[slack]``
+extra) is imported here only, when a client is made: importing this module costs nothing
+without it, and its settings can be checked (``doctor``) on an install that lacks it.
 """
 
 from __future__ import annotations
 
 import math
 import time
-
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from loopkit.log import get_logger
 from loopkit.redact import Redactor
@@ -138,12 +136,16 @@ class SlackWeb:
         self.redactor = Redactor(settings.secrets())
         self._sleep = sleep
         self._clock = clock
+        from slack_sdk import WebClient  # the [slack] extra: loaded where a client is made
+
         self.client = WebClient(
             token=settings.slack_bot_token, base_url=settings.slack_api, retry_handlers=[]
         )
 
     def call(self, method: str, args: dict[str, Any], *, budget: float = 10.0) -> dict[str, Any]:
         """POST ``method`` with ``args`` as JSON; the answer's body on ``"ok": true``."""
+        from slack_sdk.errors import SlackApiError
+
         deadline = self._clock() + budget
         for attempt in (1, 2):
             remaining = deadline - self._clock()

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field
 
+from loopkit.answering import policy as policy_answers
 from loopkit.datarecord import replace
 from loopkit.escalation.ask import Asked as AskResult
 from loopkit.escalation.ask import Question, ask
@@ -139,9 +140,6 @@ class AskingTools:
         )
         self.served.app.register()
         if asked.policy is not None and asked.record is not None:  # SPEC §30: no one woken
-            from loopkit.answering import policy as policy_answers
-            from loopkit.datarecord import replace
-
             number, entry = asked.policy
             app = self.served.app
             done = policy_answers.answer(app.answering(), config, asked.record, number, entry)

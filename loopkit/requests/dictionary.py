@@ -53,7 +53,14 @@ def is_word(token: str) -> bool:
 
 def inflected(one: str, other: str) -> bool:
     """Whether ``one`` and ``other`` are one word, but for a plural's ending: ``replica``
-    and ``replicas``, ``box`` and ``boxes``. Only that: ``stag`` + ``ing`` is not
-    ``staging``, ``rest`` + ``art`` not ``restart``."""
+    and ``replicas``, ``box`` and ``boxes`` (not ``nod`` and ``nodes``). Only that:
+    ``stag`` + ``ing`` is not ``staging``, ``rest`` + ``art`` not ``restart``."""
     short, long = sorted((one, other), key=len)
-    return long.startswith(short) and long[len(short) :] in ("", "s", "es")
+    if not long.startswith(short):
+        return False
+    ending = long[len(short) :]
+    # "es" only where English spells a plural so: "nodes" is "node" + s, never "nod" + es.
+    return ending in ("", "s") or (ending == "es" and short.endswith(_ES_PLURALS))
+
+
+_ES_PLURALS = ("s", "x", "z", "ch", "sh", "o")  # box → boxes, match → matches, hero → heroes

@@ -17,18 +17,31 @@ from pathlib import Path
 from typing import Literal
 
 from loopkit import channels, clock
+from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import load
 from loopkit.config.mayrun import may_be_missing, syntax_error
 from loopkit.config.programs import missing_program, named_commands
 from loopkit.datarecord import record
-from loopkit.errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, ChannelError, ConfigError
+from loopkit.errors import (
+    EXIT_CONFIG,
+    EXIT_FAILURE,
+    EXIT_OK,
+    ChannelError,
+    ConfigError,
+    WorkspaceError,
+)
 from loopkit.escalation import blockfile
 from loopkit.escalation.blockfile import Choice
 from loopkit.escalation.escalator import answer_hint
+from loopkit.fleet import schema
+from loopkit.hooks import health
 from loopkit.message import Message
 from loopkit.setup import readiness
+from loopkit.setup.kit import agent_problems
+from loopkit.supervisor import stuck_counters
 from loopkit.supervisor.childpath import child_environment
 from loopkit.workspace import Workspace
+from loopkit.workspace.state import StateFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -134,7 +147,6 @@ def _loop_findings(config: Config, refusals: list[readiness.Refusal]) -> list[Fi
     if loop.task_file and not (config.workspace / loop.task_file).is_file():
         text = f"[loop] task_file {loop.task_file!r} does not exist in {config.workspace}"
         found.append(Finding("problem", "loop", f"{text}; create it or fix the name"))
-    from loopkit.setup.kit import agent_problems
 
     # (a stream-json agent with no prompt is one of run's refusals: said above, in its words)
     found += [
@@ -151,21 +163,17 @@ def _loop_findings(config: Config, refusals: list[readiness.Refusal]) -> list[Fi
 
 def _stuck_finding(config: Config) -> Finding:
     """The stuck triggers' thresholds and where their counters stand (SPEC section 19)."""
-    from loopkit.errors import WorkspaceError
-    from loopkit.supervisor import stuck
-    from loopkit.workspace.state import StateFile
-
     try:
         saved = StateFile(Workspace.of(config)).load().stuck
     except WorkspaceError:
         saved = {}
-    return Finding("ok", "stuck", stuck.describe(stuck.report(config.stuck, saved)))
+    return Finding(
+        "ok", "stuck", stuck_counters.describe(stuck_counters.report(config.stuck, saved))
+    )
 
 
 def _telegram_findings(config: Config) -> list[Finding]:
     """getMe (the token), getChat (the chat), getWebhookInfo (taps need getUpdates)."""
-    from loopkit.channels.telegram_api import BotApi, BotApiError
-
     bot = BotApi(config.channels)
     api = config.channels.telegram_api
     topic = "channel telegram"
@@ -290,8 +298,6 @@ def _workspace_findings(config: Config) -> list[Finding]:
 def _hook_findings(root: Path) -> list[Finding]:
     """loopkit's hooks (Claude Code's, Codex's, Gemini CLI's), each run once as the agent runs
     it: one that cannot start exits 127, and the agent lets the call through."""
-    from loopkit.hooks import health
-
     found = []
     hooks = health.installed(health.settings_files(root, Path.home()))
     agents = health.installed_agents(root, Path.home())
@@ -317,8 +323,6 @@ def diagnose(root: Path) -> list[Finding]:
     found += _workspace_findings(config) + _loop_findings(config, refusals)
     found += _hook_findings(config.workspace)
     if config.channels.fleet_dsn:
-        from loopkit.fleet import schema
-
         said = schema.check(config.channels.fleet_dsn)
         if said is not None:
             found.append(Finding(said[0], "fleet", said[1]))

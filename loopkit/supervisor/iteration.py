@@ -22,7 +22,7 @@ from loopkit.escalation import adoption, blockfile, evidence
 from loopkit.hooks import stopfailure
 from loopkit.log import get_logger
 from loopkit.message import fold
-from loopkit.supervisor import resume, stuck, stuck_questions, triggers
+from loopkit.supervisor import resume, stuck_counters, stuck_questions, triggers
 from loopkit.supervisor.agentstreams import stream_for
 from loopkit.supervisor.childpath import child_environment
 from loopkit.supervisor.claudestream import ClaudeStream, speaks_stream_json
@@ -708,7 +708,9 @@ class Iteration:
             agents_fault = reason.startswith("agent") or loop.verify is None
             command = (loop.agent if agents_fault else loop.verify) or ""
             # The signal that counts the same failures is answered with this block.
-            self.stuck.carry(stuck.CRASH_LOOP if agents_fault else stuck.SAME_ERROR)
+            self.stuck.carry(
+                stuck_counters.CRASH_LOOP if agents_fault else stuck_counters.SAME_ERROR
+            )
             self._escalate(
                 triggers.verify_failures(
                     task=task,

@@ -34,8 +34,8 @@ from loopkit.errors import LoopkitError
 from loopkit.message import fold
 from loopkit.requests.answer import outcome_of
 from loopkit.requests.models import Resolution
-from loopkit.supervisor import stuck
 from loopkit.supervisor.claudestream import speaks_stream_json
+from loopkit.supervisor.stuck_counters import in_turn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def _line(record: Request, *, stream: bool = False) -> str | None:
         said = f": {words}" if words else ""
         return f"loopkit: rejected{by}{said}. Do not run `{fold(call, 200)}`; go on without it."
     answer = res.parsed_decision or res.free_text or res.chosen_option or ""
-    if stuck.in_turn(record.trigger):  # loopkit stopped the turn: the human's words, as said
+    if in_turn(record.trigger):  # loopkit stopped the turn: the human's words, as said
         said = words or res.free_text or answer
         return (f"loopkit stopped your last turn: {fold(record.prompt, 160)} The human "
                 f"answered{by}: {said}")  # fmt: skip
@@ -115,7 +115,7 @@ def plan(
             continue
     # The supervisor's own blocks start a fresh run — but a turn it stopped inside (a
     # runaway, SPEC §24) is that session's, and goes on with the human's words.
-    if not records or any(r.raised_by == "supervisor" and not stuck.in_turn(r.trigger)
+    if not records or any(r.raised_by == "supervisor" and not in_turn(r.trigger)
                           for r in records):  # fmt: skip
         return None
     bound = [agentresult.session_id((r.gate or {}).get("session")) for r in records]

@@ -27,7 +27,8 @@ from loopkit.datarecord import record
 from loopkit.hooks.approve import what_runs
 from loopkit.message import clean, fold
 from loopkit.supervisor.normalise import normalise
-from loopkit.supervisor.stuck import PING_PONG, SAME_CALL, SILENT, Signal, span
+from loopkit.supervisor.stuck import Signal
+from loopkit.supervisor.stuck_counters import PING_PONG, SAME_CALL, SILENT, span
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from loopkit.loops import live_line, said_line
 from loopkit.message import age, fold
 from loopkit.redact import Redactor
 from loopkit.requests.store import RequestStore
-from loopkit.supervisor import stuck
+from loopkit.supervisor import stuck_counters
 from loopkit.workspace import Workspace, live
 from loopkit.workspace.skipped import SkippedTasks
 from loopkit.workspace.state import StateFile, SupervisorLock
@@ -77,7 +77,7 @@ def status(config: Config, *, store: RequestStore | None = None) -> dict[str, An
         "task": state.task,
         "failures": state.failures,
         "max_verify_failures": config.loop.max_verify_failures,
-        "stuck": stuck.report(config.stuck, state.stuck),
+        "stuck": stuck_counters.report(config.stuck, state.stuck),
         "skipped_tasks": [one.to_dict() for one in SkippedTasks(workspace).load()],
         "open_request": request if record is None or record.is_open else None,
         "block_request": request,
@@ -163,7 +163,7 @@ def render(info: dict[str, Any]) -> str:
     if info["task"]:
         lines.append(f"task:      {info['task']}")
     lines.append(f"failures:  {info['failures']} of {info['max_verify_failures']}")
-    lines.append(f"stuck:     {stuck.describe(info['stuck'])}")
+    lines.append(f"stuck:     {stuck_counters.describe(info['stuck'])}")
     running = info.get("live")
     if running:
         lines.append(f"live:      {live_line(running, 200)}")

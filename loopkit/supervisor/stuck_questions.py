@@ -16,31 +16,33 @@ from __future__ import annotations
 
 from loopkit.escalation.blockfile import Escalation
 from loopkit.message import MAX_QUESTION, ask, fold
-from loopkit.supervisor import stuck, triggers
+from loopkit.supervisor import stuck_counters, triggers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from loopkit.supervisor import stuck
+
 # The most specific first: it becomes the question.
 ORDER = (
-    stuck.SAME_CALL,
-    stuck.PING_PONG,
-    stuck.SILENT,
-    stuck.COST,
-    stuck.CRASH_LOOP,
-    stuck.SAME_ERROR,
-    stuck.REPEATED_OUTPUT,
-    stuck.NO_PROGRESS,
-    stuck.TASK_ITERATIONS,
-    stuck.TASK_TIMEOUT,
+    stuck_counters.SAME_CALL,
+    stuck_counters.PING_PONG,
+    stuck_counters.SILENT,
+    stuck_counters.COST,
+    stuck_counters.CRASH_LOOP,
+    stuck_counters.SAME_ERROR,
+    stuck_counters.REPEATED_OUTPUT,
+    stuck_counters.NO_PROGRESS,
+    stuck_counters.TASK_ITERATIONS,
+    stuck_counters.TASK_TIMEOUT,
 )
 _ASK = {
-    stuck.COST: "spend more?",
-    stuck.TASK_ITERATIONS: "go on with it?",
-    stuck.TASK_TIMEOUT: "go on with it?",
+    stuck_counters.COST: "spend more?",
+    stuck_counters.TASK_ITERATIONS: "go on with it?",
+    stuck_counters.TASK_TIMEOUT: "go on with it?",
 }
-_BUDGETS = (stuck.TASK_ITERATIONS, stuck.TASK_TIMEOUT, stuck.COST)
+_BUDGETS = (stuck_counters.TASK_ITERATIONS, stuck_counters.TASK_TIMEOUT, stuck_counters.COST)
 MIN_TASK = 20  # characters of the task's name the question keeps before its fact is cut
 
 
@@ -78,21 +80,21 @@ def escalation(signals: Sequence[stuck.Signal], *, task: str | None, iteration: 
 
 def _question(first: stuck.Signal, task: str | None) -> tuple[str, str]:
     """The question's stem and the request's trigger."""
-    if first.label == stuck.DEPENDENCY_DOWN:
+    if first.label == stuck_counters.DEPENDENCY_DOWN:
         head, said = "Stuck (dependency down)", f"the agent's API failed {first.count:g}× in a row"
         return _fit(head, said, first.detail, task, "keep waiting?"), "dependency-down"
-    if first.label == stuck.DENIED:
+    if first.label == stuck_counters.DENIED:
         head, said = "Stuck (denied)", f"refused {first.count:g}× in a row"
         return _fit(head, said, first.detail, task, "how do I go on?"), "stuck-denied"
     on = task if first.trigger not in _BUDGETS else None
     head = f"Stuck ({first.trigger})"
     said = first.question
-    if first.trigger == stuck.SAME_ERROR:
+    if first.trigger == stuck_counters.SAME_ERROR:
         said = f"{first.count:g}× in a row"
-    elif first.trigger == stuck.CRASH_LOOP:
+    elif first.trigger == stuck_counters.CRASH_LOOP:
         said = f"the agent crashed {first.count:g}× in a row"
     question = _fit(head, said, first.detail, on, _ASK.get(first.trigger, "how do I go on?"))
-    return question, stuck.request_trigger(first.trigger)
+    return question, stuck_counters.request_trigger(first.trigger)
 
 
 def _fit(head: str, said: str, detail: str, task: str | None, question: str) -> str:
@@ -119,10 +121,10 @@ def _fit(head: str, said: str, detail: str, task: str | None, question: str) -> 
 
 
 def _amount(signal: stuck.Signal) -> str:
-    if signal.trigger == stuck.COST:
+    if signal.trigger == stuck_counters.COST:
         return f"${signal.count:.2f} of ${signal.threshold:.2f}"
-    if signal.trigger == stuck.TASK_TIMEOUT:
+    if signal.trigger == stuck_counters.TASK_TIMEOUT:
         return f"{signal.count / 60:.0f} of {signal.threshold / 60:.0f} min"
-    if signal.trigger == stuck.SILENT:
-        return f"{stuck.span(signal.count)} of {stuck.span(signal.threshold)}"
+    if signal.trigger == stuck_counters.SILENT:
+        return f"{stuck_counters.span(signal.count)} of {stuck_counters.span(signal.threshold)}"
     return f"{signal.count:g} of {signal.threshold:g}"

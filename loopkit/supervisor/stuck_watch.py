@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from loopkit.escalation import blockfile
 from loopkit.log import get_logger
-from loopkit.supervisor import stuck, stuck_questions
+from loopkit.supervisor import stuck, stuck_counters, stuck_questions
 from loopkit.supervisor.reach import Reach
 from loopkit.supervisor.spend import AgentRun, agent_run
 
@@ -45,7 +45,7 @@ class StuckWatch:
         self.broke_new_ground = False  # whether the last observed iteration did
 
     def _detector(self) -> stuck.Detector:
-        counters = stuck.Counters.from_dict(self.parts.state.stuck)
+        counters = stuck_counters.Counters.from_dict(self.parts.state.stuck)
         return stuck.Detector(self.parts.config.stuck, counters)
 
     def _reach_of(self) -> Reach:
@@ -132,7 +132,7 @@ class StuckWatch:
     def carry(self, name: str) -> None:
         """The block about to be raised answers signal ``name`` too (verify failing again
         and again is also the same error): its end resets that signal's count."""
-        counters = stuck.Counters.from_dict(self.parts.state.stuck)
+        counters = stuck_counters.Counters.from_dict(self.parts.state.stuck)
         counters.pending = list(dict.fromkeys([*counters.pending, name]))
         self.parts.state.stuck = counters.to_dict()
 
@@ -165,10 +165,10 @@ def with_result(usage: AgentRun, result: AgentResult | None) -> AgentRun:
 
 def block_ended(state: State) -> list[str]:
     """A block ended (answered, lifted, timed out): reset the signals it carried."""
-    counters = stuck.Counters.from_dict(state.stuck)
+    counters = stuck_counters.Counters.from_dict(state.stuck)
     if not counters.pending:
         return []
-    names = stuck.block_ended(counters)
+    names = stuck_counters.block_ended(counters)
     state.stuck = counters.to_dict()
     return names
 

@@ -14,7 +14,7 @@ import pytest
 
 from loopkit.config import StuckConfig
 from loopkit.datarecord import replace
-from loopkit.supervisor import stuck
+from loopkit.supervisor import stuck_counters
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 ROOT = BENCHMARKS.parent
@@ -32,7 +32,7 @@ def bench() -> ModuleType:
 
 BENCH = bench()
 GIT_TRACES = [t for t in BENCH.stuck_traces.traces(BENCHMARKS / "sessions") if t.needs_git]
-LIMITS = stuck.thresholds(replace(StuckConfig(), max_cost_usd=2.0))
+LIMITS = stuck_counters.thresholds(replace(StuckConfig(), max_cost_usd=2.0))
 
 
 def test_there_are_git_traces_of_both_kinds() -> None:

@@ -43,7 +43,8 @@ def test_the_issues_dictionary_words_are_not_the_loops_choices(reply: str) -> No
     ("reply", "options"),
     [("ski", LOOP), ("rest", [Option("Restart the worker", "restart"), Option("Stop", "stop")]),
      ("can", [Option("Cancel the release", "cancel"), Option("Ship it", "ship")]),
-     ("post", [Option("Postpone", "postpone"), Option("Go", "go")])],
+     ("post", [Option("Postpone", "postpone"), Option("Go", "go")]),
+     ("nod", [Option("Nodes", "nodes"), Option("Now", "now")])],  # "nodes": node + s
 )  # fmt: skip
 def test_a_dictionary_word_is_not_the_start_of_a_label_it_is_not_a_word_of(
     reply: str, options: list[Option]

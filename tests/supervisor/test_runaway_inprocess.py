@@ -17,7 +17,7 @@ from loopkit.config import StuckConfig
 from loopkit.errors import EXIT_OK
 from loopkit.escalation import blockfile
 from loopkit.supervisor.resume import plan
-from loopkit.supervisor.stuck import in_turn
+from loopkit.supervisor.stuck_counters import in_turn
 
 pytestmark = pytest.mark.usefixtures("no_subprocesses")
 

@@ -26,7 +26,7 @@ from loopkit.answering import answer
 from loopkit.config import StuckConfig
 from loopkit.datarecord import replace
 from loopkit.errors import EXIT_BLOCKED, EXIT_OK
-from loopkit.supervisor import stuck
+from loopkit.supervisor import stuck_counters
 from loopkit.supervisor.loop import Options, Supervisor
 from loopkit.workspace import Workspace
 from loopkit.workspace.state import StateFile
@@ -47,7 +47,7 @@ def load_traces() -> ModuleType:
 TRACES = load_traces()
 ALL = [t for folder in ("traces", "sessions") for t in TRACES.traces(BENCHMARKS / folder)]
 PLAIN = [t for t in ALL if not t.needs_git]
-LIMITS = stuck.thresholds(replace(StuckConfig(), max_cost_usd=MAX_COST))
+LIMITS = stuck_counters.thresholds(replace(StuckConfig(), max_cost_usd=MAX_COST))
 
 
 def test_the_corpora_hold_both_kinds_of_every_shape() -> None:

@@ -12,8 +12,9 @@ import pytest
 
 from loopkit.config import StuckConfig
 from loopkit.datarecord import replace
-from loopkit.supervisor import stuck
-from loopkit.supervisor.stuck import Counters, Detector, Observation
+from loopkit.supervisor import stuck, stuck_counters
+from loopkit.supervisor.stuck import Detector, Observation
+from loopkit.supervisor.stuck_counters import Counters
 
 ALL_OFF = StuckConfig(no_progress=0, same_error=0, repeated_output=0, crash_loop=0)
 PYTEST_FAIL = """\
@@ -249,7 +250,7 @@ def test_cost_is_summed_and_asks_once_past_the_budget_then_after_another_as_much
     got = [bool(d.observe(seen(n, cost_usd=c))) for n, c in enumerate(costs, 1)]
     assert got == [False, False, False, True, True, True, True]  # until a human answers
     d.counters.pending = ["max_cost_usd"]
-    assert stuck.block_ended(d.counters) == ["max_cost_usd"]
+    assert stuck_counters.block_ended(d.counters) == ["max_cost_usd"]
     assert not d.observe(seen(8, cost_usd=0.5))
     [signal] = d.observe(seen(9, cost_usd=0.6))
     assert signal.question == (
@@ -274,7 +275,7 @@ def test_a_block_ending_resets_only_the_signals_it_carried() -> None:
     found = d.observe(seen(2, agent_exit=1))
     assert sorted(s.trigger for s in found) == ["crash_loop", "no_progress"]
     d.counters.pending = ["crash_loop"]
-    stuck.block_ended(d.counters)
+    stuck_counters.block_ended(d.counters)
     assert (d.counters.crash_loop, d.counters.no_progress) == (0, 2)
 
 
