@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -310,20 +309,6 @@ def listing(fleet: Fleet | None = None) -> Listing:
         return Listing(found)
     remote = _remote_loops(fleet)
     return Listing(found + remote.loops, remote.unreached)
-
-
-def env_fleet_loops() -> list[Loop]:
-    """:func:`all_loops`, with the fleet ``LOOPKIT_FLEET_DSN`` names when it is set (the
-    fleet's libraries load only then: ``ps`` without a fleet stays fast)."""
-    if not os.environ.get("LOOPKIT_FLEET_DSN", "").strip():
-        return loops()
-    from loopkit.fleet import Hubs
-
-    hubs = Hubs()
-    try:
-        return all_loops(hubs)
-    finally:
-        hubs.close()
 
 
 def find(name: str, found: list[Loop]) -> list[Loop]:
@@ -609,18 +594,3 @@ def _remote(fleet: Fleet | None, loop: Loop) -> Fleet:
         raise UsageError(f"{loop.where} is on another machine and no fleet is configured "
                          "here: steer it there, or set LOOPKIT_FLEET_DSN")  # fmt: skip
     return fleet
-
-
-def print_loops(*, as_json: bool) -> int:
-    """``loopkit ps`` (its fast path, and the click command's body): exit 0."""
-    found = env_fleet_loops()
-    if as_json:
-        text = json.dumps([one.to_dict() for one in found], ensure_ascii=False)
-    else:
-        text = render(found)
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:  # `loopkit ps | head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0

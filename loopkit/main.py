@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     as_json = _fast_ps(args)
     if as_json is not None:
-        from loopkit.loops import print_loops
+        from loopkit.commands.ps import print_loops
 
         return print_loops(as_json=as_json)
     hook = _fast_hook(args)

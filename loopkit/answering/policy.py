@@ -28,8 +28,9 @@ from loopkit.datarecord import record
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.escalation.policy import routine
 from loopkit.log import get_logger
-from loopkit.message import fold
+from loopkit.message import Notice, fold
 from loopkit.requests.models import Status
+from loopkit.workspace import Workspace
 from loopkit.workspace.state import ALIVE, StateFile
 from loopkit.workspace.steer import Notes
 
@@ -99,8 +100,6 @@ def _tell(config: Config, record: Request, decision: str, why: str) -> None:
     """The FYI, on the first channel of the ladder (best effort: a policy answer never waits
     on a channel, and a failed send is only logged)."""
     from loopkit import channels
-    from loopkit.message import Notice
-    from loopkit.workspace import Workspace
 
     ladder = [name for name in config.escalation.ladder if name != "none"]
     if not ladder or not config.channels:

@@ -15,6 +15,7 @@ import time
 
 from loopkit import extras
 from loopkit.channels import Outcome
+from loopkit.channels.slack_web import SlackCallError, SlackWeb, token_problems
 from loopkit.channels.telegram import callback_data
 from loopkit.message import LETTERS, Message
 
@@ -103,18 +104,14 @@ class SlackAppChannel:
         self._sleep = sleep
 
     def problems(self) -> list[str]:
-        if not extras.installed("slack_sdk"):  # before slack_web, which imports it
+        if not extras.installed("slack_sdk"):  # before a client, which imports it
             return [extras.needs("slack_sdk")]
-        from loopkit.channels.slack_web import token_problems
-
         return token_problems(self.settings)
 
     def send(self, message: Note) -> Outcome:
         missing = self.problems()
         if missing:
             return Outcome(ok=False, status="error", error=missing[0], hard=True)
-        from loopkit.channels.slack_web import SlackCallError, SlackWeb
-
         web = SlackWeb(self.settings, sleep=self._sleep)
         args: dict[str, Any] = {
             "channel": self.settings.slack_channel,

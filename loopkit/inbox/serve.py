@@ -38,6 +38,7 @@ from loopkit.home import home
 from loopkit.inbox.auth import InboxToken, Throttle
 from loopkit.inbox.guard import LISTEN_QUEUE, ConnectionGuard, guarded, limits
 from loopkit.inbox.relay.poller import UpdatePoller, people_chats
+from loopkit.inbox.relay.slack_socket import SlackRelay
 from loopkit.inbox.web import Inbox, app
 from loopkit.log import get_logger
 from loopkit.requests.locate import Stores
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from loopkit.config import ChannelSettings
-    from loopkit.inbox.relay.slack_socket import SlackRelay
 
 log = get_logger("loopkit.serve")
 
@@ -303,7 +303,6 @@ def _slack(settings: ChannelSettings, answering: Answering) -> SlackRelay | None
     workspace's block, as taps do."""
     if not (settings.slack_socket and settings.slack_bot_token and settings.slack_app_token):
         return None
-    from loopkit.inbox.relay.slack_socket import SlackRelay
 
     relay = SlackRelay.relay(
         settings, hubs=answering.hubs, stores=answering.stores, answering=answering

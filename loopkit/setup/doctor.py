@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from loopkit import channels, clock
+from loopkit.channels.slack_web import SlackCallError, SlackWeb
 from loopkit.channels.telegram_api import BotApi, BotApiError
 from loopkit.config import load
 from loopkit.config.mayrun import may_be_missing, syntax_error
@@ -224,8 +225,6 @@ def _slack_app_findings(config: Config) -> list[Finding]:
     (``conversations.info``: there, and the app in it), the app-level token and Socket Mode
     (``apps.connections.open``, whose one-use URL is never opened). Each problem is one line
     with its fix."""
-    from loopkit.channels.slack_web import SlackCallError, SlackWeb
-
     topic = "channel slack"
     web = SlackWeb(config.channels)
     channel = config.channels.slack_channel

@@ -18,6 +18,7 @@ from loopkit.answering.telling import FollowUps
 from loopkit.datarecord import record
 from loopkit.errors import EXIT_SIGINT, EXIT_SIGTERM
 from loopkit.inbox.relay.poller import UpdatePoller
+from loopkit.inbox.relay.slack_socket import SlackRelay
 from loopkit.log import get_logger
 from loopkit.redact import LineRedactor, Redactor
 from loopkit.requests.locate import Stores
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from loopkit.config import Config
     from loopkit.escalation.escalator import Escalator
     from loopkit.fleet import Hubs
-    from loopkit.inbox.relay.slack_socket import SlackRelay
     from loopkit.requests.hub import Hub
     from loopkit.requests.record import Request
     from loopkit.supervisor.containment import Containment
@@ -185,8 +185,6 @@ class Parts:
         if not (channels.slack_bot_token and channels.slack_app_token):
             return None
         if self._slack is None:
-            from loopkit.inbox.relay.slack_socket import SlackRelay
-
             self._slack = SlackRelay.relay(
                 channels,
                 hubs=self.hubs,
