@@ -154,3 +154,38 @@ def test_the_checker_sees_every_kind_of_import(tmp_path: Path) -> None:
         "loopkit.fleet.pg.PgHub",
         "loopkit.requests.store",
     } <= names
+
+
+ENTRY = ("cli", "commands")  # with main.py and __main__.py: the entry layer
+MOST_DEFERRED = 20  # SPEC §27: laziness at the boundary, not as a style
+
+
+def deferred_imports() -> list[str]:
+    """Each import of a loopkit module inside a function, below the entry layer."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] in ENTRY or rel.name in ("main.py", "__main__.py"):
+            continue
+        tree = ast.parse(path.read_text())
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                else:
+                    continue
+                if any(name == "loopkit" or name.startswith("loopkit.") for name in names):
+                    found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_loopkits_own_modules_are_imported_at_module_level_below_the_entry_layer() -> None:
+    """A function-level import of one of loopkit's modules marks a boundary a path crosses
+    only sometimes (the gate's screen and its matched path, an optional library's module);
+    docs/architecture.md names them. More than a few is start-up applied as a style."""
+    found = deferred_imports()
+    assert len(found) <= MOST_DEFERRED, "\n".join(found)

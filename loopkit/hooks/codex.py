@@ -29,6 +29,8 @@ TYPE_CHECKING = False  # the no-match path imports neither typing nor re
 if TYPE_CHECKING:
     from typing import Any
 
+    from loopkit.hooks.pretooluse import Shower
+
 # The lines of an apply_patch patch that name a file it touches.
 _PATCH_PATH = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$"
 
@@ -68,17 +70,14 @@ class CodexDialect(Dialect):
             return [("Write", {"file_path": path}) for path in patch_paths(patch)]
         return [(tool_name, tool_input)]
 
-    def shown(self, tool_name: str, tool_input: Any) -> list[str]:
-        from loopkit.message import clean  # a matched call's: the no-match path loads no re
-
-        if tool_name == "Bash" and len(self.calls(tool_name, tool_input)) > 1:
-            files = [clean(g["file_path"]) for _, g in self.calls(tool_name, tool_input)[1:]]
-            return ["apply_patch", *files]  # the patch's files, not its text
-        if tool_name == "apply_patch":
-            return ["apply_patch", *(clean(name) for _, given in self.calls(tool_name, tool_input)
-                                     for name in [given["file_path"]])]  # fmt: skip
-        name, given = self.calls(tool_name, tool_input)[0]
-        return super().shown(name, given)
+    def shown(self, tool_name: str, tool_input: Any, show: Shower) -> list[str]:
+        calls = self.calls(tool_name, tool_input)
+        if tool_name == "apply_patch" or (tool_name == "Bash" and len(calls) > 1):
+            written = calls if tool_name == "apply_patch" else calls[1:]
+            # the patch's files, not its text: each as a Write of it shows its path
+            return ["apply_patch", *(show(name, given)[1] for name, given in written)]
+        name, given = calls[0]
+        return super().shown(name, given, show)
 
     def answer(self, decision: str, reason: str) -> dict[str, Any] | None:
         if decision == "allow":

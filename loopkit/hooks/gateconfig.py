@@ -7,76 +7,28 @@ the error (:meth:`~loopkit.hooks.rules.Rules.unloadable`; SPEC section 28), neve
 the defaults in place of the user's rules.
 
 Loading the config costs more than the rest of the hook, which runs before every tool call:
-once a file has loaded, its stat (device, inode, size, modification and change times — the
-change time no process can set back) is kept in ``.loopkit/gate-config`` with what the hook's
-fast path needs: whether it leaves the default rules, and the block file's name. While the
-file's stat is the same, :func:`defaults_hold` answers from there with two system calls.
-Anything else — no such record, another stat, a record that cannot be read — loads the
-file again.
+once a file has loaded, what the fast path needs is kept beside it
+(:mod:`~loopkit.hooks.gatestamp`), and this module is loaded only for a call that fast path
+could not clear.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+from loopkit import atomicfile, config
+from loopkit.errors import ConfigError
+from loopkit.hooks.gatestamp import CONFIG_NAME, RECORD, VERSION, default_rules, stat_line
+from loopkit.hooks.guard import Guard
 from loopkit.hooks.rules import Rules
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from loopkit.hooks.guard import Guard
-
-CONFIG_NAME = "loopkit.toml"
-RECORD = os.path.join(".loopkit", "gate-config")
-_VERSION = "gate-config 1"
-
-
-def _stamp(workspace: str) -> str | None:
-    """loopkit.toml's stat as one line; ``"absent"`` when there is none; None when it
-    cannot be looked at."""
-    try:
-        info = os.stat(os.path.join(workspace, CONFIG_NAME))
-    except FileNotFoundError:
-        return "absent"
-    except OSError:
-        return None
-    return f"{info.st_dev} {info.st_ino} {info.st_size} {info.st_mtime_ns} {info.st_ctime_ns}"
-
-
-def defaults_hold(workspace: str) -> str | None:
-    """The block file's name when ``loopkit.toml`` surely leaves the default rules — there
-    is none, or it is as it was when it last loaded and had no ``[gate]`` of its own — else
-    None (load it)."""
-    stamp = _stamp(workspace)
-    if stamp == "absent":
-        return "BLOCKED.md"
-    if stamp is None:
-        return None
-    try:
-        fd = os.open(os.path.join(workspace, RECORD), os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        text = os.read(fd, 4096).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    head, _, rest = text.partition("\n")
-    fields = rest.rstrip("\n").split(" ", 6)
-    if head != _VERSION or len(fields) != 7 or " ".join(fields[:5]) != stamp:
-        return None
-    return fields[6] if fields[5] == "defaults" and fields[6] else None
 
 
 def _remember(workspace: str, stamp: str, defaults: bool, blocked: str) -> None:
     """Keep the stat of a file that loaded (best effort: a workspace that cannot be written
     only loads it each time)."""
-    from pathlib import Path
-
-    from loopkit import atomicfile
-
     kind = "defaults" if defaults else "own"
-    text = f"{_VERSION}\n{stamp} {kind} {blocked}\n"
+    text = f"{VERSION}\n{stamp} {kind} {blocked}\n"
     path = Path(workspace) / RECORD
     try:
         path.parent.mkdir(exist_ok=True)
@@ -89,18 +41,13 @@ def load_rules(workspace: str, *, supervised: bool = False) -> Rules:
     """The workspace's rules: ``[gate]`` of its loopkit.toml (any valid spelling), else the
     defaults; with ``supervised`` (under ``loopkit run``), loopkit's own files guarded
     (:mod:`~loopkit.hooks.guard`). A file that does not load: :meth:`Rules.unloadable`."""
-    blocked = defaults_hold(workspace)
-    if blocked is not None:
-        return Rules.build(guard=_guard(workspace, blocked) if supervised else None)
-    stamp = _stamp(workspace)
+    defaults = default_rules(workspace, supervised=supervised)
+    if defaults is not None:
+        return defaults
+    stamp = stat_line(workspace)
     path = os.path.join(workspace, CONFIG_NAME)
     if stamp is None:
         return Rules.unloadable(f"{path}: cannot be read")
-    from pathlib import Path
-
-    from loopkit import config
-    from loopkit.errors import ConfigError
-
     try:
         loaded = config.load(Path(workspace))
     except ConfigError as exc:
@@ -108,7 +55,7 @@ def load_rules(workspace: str, *, supervised: bool = False) -> Rules:
     gate = loaded.gate
     own = gate.rules is not None or gate.protect is not None or gate.extend_defaults
     blocked = loaded.escalation.blocked_file
-    if stamp != "absent" and stamp == _stamp(workspace):  # unchanged while it was read
+    if stamp != "absent" and stamp == stat_line(workspace):  # unchanged while it was read
         _remember(workspace, stamp, not own, blocked)
     rules = list(gate.rules) if gate.rules is not None else None
     protect = list(gate.protect) if gate.protect is not None else None
@@ -117,6 +64,4 @@ def load_rules(workspace: str, *, supervised: bool = False) -> Rules:
 
 
 def _guard(workspace: str, blocked: str) -> Guard:
-    from loopkit.hooks.guard import Guard
-
     return Guard(workspace, blocked)

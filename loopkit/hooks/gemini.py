@@ -23,6 +23,8 @@ TYPE_CHECKING = False  # the no-match path imports no typing
 if TYPE_CHECKING:
     from typing import Any
 
+    from loopkit.hooks.pretooluse import Shower
+
 _RULE_NAMES = {"run_shell_command": "Bash", "write_file": "Write", "replace": "Edit"}
 
 
@@ -35,8 +37,8 @@ class GeminiDialect(Dialect):
     def calls(self, tool_name: str, tool_input: Any) -> list[tuple[str, Any]]:
         return [(_RULE_NAMES.get(tool_name, tool_name), tool_input)]
 
-    def shown(self, tool_name: str, tool_input: Any) -> list[str]:
-        shown = super().shown(*self.calls(tool_name, tool_input)[0])
+    def shown(self, tool_name: str, tool_input: Any, show: Shower) -> list[str]:
+        shown = super().shown(*self.calls(tool_name, tool_input)[0], show)
         return [tool_name, *shown[1:]] if tool_name in self.files else shown
 
     def answer(self, decision: str, reason: str) -> dict[str, Any] | None:

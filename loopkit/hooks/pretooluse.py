@@ -1,13 +1,15 @@
 """``loopkit hook claude pretooluse``: Claude Code's PreToolUse hook (SPEC section 12).
 
-It runs before every tool call, so the path of a call that surely matches no rule imports
-only loopkit's own standard-library helpers (``discover``, :mod:`~loopkit.hooks.rules`,
-:mod:`~loopkit.hooks.gateconfig`) — no ``re``, ``typing`` or ``json``: its scans are written
-out by hand — and loads ``loopkit.toml`` only when it changed since it last loaded
-(:func:`~loopkit.hooks.gateconfig.defaults_hold`): no output, exit 0, about as fast as
-``python -c pass``. A match goes to :mod:`~loopkit.hooks.standing` — a standing approval
-of ``.loopkit/allow.toml`` ("Allow always here") passes it at once — and else to
-:mod:`~loopkit.hooks.approve`, which asks for an approval bound to this exact call.
+It runs before every tool call, so the path of a call that surely matches no rule — this
+module, the screen — imports only loopkit's own standard-library helpers (``discover``,
+:mod:`~loopkit.hooks.rules`, :mod:`~loopkit.hooks.gatestamp`, and the shell reader and
+:mod:`~loopkit.hooks.guard` for a command that may touch loopkit's own files) — no ``re``,
+``typing`` or ``json``: its scans are written out by hand — and loads ``loopkit.toml`` only
+when it changed since it last loaded (:func:`~loopkit.hooks.gatestamp.defaults_hold`): no
+output, exit 0, about as fast as ``python -c pass``. Any other call goes to the matched
+path, :mod:`~loopkit.hooks.gatecall`: read whole and matched, then a standing approval of
+``.loopkit/allow.toml`` ("Allow always here") passes it at once, or else
+:mod:`~loopkit.hooks.approve` asks for an approval bound to this exact call.
 
 It fails closed (SPEC sections 17 and 28). Anything that goes wrong on a matched call, on
 input that cannot be read (which could hide one), or anywhere before the call is known to
@@ -15,7 +17,7 @@ be ungated — a bug included — denies it (exit 2, one line on stderr): a brok
 lets a P0 call through. Claude Code takes any other exit, 1 for a traceback or 127 for a
 hook it cannot find, for "proceed". So is denied, with the reason: every call while
 ``loopkit.toml`` does not load; a call over :data:`MAX_INPUT`; one not read and matched
-within :data:`READ_TIME` (a timer stops even a regular expression's search).
+within :data:`~loopkit.hooks.gatecall.READ_TIME`.
 """
 
 from __future__ import annotations
@@ -24,14 +26,18 @@ import os
 import sys
 
 from loopkit import discover
-from loopkit.hooks.gateconfig import defaults_hold, load_rules
-from loopkit.hooks.rules import WORDS, match
+from loopkit.hooks.commandline import understand
+from loopkit.hooks.gatestamp import defaults_hold
+from loopkit.hooks.guard import Guard
+from loopkit.hooks.rules import WORDS
+from loopkit.hooks.shell import Unreadable
 
 TYPE_CHECKING = False  # typing costs ~3 ms of a start of ~20: mypy reads the name as its own
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-    from loopkit.hooks.rules import Rules
+    Shower = Callable[[str, Any], list[str]]  # the call as the human sees it
 
 MAX_INPUT = 8 * 1024 * 1024
 SUPERVISED = "LOOPKIT_AGENT_SESSION"  # agentsession.SESSION_ENV: set under `loopkit run`
@@ -70,11 +76,11 @@ class Dialect:
     def calls(self, tool_name: str, tool_input: Any) -> list[tuple[str, Any]]:
         return [(tool_name, tool_input)]
 
-    def shown(self, tool_name: str, tool_input: Any) -> list[str]:
-        """The call as the human sees it (masked)."""
-        from loopkit.hooks.approve import shown_call
-
-        return shown_call(tool_name, tool_input)
+    def shown(self, tool_name: str, tool_input: Any, show: Shower) -> list[str]:
+        """The call as the human sees it (masked): ``show`` is the matched path's
+        (:func:`loopkit.hooks.approve.shown_call`), handed down so this, loaded for every
+        call, loads none of it."""
+        return show(tool_name, tool_input)
 
     def answer(self, decision: str, reason: str) -> dict[str, Any] | None:
         return {
@@ -86,7 +92,7 @@ class Dialect:
         }
 
 
-def _deny_on_error(message: str) -> int:
+def deny_on_error(message: str) -> int:
     try:
         sys.stderr.write(f"loopkit: {message}; the call is denied\n")
         sys.stderr.flush()
@@ -292,8 +298,6 @@ def _own_file_untouched(raw: bytes, workspace: str, blocked: str) -> bool:
         return False
     path = raw[at : raw.find(b'"', at)].decode()
     cwd = raw[cwd_at : raw.find(b'"', cwd_at)].decode()
-    from loopkit.hooks.guard import Guard
-
     return bool(path) and Guard(workspace, blocked).path(path, cwd) is None
 
 
@@ -307,10 +311,6 @@ def _own_files_untouched(raw: bytes, command: bytes, workspace: str, blocked: st
     if start is None or start == _PARSE or len(command) > _OWN_CHECKED:
         return False
     cwd = raw[start : raw.find(b'"', start)].decode()
-    from loopkit.hooks.commandline import understand
-    from loopkit.hooks.guard import Guard
-    from loopkit.hooks.shell import Unreadable
-
     text = command.decode()
     try:
         reading = understand(text, cwd=cwd, starts=frozenset())
@@ -329,7 +329,7 @@ def main(explicit: str | None = None, dialect: Dialect | None = None) -> int:
         return _main(explicit, dialect)
     except BaseException as exc:  # even KeyboardInterrupt: exit 2, never 1
         _quiet_stdout()
-        return _deny_on_error(f"{dialect.event} hook failed ({type(exc).__name__}: {exc})")
+        return deny_on_error(f"{dialect.event} hook failed ({type(exc).__name__}: {exc})")
 
 
 def _quiet_stdout() -> None:
@@ -346,7 +346,7 @@ def _quiet_stdout() -> None:
 def _main(explicit: str | None, dialect: Dialect) -> int:
     raw = sys.stdin.buffer.read(MAX_INPUT + 1)
     if len(raw) > MAX_INPUT:
-        return _deny_on_error(
+        return deny_on_error(
             f"{dialect.event} hook: the call is over {MAX_INPUT >> 20} MiB, more than the gate "
             "reads"
         )
@@ -355,123 +355,9 @@ def _main(explicit: str | None, dialect: Dialect) -> int:
             return 0
     except (OSError, discover.NotAFolder):
         pass  # the full path below says what is wrong
-    import time
+    from loopkit.hooks import gatecall  # the matched path: json, the config, the store
 
-    deadline = time.monotonic() + READ_TIME
-    _alarm(READ_TIME + 0.05)  # reading and matching never outlast it (SPEC §28: within 1 s)
-    try:
-        found = _judge(raw, explicit, dialect, deadline)
-    except _Late:
-        return _deny_on_error(
-            f"{dialect.event} hook: the call could not be read within {READ_TIME:g} s"
-        )
-    finally:
-        _alarm(0)
-    if isinstance(found, int):
-        return found
-    event, workspace, hit, rules = found
-    import json
-
-    try:
-        from loopkit.hooks import standing
-
-        need = standing.need_of(dialect, event, workspace, rules)
-        passed = standing.passing(workspace, need, agent=dialect.agent, hit=hit) if need else None
-        if passed is not None:
-            decision = dialect.answer("allow", passed)
-        else:
-            from loopkit.hooks.approve import verdict
-
-            tool_name, tool_input = event["tool_name"], event.get("tool_input", {})
-            shown = dialect.shown(tool_name, tool_input)
-            decision = dialect.answer(
-                *verdict(workspace, event, hit, agent=dialect.agent, shown=shown, standing=need)
-            )
-    except Exception as exc:  # any failure on a matched call denies it
-        return _deny_on_error(f"{dialect.event} hook failed on a gated call: {exc}")
-    if decision is None:
-        return 0
-    sys.stdout.write(json.dumps(decision) + "\n")
-    sys.stdout.flush()  # a decision that cannot be given is a failure, and denies
-    return 0
-
-
-READ_TIME = 0.7  # seconds to read and match a call: past them it is denied (within 1 s in all)
-
-
-class _Late(BaseException):  # never caught by an `except Exception` on the way
-    """The call was not read and matched within :data:`READ_TIME`."""
-
-
-def _late(signum: int, frame: object) -> None:
-    raise _Late
-
-
-def _alarm(seconds: float) -> None:
-    """Raise :class:`_Late` in ``seconds`` (0: never) — even inside a regular expression's
-    search, which looks at signals as it goes."""
-    import signal
-
-    if seconds:
-        signal.signal(signal.SIGALRM, _late)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
-def _judge(
-    raw: bytes, explicit: str | None, dialect: Dialect, deadline: float
-) -> int | tuple[dict[str, Any], str, str, Rules]:
-    """Read the call and match it: the hook's exit when that decides it (0: no rule holds
-    it, or Claude's question answered; 2: denied), else ``(event, workspace, rule met,
-    the workspace's rules)``."""
-    import json
-
-    from loopkit.hooks.shell import Unreadable
-
-    try:
-        event = json.loads(raw)
-        tool_name = event["tool_name"]
-        tool_input = event.get("tool_input", {})
-        cwd = event.get("cwd") or os.getcwd()
-        if not isinstance(tool_name, str) or not isinstance(cwd, str):
-            raise TypeError("tool_name and cwd must be strings")
-    except (ValueError, KeyError, TypeError) as exc:
-        return _deny_on_error(f"{dialect.event} hook: cannot read the call from stdin ({exc})")
-    except RecursionError:
-        return _deny_on_error(f"{dialect.event} hook: the call is nested too deep to read")
-    try:
-        workspace = discover.find_workspace(explicit, cwd=cwd)
-    except discover.NotAFolder as exc:
-        return _deny_on_error(str(exc))
-    supervised = bool(os.environ.get(SUPERVISED))
-    rules = load_rules(workspace, supervised=supervised)
-    if rules.broken is not None:
-        return _deny_on_error(
-            f"{rules.broken} (until loopkit.toml loads, the gate denies every call: fix it)"
-        )
-    driven = os.environ.get(DRIVEN[0]) == DRIVEN[1]  # the supervisor asks Claude's questions
-    if tool_name == "AskUserQuestion" and supervised and not driven:
-        _alarm(0)  # asking is not reading: it takes as long as it takes
-        try:
-            from loopkit.hooks.question import decide as asked
-
-            answer = asked(workspace, {**event, "cwd": cwd})
-        except Exception as exc:
-            return _deny_on_error(f"PreToolUse hook could not ask Claude's question: {exc}")
-        if answer is not None:
-            sys.stdout.write(json.dumps(answer) + "\n")
-            sys.stdout.flush()
-            return 0
-    try:
-        hit = next(
-            (h for name, given in dialect.calls(tool_name, tool_input)
-             if (h := match(rules, name, given, cwd, deadline=deadline)) is not None),
-            None,
-        )  # fmt: skip
-    except Unreadable as exc:
-        return _deny_on_error(f"{dialect.event} hook: {exc}")
-    if hit is None:
-        return 0
-    return {**event, "cwd": event.get("cwd") or cwd}, workspace, hit, rules
+    return gatecall.judge(raw, explicit, dialect)
 
 
 CLAUDE = Dialect()

@@ -2,8 +2,10 @@
 ``loopkit run``, loopkit's own files (:mod:`~loopkit.hooks.guard`).
 
 Standard library only: this module is imported for every tool call an agent makes, so
-``re``, ``fnmatch`` and the shell reader are imported only when a call is matched (the fast
-path of :mod:`~loopkit.hooks.pretooluse` needs none of them).
+``re`` and ``fnmatch`` are imported only when a call is matched (the fast path of
+:mod:`~loopkit.hooks.pretooluse` needs neither); the shell reader
+(:mod:`~loopkit.hooks.commandline`, itself without ``re``) is loaded with it: the fast path
+reads a command that may touch loopkit's own files with it too.
 
 - ``rules``: regular expressions searched in a Bash command (case-insensitive), or
   ``tool:<glob>`` for a tool by name (``tool:mcp__*__delete_*``). Set, they replace the
@@ -22,6 +24,8 @@ path of :mod:`~loopkit.hooks.pretooluse` needs none of them).
 from __future__ import annotations
 
 import os.path
+
+from loopkit.hooks.commandline import understand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -231,8 +235,6 @@ def match(
 
 def _command(rules: Rules, command: str, cwd: str, deadline: float | None) -> str | None:
     import re
-
-    from loopkit.hooks.commandline import understand
 
     reading = understand(command, cwd=cwd, deadline=deadline, starts=STARTS)
     everything = "\n".join((*reading.texts, *reading.views, *reading.pipes)).lower()

@@ -274,7 +274,8 @@ def test_the_no_match_path_imports_almost_nothing(
     assert not imported & {"click", "pathlib", "tomllib", "json", "loopkit.config"}
     assert {name for name in imported if name.startswith("loopkit")} == {
         "loopkit", "loopkit.main", "loopkit.hooks", "loopkit.discover", "loopkit.hooks.rules",
-        "loopkit.hooks.pretooluse", "loopkit.hooks.gateconfig", module, "loopkit.cli",
+        "loopkit.hooks.pretooluse", "loopkit.hooks.gatestamp", module, "loopkit.cli",
+        "loopkit.hooks.guard", "loopkit.hooks.commandline", "loopkit.hooks.shell",  # own files
         "loopkit.cli.commandtable",
     }  # fmt: skip
 

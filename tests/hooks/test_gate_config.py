@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopkit.hooks.gateconfig import defaults_hold, load_rules
+from loopkit.hooks.gateconfig import load_rules
+from loopkit.hooks.gatestamp import defaults_hold
 from loopkit.hooks.pretooluse import _surely_ungated
 from loopkit.hooks.rules import Rules, match
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from loopkit.hooks.codex import CODEX
-from loopkit.hooks.gateconfig import defaults_hold
+from loopkit.hooks.gatestamp import defaults_hold
 from loopkit.hooks.gemini import GEMINI
 from loopkit.hooks.pretooluse import _MANY, CLAUDE, Dialect, _surely_ungated
 from loopkit.hooks.rules import WORDS

@@ -507,6 +507,8 @@ def test_the_no_match_path_imports_almost_nothing(ws: Path) -> None:
         if not cost:
             assert {name for name in imported if name.startswith("loopkit")} == {
                 "loopkit", "loopkit.main", "loopkit.hooks", "loopkit.discover",
-                "loopkit.hooks.rules", "loopkit.hooks.pretooluse", "loopkit.hooks.gateconfig",
+                "loopkit.hooks.rules", "loopkit.hooks.pretooluse", "loopkit.hooks.gatestamp",
+                "loopkit.hooks.guard", "loopkit.hooks.commandline",  # loopkit's own files
+                "loopkit.hooks.shell",
                 "loopkit.cli", "loopkit.cli.commandtable",  # which words are a hook
             }  # fmt: skip

@@ -116,8 +116,9 @@ def test_whatever_breaks_in_the_hook_exits_2_never_1(ws: Path, tmp_path: Path) -
     # A bug past the reading of the call: the rules raise.
     boom = (
         "import sys\nimport loopkit.hooks.pretooluse as hook\n"
+        "import loopkit.hooks.gatecall as matched\n"
         "def broken(*args, **kwargs):\n    raise RuntimeError('a bug')\n"
-        "hook.match = broken\nsys.exit(hook.main())\n"
+        "matched.match = broken\nsys.exit(hook.main())\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", boom],
