@@ -37,6 +37,7 @@ from pathlib import Path
 
 from loopkit.config.shellwords import REDIRECTIONS, GiveUp, Token, tokens
 from loopkit.datarecord import record, replace
+from loopkit.wrappers import taking_values
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -354,7 +355,7 @@ class _Walk:
             if on_path("time", state) is False and not self.sh_finds("time", state):
                 return _Ran(state, missing=self.lookup("time", state))
             while rest and not rest[0].dynamic and rest[0].text.startswith("-"):
-                takes = rest[0].text in ("-f", "-o", "--format", "--output")
+                takes = rest[0].text in taking_values("time")
                 rest = rest[2:] if takes else rest[1:]
         if rest and rest[0].text.startswith("-"):
             raise GiveUp  # exec -a, command -p, …: not followed
@@ -463,24 +464,18 @@ def path_missing(name: str, cwd: Path | None) -> Missing | None:
     return None
 
 
-# Programs that run the command after their options, and their options that take a value.
-_WRAPPERS: dict[str, frozenset[str]] = {
-    "nice": frozenset(("-n", "--adjustment")),
-    "nohup": frozenset(),
-    "env": frozenset(("-u", "--unset")),
-    "timeout": frozenset(("-s", "--signal", "-k", "--kill-after")),
-    "setsid": frozenset(),
-    "stdbuf": frozenset(("-i", "-o", "-e", "--input", "--output", "--error")),
-}
-_ENV_FLAGS = frozenset(("-i", "-0", "--ignore-environment", "--null", "-u", "--unset", "-"))
+# The wrappers followed to the program they run (its PATH is the command's): the others
+# (sudo's secure path, xargs' input, ...) are not followed.
+_FOLLOWED = frozenset(("nice", "nohup", "env", "timeout", "setsid", "stdbuf"))
+_ENV_FLAGS = frozenset(("-i", "-0", "--ignore-environment", "--null", "-", "-u", "--unset"))
 
 
 def wrapped(name: str, args: list[Token]) -> list[Token]:
     """The command a wrapper program runs, with its arguments; [] when ``name`` is not a
     wrapper, or what it runs is not known."""
-    takes = _WRAPPERS.get(name)
-    if takes is None:
+    if name not in _FOLLOWED:
         return []
+    takes = taking_values(name)
     rest = list(args)
     while rest and not rest[0].dynamic:
         arg = rest[0].text

@@ -32,6 +32,7 @@ import os
 import time
 
 from loopkit.hooks.shell import Unreadable, Word, read
+from loopkit.wrappers import LONG_VALUES, WRAPPERS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,34 +62,6 @@ DATA = frozenset(
     }
 )  # fmt: skip
 SHELLS = frozenset(["sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox"])
-# wrapper → (options taking a value, options after which nothing runs)
-_WRAPPERS: dict[str, tuple[str, str]] = {
-    "command": ("", "vV"),
-    "builtin": ("", ""),
-    "exec": ("a", ""),
-    "nohup": ("", ""),
-    "time": ("fo", ""),
-    "setsid": ("", ""),
-    "stdbuf": ("ioe", ""),
-    "nice": ("n", ""),
-    "ionice": ("cn", "p"),
-    "timeout": ("sk", ""),
-    "sudo": ("ugCDprtUTR", "lvVkK"),
-    "doas": ("uC", ""),
-    "env": ("uCSP", ""),
-    "xargs": ("adEILnPs", ""),
-    "chronic": ("", ""),
-    "unbuffer": ("", ""),
-}
-_LONG_VALUES = frozenset(
-    {
-        "--user", "--group", "--chdir", "--unset", "--split-string", "--signal", "--kill-after",
-        "--adjustment", "--arg-file", "--delimiter", "--max-args", "--max-lines", "--max-procs",
-        "--max-chars", "--replace", "--eof", "--input", "--output", "--error", "--format",
-        "--close-from", "--prompt", "--role", "--type", "--other-user", "--host",
-        "--command-timeout",
-    }
-)  # fmt: skip
 # programs that run a command line they are given
 _SCRIPTED = frozenset(["eval", "watch", "ssh", "su", "runuser", "env"])
 # ssh's options that take a value (OpenSSH)
@@ -174,7 +147,7 @@ def _options(words: list[Word], i: int, values: str, stops: str) -> int | None:
             return i + 1
         if text.startswith("--") and len(text) > 2:
             name = text.split("=", 1)[0]
-            i += 2 if name in _LONG_VALUES and "=" not in text else 1
+            i += 2 if name in LONG_VALUES and "=" not in text else 1
             continue
         if not text.startswith("-") or len(text) < 2:
             return i
@@ -201,9 +174,9 @@ def program(words: list[Word], i: int = 0) -> int | None:
     n = len(words)
     while i < n:
         name = base(words[i].text)
-        if name not in _WRAPPERS:
+        if name not in WRAPPERS:
             return i
-        values, stops = _WRAPPERS[name]
+        values, _, stops = WRAPPERS[name]
         found = _options(words, i, values, stops)
         if found is None:
             return None

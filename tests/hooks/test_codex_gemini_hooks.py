@@ -275,7 +275,8 @@ def test_the_no_match_path_imports_almost_nothing(
     assert {name for name in imported if name.startswith("loopkit")} == {
         "loopkit", "loopkit.main", "loopkit.hooks", "loopkit.discover", "loopkit.hooks.rules",
         "loopkit.hooks.pretooluse", "loopkit.hooks.gatestamp", module, "loopkit.cli",
-        "loopkit.hooks.guard", "loopkit.hooks.commandline", "loopkit.hooks.shell",  # own files
+        "loopkit.hooks.guard", "loopkit.hooks.commandline", "loopkit.wrappers",  # own files
+        "loopkit.hooks.shell",
         "loopkit.cli.commandtable",
     }  # fmt: skip
 

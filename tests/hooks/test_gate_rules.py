@@ -509,6 +509,6 @@ def test_the_no_match_path_imports_almost_nothing(ws: Path) -> None:
                 "loopkit", "loopkit.main", "loopkit.hooks", "loopkit.discover",
                 "loopkit.hooks.rules", "loopkit.hooks.pretooluse", "loopkit.hooks.gatestamp",
                 "loopkit.hooks.guard", "loopkit.hooks.commandline",  # loopkit's own files
-                "loopkit.hooks.shell",
+                "loopkit.hooks.shell", "loopkit.wrappers",
                 "loopkit.cli", "loopkit.cli.commandtable",  # which words are a hook
             }  # fmt: skip
