@@ -36,11 +36,7 @@ def remove_rule(app: App, *, number: int) -> int:
     gone = allow.remove(root, number)
     log.get_logger("loopkit.gate").info(
         "gate_rule_removed",
-        rule=number,
-        request_id=gone.request_id,
-        command=gone.command,
-        files=list(gone.files) or None,
-        folder=gone.folder,
+        **gone.logged(number),
         workspace=str(root),
         msg=f"standing rule {number} removed: {gone.shown()}",
     )

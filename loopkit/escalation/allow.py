@@ -190,6 +190,16 @@ class Rule:
         )
         return f"{what} ({who})" if who else what
 
+    def logged(self, number: int) -> dict[str, Any]:
+        """The rule's fields in its events (added, used, removed: ``gate_rule_*``)."""
+        return {
+            "rule": number,
+            "request_id": self.request_id,
+            "command": self.command,
+            "files": list(self.files) or None,
+            "folder": self.folder,
+        }
+
     def lets(self, workspace: str, need: Wanted) -> bool:
         """Whether this rule passes a call needing ``need`` in ``workspace``."""
         if os.path.realpath(self.workspace) != os.path.realpath(workspace):
@@ -371,11 +381,7 @@ def on_answer(workspace: str | Path, record: Request, store: RequestStore | None
     if added:
         log.info(
             "gate_rule_added",
-            rule=number,
-            request_id=record.request_id,
-            command=rule.command,
-            files=list(rule.files) or None,
-            folder=rule.folder,
+            **rule.logged(number),
             by=rule.by,
             via=rule.via,
             workspace=str(workspace),

@@ -72,11 +72,7 @@ def passing(workspace: str, need: allow.Wanted, *, agent: str, hit: str) -> str 
     said = f"allowed always here by rule {number} of {allow.FILE} ({rule.shown()})"
     _log.info(
         "gate_rule_used",
-        rule=number,
-        request_id=rule.request_id,
-        command=rule.command,
-        files=list(rule.files) or None,
-        folder=rule.folder,
+        **rule.logged(number),
         agent=agent,
         gate_rule=hit,
         workspace=workspace,
