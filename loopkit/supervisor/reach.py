@@ -27,6 +27,7 @@ import os
 import re
 import stat
 import subprocess
+from functools import partial
 
 from loopkit.config import CONFIG_NAME
 from loopkit.datarecord import record
@@ -34,6 +35,7 @@ from loopkit.supervisor.changes import FileChange, Hunk, file_keys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
 # Outside git there is no .gitignore to read: the caches tools write as they run (a verify
@@ -42,12 +44,15 @@ TOOL_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_c
 GIT_TIMEOUT = 60.0
 MAX_FILE = 1 << 20  # bytes of a file read line by line; a larger one is reached as a whole
 MAX_KEPT = 64 << 20  # bytes of text kept in all: past it, a file is reached as a whole
-KEEP_KEYED = 4096  # files' keys remembered (a change's shape → its keys)
+KEEP_KEYED = 4096  # files' keys remembered (a change's identity → its keys)
 MAX_DIFF_LINES = 20_000  # lines of a file diffed outside git; beyond, reached as a whole
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 
 _Stat = tuple[int, int, int, int]
+# A change to a file, by its identity (its path and contents, or its diff's shape) and how
+# to make it: made, diffed and keyed once per identity, not at every iteration.
+_Change = tuple[str, "Callable[[], FileChange]"]
 
 
 @record(frozen=True, slots=True)
@@ -78,8 +83,7 @@ class Reach:
         self._seen: set[str] = set()
         self._last_keys: set[str] = set()
         self._digests: list[str] = []
-        self._known: dict[str, tuple[set[str], int]] = {}  # a change's shape → its keys
-        self._diffed: dict[tuple[str, str, str], FileChange] = {}  # outside git
+        self._known: dict[str, tuple[set[str], int]] = {}  # a change's identity → its keys
         self.started = False
 
     # --- the task's beginning ----------------------------------------------------------------
@@ -121,8 +125,8 @@ class Reach:
             changes, digest = self._plain_changes()
             keys, head = set(), None
         noise = 0
-        for change in changes:
-            found, quiet = self._keys(change)
+        for ident, make in changes:
+            found, quiet = self._keys(ident, make)
             keys |= found
             noise += quiet
         new = keys - self._seen
@@ -132,17 +136,15 @@ class Reach:
         self._digests = [*self._digests, digest][-32:]
         return Ground(len(new), len(keys), head, note)
 
-    def _keys(self, change: FileChange) -> tuple[set[str], int]:
-        """:func:`file_keys` of ``change``, remembered: a file changed since the task began
-        and not since is not read into keys again at every iteration."""
-        shape = repr((change.path, change.new, change.gone, change.binary,
-                      [(h.at, h.removed, h.added) for h in change.hunks]))  # fmt: skip
-        known = hashlib.sha256(shape.encode("utf-8", "surrogatepass")).hexdigest()
-        if known not in self._known:
+    def _keys(self, ident: str, make: Callable[[], FileChange]) -> tuple[set[str], int]:
+        """:func:`file_keys` of the change ``ident`` names (``make`` makes it), remembered:
+        a file changed since the task began and not since is neither diffed nor read into
+        keys again at every iteration — an iteration costs a stat per unchanged file."""
+        if ident not in self._known:
             if len(self._known) >= KEEP_KEYED:
                 self._known.clear()
-            self._known[known] = file_keys(change)
-        return self._known[known]
+            self._known[ident] = file_keys(make())
+        return self._known[ident]
 
     def _note(self, keys: set[str], new: set[str], digest: str, noise: int) -> str:
         if new:
@@ -207,7 +209,7 @@ class Reach:
         out = self._run_git("for-each-ref", "--format=%(objectname)", "refs/heads/")
         return out.decode().split() if out else []
 
-    def _git_changes(self) -> tuple[list[FileChange], set[str], str | None, str] | None:
+    def _git_changes(self) -> tuple[list[_Change], set[str], str | None, str] | None:
         """The cumulative change as hunks, the keys of new branch tips (read once each), the
         HEAD commit and a digest of it all (None: git failed)."""
         status = self._run_git(
@@ -228,13 +230,13 @@ class Reach:
             elif entry[:1] in (b"1", b"2", b"u"):
                 dirty = True
         digest = hashlib.sha256(f"{head}\0".encode())
-        changes: list[FileChange] = []
+        changes: list[_Change] = []
         if dirty or (head or EMPTY_TREE) != self._base:
             diff = self._diff(self._base or EMPTY_TREE)
             if diff is None:
                 return None
             digest.update(diff)
-            changes.extend(parse_diff(diff.decode("utf-8", "replace")))
+            changes.extend(_made(c) for c in parse_diff(diff.decode("utf-8", "replace")))
         seen = set()
         for relative in untracked:
             seen.add(relative)
@@ -242,7 +244,7 @@ class Reach:
             if read is None:
                 continue
             digest.update(f"{relative}\0{read[1]}\0".encode())
-            changes.append(_whole(relative, read[2], new=True))
+            changes.append(_new(relative, read))
         for gone in set(self._files) - seen:
             self._forget(gone)
         tips: set[str] = set()
@@ -283,9 +285,9 @@ class Reach:
                 found.append(relative)
         return sorted(found)
 
-    def _plain_changes(self) -> tuple[list[FileChange], str]:
+    def _plain_changes(self) -> tuple[list[_Change], str]:
         digest = hashlib.sha256(b"tree\0")
-        changes: list[FileChange] = []
+        changes: list[_Change] = []
         now = self._walk()
         for relative in now:
             read = self._read(relative)
@@ -294,16 +296,13 @@ class Reach:
             digest.update(f"{relative}\0{read[1]}\0".encode())
             first = self._first.get(relative)
             if first is None:
-                changes.append(_whole(relative, read[2], new=True))
+                changes.append(_new(relative, read))
             elif first[0] != read[1]:
-                known = (relative, first[0], read[1])
-                if known not in self._diffed:  # diffed once per content, not per iteration
-                    if len(self._diffed) >= KEEP_KEYED:
-                        self._diffed.clear()
-                    self._diffed[known] = _diffed(relative, first[1], read[2])
-                changes.append(self._diffed[known])
+                ident = f"diff\0{relative}\0{first[0]}\0{read[1]}"
+                changes.append((ident, partial(_diffed, relative, first[1], read[2])))
         for gone in sorted(set(self._first) - set(now)):
-            changes.append(_whole(gone, self._first[gone][1], new=False))
+            hashed, lines = self._first[gone]
+            changes.append((f"gone\0{gone}\0{hashed}", partial(_whole, gone, lines, new=False)))
         for gone in set(self._files) - set(now):
             self._forget(gone)
         return changes, digest.hexdigest()
@@ -321,7 +320,7 @@ class Reach:
         """A file's stat, content hash and lines (None: binary, too large, not a regular
         file), read again only when its stat data moved."""
         folder = self._top if top and self._top is not None else self.root
-        path = folder / relative
+        path = f"{os.fspath(folder)}/{relative}"  # a str: a Path per file, per iteration, costs
         try:
             info = os.lstat(path)
         except OSError:
@@ -349,6 +348,23 @@ class Reach:
         found = (key, hashed, lines)
         self._files[relative] = found
         return found
+
+
+def _new(relative: str, read: tuple[_Stat, str, list[str] | None]) -> _Change:
+    """A file the task added, known by its content: made into a change only once."""
+    return f"new\0{relative}\0{read[1]}", partial(_whole, relative, read[2], new=True)
+
+
+def _made(change: FileChange) -> _Change:
+    """A change parsed from git's diff, known by its shape."""
+    shape = repr((change.path, change.new, change.gone, change.binary,
+                  [(h.at, h.removed, h.added) for h in change.hunks]))  # fmt: skip
+    ident = hashlib.sha256(shape.encode("utf-8", "surrogatepass")).hexdigest()
+    return ident, partial(_same, change)
+
+
+def _same(change: FileChange) -> FileChange:
+    return change
 
 
 def _size(lines: list[str] | None) -> int:
