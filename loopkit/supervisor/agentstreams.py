@@ -40,10 +40,9 @@ runaway is stopped with SIGINT, then the group.
 from __future__ import annotations
 
 import os
-import shlex
 
 from loopkit import agentresult
-from loopkit.supervisor.claudestream import ClaudeStream, speaks_stream_json
+from loopkit.supervisor.claudestream import ClaudeStream, command_words, speaks_stream_json
 from loopkit.supervisor.turnwatch import TurnWatch
 
 TYPE_CHECKING = False
@@ -54,15 +53,6 @@ if TYPE_CHECKING:
     from loopkit.supervisor.dialogs import Dialogs
 
 AGENTS = ("claude", "codex", "gemini")
-
-
-def _words(command: Command) -> list[str]:
-    if isinstance(command, str):
-        try:
-            return shlex.split(command)
-        except ValueError:
-            return []
-    return list(command)
 
 
 def _prints_events(words: list[str]) -> bool:
@@ -80,7 +70,7 @@ def agent_of(command: Command | None) -> str | None:
     program's name among its words; None: its output is not watched."""
     if command is None:
         return None
-    words = _words(command)
+    words = command_words(command)
     if not (speaks_stream_json(command) or _prints_events(words)):
         return None
     for word in words:

@@ -18,6 +18,7 @@ its event.
 
 from __future__ import annotations
 
+import functools
 import shlex
 
 from loopkit import agentresult
@@ -38,18 +39,28 @@ if TYPE_CHECKING:
 log = get_logger("loopkit.supervisor")
 
 
+def command_words(command: Command) -> list[str]:
+    """``command``'s words as the shell splits them ([] when it cannot): a command line
+    is split once, not at every run of every iteration."""
+    if isinstance(command, str):
+        return list(_split(command))
+    return list(command)
+
+
+@functools.lru_cache(maxsize=32)
+def _split(command: str) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(command))
+    except ValueError:
+        return ()
+
+
 def speaks_stream_json(command: Command | None) -> bool:
     """Whether ``command`` starts an agent that reads stream-json on stdin
     (``--input-format stream-json`` or ``--input-format=stream-json`` among its words)."""
     if command is None:
         return False
-    if isinstance(command, str):
-        try:
-            words = shlex.split(command)
-        except ValueError:
-            return False
-    else:
-        words = list(command)
+    words = command_words(command)
     for n, word in enumerate(words):
         if word == "--input-format=stream-json":
             return True
