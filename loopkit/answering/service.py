@@ -35,7 +35,13 @@ import time
 from loopkit import clock
 from loopkit.answering import policy
 from loopkit.datarecord import record
-from loopkit.errors import LoopkitError, RequestConflict, RequestNotFound, UsageError
+from loopkit.errors import (
+    BadInput,
+    LoopkitError,
+    RequestConflict,
+    RequestNotFound,
+    UsageError,
+)
 from loopkit.escalation import adoption, allow, blockfile
 from loopkit.log import get_logger
 from loopkit.message import clean, fold
@@ -223,7 +229,8 @@ class Answering:
             answered = Answered(done.record, done.decision, done.deferred, None, False)
         else:
             who = who.listed(self.people_of(store))
-            current = store.load(request_id)
+            current = _current(store, request_id)
+            request_id = current.request_id
             who.check_about(current)
             if not confirmed and needs_second_tap(current, reply):
                 return Confirm(current, confirm_question(current, reply))
@@ -432,6 +439,18 @@ class Answering:
             telling = list(self._telling)
         for thread in telling:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _current(store: RequestStore, request_id: str) -> Request:
+    """The request ``request_id`` — or, when its record cannot be read and its block was
+    asked again in its place, that one: a tap on the first message still answers."""
+    try:
+        return store.load(request_id)
+    except BadInput:
+        replacement = store.replacing(request_id)
+        if replacement is None:
+            raise
+        return replacement
 
 
 def _show(teller: Teller, record: Request) -> None:

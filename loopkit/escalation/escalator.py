@@ -132,12 +132,16 @@ class Escalator:
         escalation.validate()
         return self.raise_block(self._new_record(escalation))
 
-    def adopt(self, escalation: Escalation) -> Result:
+    def adopt(self, escalation: Escalation, *, replaces: str | None = None) -> Result:
         """An agent's hand-written BLOCKED.md (no marker): persist its request, leave the file
-        exactly as it is, send. Nothing is refused: the question must reach the human."""
+        exactly as it is, send. Nothing is refused: the question must reach the human.
+        ``replaces``: the request whose record could not be read, which this one is asked in
+        place of (a tap on that one's message answers this one)."""
         escalation = escalation.cleaned()
         record = self._new_record(escalation)
         record.block = Block.ADOPTED
+        if replaces is not None:
+            record.extra["replaces"] = replaces
         self.store.create(record)
         log.info(
             "adopted",

@@ -220,6 +220,18 @@ class RequestStore:
         loaded.sort(key=lambda item: item[1].created_at if isinstance(item[1], Request) else "")
         yield from loaded
 
+    def replacing(self, request_id: str) -> Request | None:
+        """The open request asked in place of ``request_id`` — a block whose record could not
+        be read, asked again from its ``BLOCKED.md`` (``extra["replaces"]``) — or None."""
+        for _, record in self.all():
+            if (
+                isinstance(record, Request)
+                and record.is_open
+                and record.extra.get("replaces") == request_id
+            ):
+                return record
+        return None
+
     def find_open_by_key(self, key: str) -> Request | None:
         for _, record in self.all():
             if isinstance(record, Request) and record.request_key == key and record.is_open:

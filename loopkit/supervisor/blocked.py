@@ -111,11 +111,18 @@ class BlockedPhase:
             why = f"its record cannot be read ({exc})"
         if why is None:
             return None
-        return self._adopted(path, f"its marker names request {marked}, which {why}")
+        asked = self.parts.store.replacing(marked)
+        if asked is not None:  # asked in its place already (by us before a restart): once
+            with contextlib.suppress(OSError):
+                blockfile.claim(path, asked.request_id)
+            return asked
+        why = f"its marker names request {marked}, which {why}"
+        return self._adopted(path, why, replaces=marked)
 
-    def _adopted(self, path: Path, why: str) -> Request | None:
+    def _adopted(self, path: Path, why: str, *, replaces: str | None = None) -> Request | None:
         """Ask what the file at ``path`` says (or, for something other than a file, what is
-        there) as the agent's block: a request of its own, sent."""
+        there) as the agent's block: a request of its own, sent. ``replaces``: the request
+        its marker named, which could not be read (a tap on its message answers this one)."""
         state = self.parts.state
         request_id = new_id()
         if blockfile.state(path) == "file":
@@ -136,7 +143,9 @@ class BlockedPhase:
             )
         escalation = triggers.adopted(written, task=state.task, iteration=state.iteration)
         try:
-            result = self.parts.escalator.adopt(replace(escalation, request_id=request_id))
+            result = self.parts.escalator.adopt(
+                replace(escalation, request_id=request_id), replaces=replaces
+            )
         except LoopkitError as exc:
             log.error("adopt_failed", msg=f"cannot ask {path.name}: {exc}")
             return None

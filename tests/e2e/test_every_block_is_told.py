@@ -183,3 +183,50 @@ def test_resend_sends_the_open_block_again(ws: Path, server: FakeServer) -> None
     assert len(server.calls("/hook")) == 2
     server.queue("/hook", Reply(500, "x"), Reply(500, "x"))
     assert loopkit("-C", str(ws), "resend", env=env).returncode == 1
+
+
+def test_a_block_whose_record_breaks_is_asked_again_once_and_its_first_message_answers(
+    ws: Path, server: FakeServer
+) -> None:
+    """SPEC §28: a BLOCKED.md whose marker names a record that cannot be read is asked again
+    from its sections — once, across a supervisor's restart — and a tap on the first
+    message (its request id) answers the block asked in its place."""
+    loop(ws, "import os\nopen('decided.txt', 'w').write(os.environ.get('LOOPKIT_DECISION', ''))\n")
+    asked = loopkit(
+        "-C", str(ws), "escalate", "-q", "Ship the migration?", "-c", "db/0002.sql",
+        "-a", "ran it on a copy", "--choice", "Ship it", "--choice", "Hold it",
+        env=slack_env(server),
+    )  # fmt: skip
+    assert asked.returncode == 2, asked.stderr
+    first = the_record(ws)["request_id"]
+    assert len(server.calls("/hook")) == 1
+    (ws / "requests" / f"{first}.json").write_text("{broken")  # the record cannot be read
+
+    def replacement() -> dict[str, Any] | None:
+        for path in (ws / "requests").glob("*.json"):
+            try:
+                data = json.loads(path.read_text())
+            except ValueError:
+                continue
+            if data.get("replaces") == first:  # a field of its own in the record
+                return data
+        return None
+
+    with Daemon(ws, env=slack_env(server)) as daemon:
+        again = wait_until(replacement, 20, "the block asked again")
+        assert isinstance(again, dict)
+        daemon.wait_state(status="blocked", open_request=again["request_id"])
+        wait_until(lambda: len(server.calls("/hook")) == 2, 10, "the second send")
+        os.killpg(daemon.proc.pid, signal.SIGKILL)
+        daemon.proc.wait(10)
+    assert f"<!-- loopkit request: {again['request_id']} -->" in (ws / "BLOCKED.md").read_text()
+    with Daemon(ws, env=slack_env(server)) as daemon:
+        daemon.wait_state(status="blocked", open_request=again["request_id"])
+        # The first message's button carries the first id: it answers the block.
+        tapped = loopkit("-C", str(ws), "reply", "--request-id", first, "--reply", "A",
+                         env=slack_env(server))  # fmt: skip
+        assert tapped.returncode == 0, tapped.stderr
+        wait_until(lambda: (ws / "decided.txt").exists(), 20, "the agent's next run")
+    assert "ship" in (ws / "decided.txt").read_text().lower()
+    assert len(server.calls("/hook")) == 2  # asked again once, not at every restart
+    assert len([p for p in (ws / "requests").glob("*.json")]) == 2
