@@ -17,7 +17,7 @@ import time
 from loopkit import atomicfile
 from loopkit.clock import iso_seconds, parse_iso
 from loopkit.datarecord import replace
-from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, LoopkitError
+from loopkit.errors import EXIT_ABORTED, EXIT_BLOCKED, BadInput, LoopkitError
 from loopkit.escalation import adoption, blockfile, delivery
 from loopkit.escalation.blockfile import Escalation
 from loopkit.log import get_logger
@@ -98,7 +98,7 @@ class BlockedPhase:
         file without a marker (a human's pause, or an agent's file adopted already)."""
         marked = blockfile.request_id_of(path)
         if marked is None:
-            return None
+            return self._readopted(path)
         if not self.parts.store.path(marked).exists():
             try:
                 return self.parts.escalator.restore(adoption.read(path), marked).request
@@ -118,6 +118,23 @@ class BlockedPhase:
             return asked
         why = f"its marker names request {marked}, which {why}"
         return self._adopted(path, why, replaces=marked)
+
+    def _readopted(self, path: Path) -> Request | None:
+        """A BLOCKED.md without a marker while the block we were waiting on — the agent's
+        file, adopted — has a record that cannot be read: asked again in its place (once),
+        never taken for a human's pause. None otherwise."""
+        remembered = self.parts.state.open_request
+        if remembered is None:
+            return None
+        try:
+            self.parts.store.load(remembered)
+            return None
+        except BadInput as exc:
+            why = f"the record of its request {remembered} cannot be read ({exc})"
+        except LoopkitError:
+            return None
+        asked = self.parts.store.replacing(remembered)
+        return asked or self._adopted(path, why, replaces=remembered)
 
     def _adopted(self, path: Path, why: str, *, replaces: str | None = None) -> Request | None:
         """Ask what the file at ``path`` says (or, for something other than a file, what is

@@ -230,3 +230,30 @@ def test_a_block_whose_record_breaks_is_asked_again_once_and_its_first_message_a
     assert "ship" in (ws / "decided.txt").read_text().lower()
     assert len(server.calls("/hook")) == 2  # asked again once, not at every restart
     assert len([p for p in (ws / "requests").glob("*.json")]) == 2
+
+
+def test_an_adopted_block_whose_record_breaks_is_asked_again_not_taken_for_a_pause(
+    ws: Path, server: FakeServer
+) -> None:
+    """The agent's own BLOCKED.md (no marker), adopted and sent; its record then breaks and
+    the supervisor restarts: the file is asked again once — never a human's silent pause."""
+    seed = SEED_FILE.replace("\n", "\\n")
+    loop(ws, f'import os\nif not os.environ.get("LOOPKIT_DECISION"):\n'
+             f'    open("BLOCKED.md", "w").write("{seed}")\n')  # fmt: skip
+    with Daemon(ws, env=slack_env(server)) as daemon:
+        wait_until(lambda: len(server.calls("/hook")) == 1, 20, "the adopted block sent")
+        adopted = daemon.wait_state(status="blocked")["open_request"]
+        os.killpg(daemon.proc.pid, signal.SIGKILL)
+        daemon.proc.wait(10)
+    (ws / "requests" / f"{adopted}.json").write_text("{broken")
+    for _ in range(2):  # asked again at the first restart, not again at the second
+        with Daemon(ws, env=slack_env(server)) as daemon:
+            # "waiting" is said once the block is decided and sent (or found sent already)
+            wait_until(lambda: "waiting for an answer" in daemon.stderr(), 20, "the wait")
+            assert "human's pause" not in daemon.stderr()
+            os.killpg(daemon.proc.pid, signal.SIGKILL)
+            daemon.proc.wait(10)
+        assert len(server.calls("/hook")) == 2
+    records = [json.loads(p.read_text()) for p in (ws / "requests").glob("*.json")
+               if p.stem != adopted]  # fmt: skip
+    assert [r.get("replaces") for r in records] == [adopted]
