@@ -14,20 +14,20 @@ that does not answer).
 from __future__ import annotations
 
 import gzip
-import http.server
 import json
 import threading
 from typing import Any
 
 from google.protobuf import json_format
 from google.rpc import status_pb2
+from loopback import Loopback, QuietHandler
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
 
-class FakeCollector:
+class FakeCollector(Loopback):
     def __init__(self) -> None:
         self.requests: list[logs_service_pb2.ExportLogsServiceRequest] = []
         self.refused: list[tuple[int, str]] = []
@@ -36,10 +36,7 @@ class FakeCollector:
         self.received = threading.Event()
         collector = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 self._refuse(405, "only POST")
 
@@ -67,39 +64,24 @@ class FakeCollector:
                 answer = logs_service_pb2.ExportLogsServiceResponse()
                 data = (answer.SerializeToString() if kind == PROTOBUF
                         else json_format.MessageToJson(answer).encode())  # fmt: skip
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.answer(200, data, kind)
 
             def _refuse(self, code: int, why: str, kind: str = PROTOBUF) -> None:
                 collector.refused.append((code, why))
                 status = status_pb2.Status(code=3, message=why)
                 data = (status.SerializeToString() if kind == PROTOBUF
                         else json_format.MessageToJson(status).encode())  # fmt: skip
-                self.send_response(code)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.answer(code, data, kind)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.serve(Handler)
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def start(self) -> FakeCollector:
-        self.thread.start()
-        return self
+        return self.url
 
     def close(self) -> None:
-        self.hold.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self.hold.set()  # a held export answers: the server's threads end
+        super().close()
 
     def records(self) -> list[dict[str, Any]]:
         """Every log record received, as ``{"event_name", "body", "attributes", "service"}``."""

@@ -41,8 +41,9 @@ import urllib.error
 import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from loopback import Loopback, QuietHandler
 
 TOPIC = r"[-_A-Za-z0-9]{1,64}"
 MESSAGE_LIMIT = 4096
@@ -86,7 +87,7 @@ def _error(status: int, code: int, error: str) -> _Refused:
     return _Refused(status, code, error)
 
 
-class FakeNtfy:
+class FakeNtfy(Loopback):
     def __init__(self) -> None:
         self.published: list[Published] = []
         self.tokens: dict[str, str] = {}  # topic → the access token it needs
@@ -95,10 +96,7 @@ class FakeNtfy:
         self.seen = threading.Condition()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 self._publish()
 
@@ -113,36 +111,12 @@ class FakeNtfy:
                 except _Refused as no:
                     status, headers = no.status, no.headers
                     body = {"code": no.code, "http": no.status, "error": no.error}
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
+                self.answer(status, json.dumps(body).encode(), "application/json", headers)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        self.serve(Handler)
 
     def topic_url(self, topic: str) -> str:
         return f"{self.url}/{topic}"
-
-    def start(self) -> FakeNtfy:
-        self.thread.start()
-        return self
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     # --- the publish API -------------------------------------------------------------------
 

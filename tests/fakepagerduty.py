@@ -41,8 +41,9 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from loopback import Loopback, QuietHandler
 
 KEY_LENGTH = 32
 MAX_BODY = 512 * 1024
@@ -74,7 +75,7 @@ class _Invalid(Exception):
         self.errors = list(errors)
 
 
-class FakePagerDuty:
+class FakePagerDuty(Loopback):
     def __init__(self, *keys: str) -> None:
         self.keys = set(keys)  # the integration keys of the services
         self.alerts: list[Alert] = []
@@ -86,46 +87,17 @@ class FakePagerDuty:
         self._sent: dict[str, deque[float]] = {}
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 status, body, headers = server._handle(self.path, raw)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
+                self.answer(status, json.dumps(body).encode(), "application/json", headers)
 
             def do_GET(self) -> None:
-                self.send_response(404)
-                self.send_header("content-length", "0")
-                self.end_headers()
+                self.answer(404, b"", "text/plain")
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakePagerDuty:
-        self.thread.start()
-        return self
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)
 
     # --- the API ---------------------------------------------------------------------------
 

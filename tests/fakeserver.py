@@ -45,8 +45,9 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from loopback import Loopback, QuietHandler
 
 KEPT = timedelta(hours=24)  # how long Telegram keeps an update nobody fetched
 QUIET = timedelta(days=7)  # after this long without updates, ids restart at random
@@ -71,18 +72,7 @@ class Seen:
     at: float = field(default_factory=time.time)  # when it arrived (wall clock, as mtimes)
 
 
-class _QuietServer(ThreadingHTTPServer):
-    """A client that hangs up mid-request (a poller being stopped, a client timing out) is
-    part of the tests, not an error worth socketserver's traceback on the terminal."""
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        import sys
-
-        if not isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
-            super().handle_error(request, client_address)  # type: ignore[arg-type]
-
-
-class FakeServer:
+class FakeServer(Loopback):
     def __init__(self) -> None:
         self.requests: list[Seen] = []
         self._replies: dict[str, deque[Reply]] = defaultdict(deque)
@@ -105,10 +95,7 @@ class FakeServer:
         self.seen = threading.Condition(self._lock)
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
@@ -131,37 +118,16 @@ class FakeServer:
                 data = (
                     payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 )
-                self.send_response(status)
                 kind = "text/plain" if isinstance(payload, str) else "application/json"
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(data)))
-                for key, value in reply.headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
+                self.answer(status, data, kind, reply.headers)
 
-        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        # A short poll interval makes close() take milliseconds, not serve_forever's 0.5 s.
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakeServer:
-        self.thread.start()
-        return self
+        self.serve(Handler)
 
     def close(self) -> None:
         with self.seen:
             self._closing.set()
             self.seen.notify_all()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().close()
 
     def push_update(self, **update: Any) -> int:
         """Make an update available to getUpdates; returns its update_id."""

@@ -26,8 +26,10 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback import Loopback, QuietHandler
 
 
 @dataclass
@@ -97,14 +99,7 @@ class Reply:
     events: list[tuple[str | None, Any]] | None = None  # server-sent events: (name, data)
 
 
-class _Quiet(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # a client that hangs up mid-answer is not the test's failure
-
-
-class Api:
+class Api(Loopback):
     """A fake model API. Subclasses implement :meth:`answer`."""
 
     name = "api"
@@ -118,11 +113,8 @@ class Api:
         self._fails_left: dict[int, int] = {}
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
 
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -150,8 +142,7 @@ class Api:
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve
 
-        self.server = _Quiet(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.serve(Handler)
 
     # -- the script -------------------------------------------------------------------
 
@@ -194,25 +185,6 @@ class Api:
         raise NotImplementedError
 
     # -- HTTP ---------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> Api:
-        self.thread.start()
-        return self
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def __enter__(self) -> Api:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _send(self, handler: BaseHTTPRequestHandler, reply: Reply) -> None:
         handler.send_response(reply.status)
