@@ -122,6 +122,11 @@ class TelegramUser:
             return None
         return NotAllowed("telegram: not allowed: this chat or user may not answer")
 
+    def in_the_chat(self) -> bool:
+        """Whether this came from the configured chat (not only a listed person's own)."""
+        chat = self.chat if isinstance(self.chat, dict) else {}
+        return bool(self.allowed.chat) and same_chat(chat, self.allowed.chat)
+
     def person(self, people: tuple[Person, ...], by_name: str | None) -> Person | None:
         """The person whose chat this is; in a chat several people share, the one the
         sender's Telegram name names."""
@@ -250,8 +255,17 @@ class Answerer:
     def listed(self, people: tuple[Person, ...]) -> Answerer:
         """This answerer as the listed person it is, recorded under their name; raises
         NotAllowed (77) when ``people`` are listed and it is none of them."""
-        if not people or isinstance(self.origin, Policy):
+        if isinstance(self.origin, Policy):
             return self  # [[policy.answers]] is no person: it answers only what is routine
+        if not people:
+            if isinstance(self.origin, TelegramUser) and not self.origin.in_the_chat():
+                # A person's own chat (another workspace's [[escalation.people]]) answers
+                # that workspace's questions, not one that lists nobody.
+                raise NotAllowed(
+                    "telegram: not allowed: this chat answers only the questions of the "
+                    "workspaces that list it in [[escalation.people]]"
+                )
+            return self
         person = self.person(people)
         if person is None:
             how = {

@@ -93,6 +93,20 @@ def test_a_chat_or_user_not_allowed_is_refused_by_the_service_itself(ws: Path) -
     assert isinstance(door.answer(rid, "A", ana, confirmed=True), Answered)
 
 
+def test_a_persons_own_chat_answers_only_the_workspaces_that_list_people(ws: Path) -> None:
+    """A chat let in as someone's [[escalation.people]] chat (another workspace's) cannot
+    answer a question of a workspace that lists nobody: that one is the group chat's."""
+    store, rid = raise_block(ws)  # no people listed here
+    door = service(store)
+    telegram = TelegramAllowed("42", frozenset(), lambda: frozenset({"99"}))
+    ana_elsewhere = Answerer(by="ana", via="telegram", origin=TelegramUser(telegram, {"id": 99}, 7))
+    with pytest.raises(NotAllowed):
+        door.answer(rid, "A", ana_elsewhere, confirmed=True)
+    assert store.load(rid).status == "open"
+    group = Answerer(by="ben", via="telegram", origin=TelegramUser(telegram, {"id": 42}, 8))
+    assert isinstance(door.answer(rid, "A", group, confirmed=True), Answered)
+
+
 def test_an_answer_lifts_its_block_and_tells_every_other_surface_once(ws: Path) -> None:
     store, rid = raise_block(ws)
     door = service(store)
