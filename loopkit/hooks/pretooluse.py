@@ -26,7 +26,7 @@ import os
 import sys
 
 from loopkit import discover
-from loopkit.hooks.commandline import understand
+from loopkit.hooks.commandline import WRITERS, understand
 from loopkit.hooks.gatestamp import defaults_hold
 from loopkit.hooks.guard import Guard
 from loopkit.hooks.rules import WORDS
@@ -166,14 +166,7 @@ def _names_a_command_word(given: bytes, words: tuple[bytes, ...] = _BASH_WORDS) 
 # (:mod:`~loopkit.hooks.guard`): their names, a glob, a redirection to a file, or a program
 # that writes the files it is given (through a symbolic link too).
 _OWN_WORDS = (b"loopkit", b".claude", b".codex", b".gemini", b"requests", b"blocked")
-_WRITERS = tuple(
-    w.encode()
-    for w in (
-        "rm", "mv", "cp", "ln", "tee", "sed", "perl", "ruby", "awk", "gawk", "yq", "truncate",
-        "chmod", "chown", "chgrp", "chattr", "setfacl", "dd", "install", "rsync", "unlink",
-        "rmdir", "shred", "patch"
-    )
-)  # fmt: skip
+_WRITERS = tuple(sorted(w.encode() for w in WRITERS))  # the shell reader's, as bytes
 _HARMLESS_REDIRECTS = (b"&1", b"&2", b"&-", b"/dev/null")  # after `>`, blanks skipped
 
 
@@ -194,24 +187,38 @@ def _may_write_own(command: bytes, blocked: str) -> bool:
 
 
 def _splices(command: bytes) -> bool:
-    """Whether a variable's value could join two parts of a word: ``r${x}m`` and ``r$@m``
-    are ``rm`` when ``x`` is unset (the shell reads it as nothing). Past :data:`_MANY`
-    expansions, True: parse it."""
+    """Whether an expansion could join two parts of a word: ``r${x}m``, ``$x'm'``,
+    ``'r'$x``, ``r$@m`` are ``rm`` for some ``x`` — an expansion is read on its bytes only
+    when it is a word of its own (blanks, ``;``, ``|``, ``&``, parentheses or a redirection
+    on both sides; ``=`` before it: an assignment's value). A command substitution
+    (``$(…)``, a backquote) is always parsed. Past :data:`_MANY` expansions, True: parse it."""
+    if b"`" in command:
+        return True
     at, seen = command.find(b"$"), 0
     while at >= 0:
         seen += 1
-        if seen > _MANY or (at > 0 and command[at - 1] in _WORD):
+        if seen > _MANY or (at > 0 and command[at - 1] not in _ALONE_BEFORE):
             return True
         after = command[at + 1 : at + 2]
+        if after == b"(":
+            return True
         if after == b"{":
             close = command.find(b"}", at)
             end = close + 1 if close >= 0 else len(command)
+        elif after and after in b"@*#?$!-0123456789":
+            end = at + 2
         else:
-            end = at + 2 if after and after in b"@*#?$!-0123456789" else -1
-        if end >= 0 and command[end : end + 1] and command[end] in _WORD:
+            end = at + 1
+            while end < len(command) and command[end] in _WORD:
+                end += 1
+        if end < len(command) and command[end] not in _ALONE_AFTER:
             return True
-        at = command.find(b"$", at + 1)
+        at = command.find(b"$", end)
     return False
+
+
+_ALONE_BEFORE = frozenset(b" \t\n;|&(<>=")  # what may stand before a word of its own
+_ALONE_AFTER = frozenset(b" \t\n;|&)<>")  # … and after it
 
 
 def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = None) -> bool:
@@ -245,6 +252,8 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
     blocked = defaults_hold(workspace)
     if blocked is None:
         return False  # a [gate] of its own, or a loopkit.toml not known to load
+    if supervised and not _folder_unguarded(raw, workspace, blocked):
+        return False  # the session works inside loopkit's own files: a bare name is theirs
     tool = dialect.gated_tool(raw)
     if tool is None:
         return True
@@ -283,6 +292,17 @@ def _surely_ungated(raw: bytes, explicit: str | None, dialect: Dialect | None = 
 
 _OWN_CHECKED = 4096  # bytes of a command the fast path reads for loopkit's own files
 _PATH_KEYS = (b'"file_path"', b'"notebook_path"')  # the file tools' (Codex's patch: parsed)
+
+
+def _folder_unguarded(raw: bytes, workspace: str, blocked: str) -> bool:
+    """Under ``loopkit run``: True when the session's folder, read off the call, is none of
+    loopkit's own folders and inside none (``cd .loopkit`` persists between Bash calls, and
+    then ``touch allow.toml`` names no loopkit file by its words)."""
+    at = _string_of(raw, b'"cwd"')
+    if at is None or at == _PARSE:
+        return False
+    cwd = raw[at : raw.find(b'"', at)].decode()
+    return Guard(workspace, blocked).path(cwd, cwd) is None
 
 
 def _own_file_untouched(raw: bytes, workspace: str, blocked: str) -> bool:

