@@ -170,8 +170,20 @@ def append(trail: Trail, entry: dict[str, Any]) -> Appended:
                 seq = found if found is not None else _count(fd)
                 prev = digest(last)
             lines = []
+            gap = _gap(_head(trail), seq, prev)
             if torn:
                 os.ftruncate(fd, size - len(torn))
+            if gap is not None:
+                # The file does not end where the head says: lines were cut from the end or
+                # the last one edited since. Said in the chain itself, so that appending
+                # does not hide it (verify names this line).
+                seq += 1
+                said: dict[str, Any] = {"event": GAP, "found_seq": seq - 1, "msg": gap}
+                if torn:
+                    said |= {"bytes": len(torn), "sha256": digest(torn)}
+                lines.append(line_of(seq, prev, said))
+                prev = digest(lines[-1])
+            elif torn:
                 seq += 1
                 cut = {
                     "event": "audit_torn",
@@ -193,6 +205,26 @@ def append(trail: Trail, entry: dict[str, Any]) -> Appended:
         head = f"{HEAD_VERSION}\n{seq} {sha}\n".encode()
         atomicfile.write_bytes(trail.head, head, mode=0o600, durable=False)
         return Appended(seq, sha)
+
+
+GAP = "audit_gap"  # the event of a line written after the trail was found cut or edited
+
+
+def _gap(head: tuple[int, str] | str | None, seq: int, prev: str) -> str | None:
+    """Why the chain's end (``seq`` lines, the last one's SHA-256 ``prev``) is not where
+    ``head`` says it is, or None. A head behind the file is a crash's (the head is written
+    after its line); a missing head with at most one line too (a crash before the first
+    head)."""
+    if isinstance(head, str):
+        return f"the head {head}"
+    if head is None:
+        return None if seq <= 1 else f"the head is gone with {seq} line(s) in the trail"
+    head_seq, head_sha = head
+    if seq < head_seq:
+        return f"{head_seq - seq} line(s) cut from the end (the head names line {head_seq})"
+    if seq == head_seq and prev != head_sha:
+        return f"line {seq} edited after it was written (the head records another SHA-256)"
+    return None
 
 
 # --- verifying ------------------------------------------------------------------------------
@@ -250,6 +282,10 @@ def verify(trail: Trail, *, name: str | None = None) -> Verdict:
         if problem is not None:
             where, what = problem
             return Verdict(where - 1, f"{name}:{where}: {what}")
+        if json.loads(line).get("event") == GAP:
+            said = json.loads(line).get("msg")
+            return Verdict(number - 1, f"{name}:{number}: written after the trail was cut or "
+                                       f"edited before it: {said}")  # fmt: skip
         seq, prev = seq + 1, digest(line)
     count = len(complete)
     at_head = (head is None and count == 0) or head == (seq, prev)

@@ -134,6 +134,38 @@ def test_a_head_one_line_behind_is_a_crash_between_the_two_writes(tmp_path: Path
     assert verdict.ok and any("newer than audit.head" in note for note in verdict.notes)
 
 
+def _cut(trail: Trail, keep: int) -> None:
+    lines = trail.path.read_bytes().splitlines()
+    trail.path.write_bytes(b"".join(line + b"\n" for line in lines[:keep]))
+
+
+def _edit_last(trail: Trail) -> None:
+    *kept, last = trail.path.read_bytes().splitlines()
+    edited = last.replace(b'"by":"ana"', b'"by":"eve"')  # and its newline gone: "torn"
+    trail.path.write_bytes(b"".join(line + b"\n" for line in kept) + edited)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "said"),
+    [(lambda t: _cut(t, 2), "2 line(s) cut from the end"), (lambda t: _cut(t, 3), "1 line(s)"),
+     (_edit_last, "cut or edited"), (lambda t: t.head.unlink(), "the head is gone")],
+    ids=["two cut", "one cut", "last edited, newline cut", "head deleted"],
+)  # fmt: skip
+def test_tampering_at_the_end_is_not_hidden_by_the_next_append(
+    tmp_path: Path, tamper: object, said: str
+) -> None:
+    """Every hook, reply and escalate appends: what verify finds at the end must still be
+    found after the next append (the head is read under the lock, and a gap is said)."""
+    trail = _trail(tmp_path, 4)
+    tamper(trail)  # type: ignore[operator]
+    chain.append(trail, {"event": "answer", "n": 9})
+    chain.append(trail, {"event": "answer", "n": 10})
+    verdict = chain.verify(trail)
+    assert not verdict.ok and verdict.problem is not None, verdict
+    assert "written after the trail was cut or edited" in verdict.problem
+    assert said in verdict.problem
+
+
 def _writer(state_dir: str, who: int, count: int) -> None:
     for n in range(count):
         chain.append(Trail(Path(state_dir)), {"event": "gate_decision", "who": who, "n": n})
