@@ -211,10 +211,10 @@ def _ship_from_stdin() -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(_ship_from_stdin())
-
-
 def _warn(text: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"loopkit: warning: {text}\n")
+
+
+if __name__ == "__main__":  # last: what it calls is defined above
+    sys.exit(_ship_from_stdin())

@@ -49,6 +49,7 @@ def verify(app: App) -> int:
     from loopkit.audit.chain import verify as check
     from loopkit.workspace import Workspace
 
+    app.require_workspace()  # never "the chain holds" for a folder that is no loop's
     workspace = Workspace.of(app.config())
     trail = Trail(workspace.state_dir)
     verdict = check(trail, name=str(trail.path.relative_to(workspace.root)))

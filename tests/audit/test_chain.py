@@ -197,3 +197,9 @@ def test_loopkit_audit_verify_names_the_first_bad_line_and_exits_65(ws: Path) ->
     done = loopkit("-C", str(ws), "audit", "verify")
     assert done.returncode == 65
     assert done.stderr.startswith(".loopkit/audit.jsonl:2: edited"), done.stderr
+
+
+def test_audit_verify_outside_a_workspace_says_so_and_exits_66(tmp_path: Path) -> None:
+    done = loopkit("-C", str(tmp_path), "audit", "verify")
+    assert done.returncode == 66, done.stdout
+    assert "not a loopkit workspace" in done.stderr and "chain holds" not in done.stdout
