@@ -49,10 +49,11 @@ class FakeCollector(Loopback):
                 kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
                 if kind not in (PROTOBUF, JSON):
                     return self._refuse(415, f"unsupported content type {kind!r}")
-                if (self.headers.get("Content-Encoding") or "").lower() == "gzip":
-                    body = gzip.decompress(body)
+                gzipped = (self.headers.get("Content-Encoding") or "").lower() == "gzip"
                 message = logs_service_pb2.ExportLogsServiceRequest()
                 try:
+                    if gzipped:
+                        body = gzip.decompress(body)
                     if kind == PROTOBUF:
                         message.ParseFromString(body)
                     else:

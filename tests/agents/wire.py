@@ -137,7 +137,11 @@ class Api(Loopback):
                 )
                 with api.lock:
                     api.seen.append(seen)
-                reply = api.answer(seen)
+                try:
+                    reply = api.answer(seen)
+                except Exception as exc:  # the script's own error: the test must see it
+                    reply = api.reject(seen, 500, f"the fake failed: {exc!r}",
+                                       {"error": {"message": repr(exc)}})  # fmt: skip
                 api._send(self, reply)
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve

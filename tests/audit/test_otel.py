@@ -70,6 +70,7 @@ def test_a_gate_decision_never_waits_on_the_collector(ws: Path, collector: FakeC
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     # The hook has exited with its decision; its records are still on their way, sent by
     # a process of their own that waits on the collector.
+    wait_until(collector.received.is_set, timeout=20, what="the export, held at the collector")
     assert collector.requests == []
     collector.hold.set()
     wait_until(lambda: collector.records(), timeout=20, what="the hook's records")
