@@ -75,6 +75,7 @@ class Iteration:
         self._decisions: list[dict[str, Any]] = []  # this iteration's, consumed at its start
         self._asked: str | None = None  # the block seen while the agent ran, if one was
         self._result: AgentResult | None = None  # the agent's result this turn, if it printed one
+        self._printed: str | None = None  # a watched agent's own output this turn
         self._runaway: tuple[Signal, str, str | None] | None = None  # stopped in its turn: how
         self._skipped: list[str] = []  # the skipped tasks as last read
         self.stuck = StuckWatch(parts, escalate=self._escalate)  # SPEC section 19
@@ -288,6 +289,7 @@ class Iteration:
         blocked_path = self.parts.workspace.blocked
         self._asked = None
         self._result = None
+        self._printed = None
         self._runaway = None
         stopfailure.take(self.parts.workspace.root)  # one left from before is not this turn's
         turn = _TurnMark.now(self.parts.workspace.requests_dir)
@@ -338,7 +340,7 @@ class Iteration:
             self._verdict(verify)
         # Counted before the failure below is, so one state save holds both counts.
         fired = self.stuck.observe(task, agent, verify, ticked=self._ticked(task),
-                                   result=self._result)  # fmt: skip
+                                   result=self._result, printed=self._printed)  # fmt: skip
         if agent_failed:
             self._count_failure(task, f"agent {self._reason(agent)}", agent.tail)
         elif verify is None or verify.ok:
@@ -429,6 +431,7 @@ class Iteration:
             self.parts.mailbox.turn_ended()
         result = stream.result if isinstance(stream, ClaudeStream) else keep.result()
         self._result = result
+        self._printed = stream.printed if stream is not None else None
         state = self.parts.state
         if stream is not None:
             state.agent_session = stream.session_id or state.agent_session

@@ -79,11 +79,13 @@ class StuckWatch:
         *,
         ticked: bool = False,
         result: AgentResult | None = None,
+        printed: str | None = None,
     ) -> list[stuck.Signal]:
         """Count what the iteration did (in the state, saved with the next save); the signals
         that fired are the pending ones of whatever block this iteration raises. ``ticked``:
         the task it ran on is no longer the current one (ticked off, or gone); ``result``:
-        Claude's result when the agent was spoken with (its output then is not the tail)."""
+        Claude's result when the agent was spoken with (its output then is not the tail);
+        ``printed``: a watched agent's own output (its events)."""
         detector = self._detector()
         reach = self._reach_of()
         if self._reach_task != (task,):  # observed without a begin (a test's iteration)
@@ -91,7 +93,10 @@ class StuckWatch:
             self._reach_task = (task,)
         ground = reach.take()
         exited = agent.exit_code if agent.ending == "exited" else None
-        usage = with_result(agent_run(agent.tail, exit_code=exited), result)
+        # A watched agent's tail is the lines shown for its events: its usage is read from
+        # what it printed itself (``printed``), as for an agent not watched.
+        output = printed if printed is not None else agent.tail
+        usage = with_result(agent_run(output, exit_code=exited), result)
         seen = stuck.Observation(
             iteration=self.parts.state.iteration,
             task=task,

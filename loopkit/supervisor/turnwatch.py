@@ -47,6 +47,7 @@ from loopkit.log import get_logger
 from loopkit.message import clean, fold
 from loopkit.supervisor.eventstream import EventStream
 from loopkit.supervisor.runaway import Runaway, call_of
+from loopkit.supervisor.runner import TAIL_BYTES
 from loopkit.workspace import live
 
 TYPE_CHECKING = False
@@ -166,6 +167,14 @@ class TurnWatch:
         self._stage_until = 0.0
         self._after_stop = 0  # calls the agent started since the stop's last step
         self._closed = False
+        self._raw = bytearray()  # the end of what the agent printed, as it printed it
+
+    @property
+    def printed(self) -> str:
+        """The end of the agent's own output (its events, not the lines shown for them):
+        what its usage, outages and refused calls are read from
+        (:func:`loopkit.supervisor.spend.agent_run`), as for an agent not watched."""
+        return self._raw.decode("utf-8", "replace")
 
     # -- what a dialect says ---------------------------------------------------------------
 
@@ -210,6 +219,8 @@ class TurnWatch:
 
     def received(self, chunk: bytes) -> None:
         self._heard()
+        self._raw += chunk
+        del self._raw[: max(0, len(self._raw) - TAIL_BYTES)]  # as the runner's tail
         self.events.feed(chunk)
 
     def output(self) -> None:

@@ -125,3 +125,33 @@ def test_the_spend_is_recorded_where_ps_reads_it(ws: Path) -> None:
     row = loops.read_loop(Registered(ws, "shop", ""))
     assert row.spend_usd == pytest.approx(1.2)
     assert "$1.20" in loops.render([row])
+
+
+@pytest.mark.parametrize("agent", ["codex exec --json go", "gemini -p go -o stream-json"])
+def test_a_watched_agents_spend_is_read_from_its_own_events(ws: Path, agent: str) -> None:
+    """A Codex or Gemini run whose events are watched (SPEC §24) shows lines for them; its
+    usage is still read from the events it printed (SPEC §25: max_cost_usd, ps's spend)."""
+
+    def events(call: Call) -> Run:
+        n = int(call.env["LOOPKIT_ITERATION"])
+        if agent.startswith("codex"):
+            printed = [{"type": "thread.started", "thread_id": "t-1"}, {"type": "turn.started"},
+                       {"type": "turn.completed", "usage": {"input_tokens": 100_000,
+                        "cached_input_tokens": 0, "output_tokens": 20_000}}]  # fmt: skip
+        else:
+            stats = {"input_tokens": 100_000, "output_tokens": 20_000, "cached": 0}
+            printed = [{"type": "init", "session_id": "g-1", "model": "gemini-2.5-pro"},
+                       {"type": "result", "status": "success", "stats": stats}]  # fmt: skip
+
+        def write(call: Call) -> None:
+            (Path(call.cwd) / f"step{n}.py").write_text(f"def step{n}():\n    return {n}\n")
+
+        return Run(output="".join(json.dumps(e) + "\n" for e in printed), does=write)
+
+    clock = FakeClock()
+    runner = FakeRunner(clock, {agent: events, "verify": Run()})
+    config = loop_config(ws, stuck=StuckConfig(), agent=agent)
+    sup = supervisor(config, clock, runner, max_iterations=2)
+    assert sup.run() == EXIT_OK
+    row = loops.read_loop(Registered(ws, "shop", ""))
+    assert row.spend_usd is not None and row.spend_usd > 0, row
