@@ -99,6 +99,12 @@ class Answered:
         """How the reply was read, told back (``→ B) Skip the task (letter B)``)."""
         return told_back(self.record)
 
+    @property
+    def caveat(self) -> str | None:
+        """What every surface tells the human with an answer recorded here only (SPEC §28),
+        or None."""
+        return FLEET_UNREACHABLE if self.provisional else None
+
 
 @record(frozen=True, slots=True)
 class Confirm:

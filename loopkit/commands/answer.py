@@ -69,11 +69,9 @@ def reply(
 
 def _partition_told(done: Answered) -> int:
     """75 and the truth when the answer could not be claimed fleet-wide (SPEC §28)."""
-    from loopkit.answering.service import FLEET_UNREACHABLE
-
-    if not done.provisional:
+    if done.caveat is None:
         return EXIT_OK
-    echo(f"loopkit: {FLEET_UNREACHABLE}", err=True)
+    echo(f"loopkit: {done.caveat}", err=True)
     return EXIT_TEMPFAIL
 
 

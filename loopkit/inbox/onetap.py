@@ -117,7 +117,8 @@ def routes(
         if isinstance(done, Confirm):  # an http action on a choice that takes two taps
             return ask(card, tap, request, confirm=True, status=409)
         taps.spend(home(), tap, signature)
-        return text(f"recorded: {done.reading}", 200)
+        caveat = f" — {done.caveat}" if done.caveat else ""
+        return text(f"recorded: {done.reading}{caveat}", 200)
 
     def late(record: Any, tap: taps.Tap) -> Response:
         """The tap came too late: 409, and the tapper is told who was first (a push) —

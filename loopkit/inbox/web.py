@@ -31,7 +31,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from loopkit.answering.service import Answering, Confirm
+from loopkit.answering.service import FLEET_UNREACHABLE, Answering, Confirm
 from loopkit.answering.telling import FollowUps
 from loopkit.answering.who import Answerer, Browser
 from loopkit.datarecord import field, record
@@ -188,7 +188,8 @@ def app(inbox: Inbox) -> Starlette:
             card=card,
             csrf=inbox.sessions.csrf(nonce),
             title=card.repo,
-            done=request.query_params.get("done") == "1",
+            done=request.query_params.get("done") in ("1", "here"),
+            caveat=FLEET_UNREACHABLE if request.query_params.get("done") == "here" else None,
             evidence=pages.evidence_of(card, inbox.stores),
         )
 
@@ -261,7 +262,9 @@ def app(inbox: Inbox) -> Starlette:
             button = "Yes, allow always here" if always(done.record, text) else "Yes, approve"
             return ask_again(nonce, card, done.question, "answer",
                              fields={"reply": text}, button=button)  # fmt: skip
-        return RedirectResponse(f"{card.url}?done=1", 303, headers=HEADERS)
+        # done=here: recorded on this machine only, the fleet unreachable (SPEC §28)
+        said = "here" if done.caveat else "1"
+        return RedirectResponse(f"{card.url}?done={said}", 303, headers=HEADERS)
 
     async def dismiss(request: HttpRequest, nonce: str) -> Response:
         """Close a request nobody will answer (SPEC §16): the first tap asks again, the

@@ -145,6 +145,26 @@ def test_a_tap_answers_via_the_inbox_and_lifts_the_block(
     assert "Answered" in client.get(done.headers["location"]).text
 
 
+def test_an_answer_the_fleet_could_not_take_says_it_may_not_stand(
+    inbox: tuple[Browser, InboxToken], ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SPEC §28: an answer recorded here while the fleet's database cannot be reached says
+    so on the inbox too, as `loopkit reply` (75) and the relays do."""
+    from loopkit.requests.hub import LocalHub
+
+    monkeypatch.setattr(LocalHub, "claim", lambda *_: False)  # the fleet did not take it
+    client, token = inbox
+    rid = escalate(ws)
+    login(client, token)
+    page = client.get("/").text
+    done = client.post(url_of(ws, rid) + "/answer", data={"csrf": csrf_of(page), "reply": "B"},
+                       follow_redirects=False)  # fmt: skip
+    assert done.status_code == 303 and done.headers["location"].endswith("?done=here")
+    shown = client.get(done.headers["location"]).text
+    assert "Answered" in shown and "the fleet is unreachable" in shown
+    assert "stands only if nobody answered elsewhere" in shown
+
+
 def test_a_stale_button_says_who_answered_never_an_error(
     inbox: tuple[Browser, InboxToken], ws: Path
 ) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 
-from loopkit.answering.service import FLEET_UNREACHABLE, Confirm
+from loopkit.answering.service import Confirm
 from loopkit.datarecord import record
 from loopkit.errors import LoopkitError, RequestConflict
 from loopkit.log import get_logger
@@ -79,7 +79,7 @@ class Decided:
     @property
     def caveat(self) -> str | None:
         """What the human must be told with an answer recorded here only (SPEC §28)."""
-        return FLEET_UNREACHABLE if self.answered and self.answered.provisional else None
+        return self.answered.caveat if self.answered else None
 
 
 class AnswerRouter:
