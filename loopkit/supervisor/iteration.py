@@ -76,6 +76,8 @@ class Iteration:
         self._asked: str | None = None  # the block seen while the agent ran, if one was
         self._result: AgentResult | None = None  # the agent's result this turn, if it printed one
         self._printed: str | None = None  # a watched agent's own output this turn
+        # The iteration whose end ran `done` and heard no: nothing has run since it did.
+        self._done_said_no: int | None = None
         self._runaway: tuple[Signal, str, str | None] | None = None  # stopped in its turn: how
         self._skipped: list[str] = []  # the skipped tasks as last read
         self.stuck = StuckWatch(parts, escalate=self._escalate)  # SPEC section 19
@@ -106,8 +108,9 @@ class Iteration:
                 return self.parts.finish(LoopStatus.FINISHED, EXIT_OK, why)
             none_left = tasks if tasks.none_left else None
             task = tasks.current
+        said_no = self._done_said_no == state.iteration  # at the last iteration's end
         state.iteration += 1
-        if none_left is not None and loop.task_file and loop.done is not None:
+        if none_left is not None and loop.task_file and loop.done is not None and not said_no:
             # No task is left, and `done` decides: asked now, before an agent runs on none
             # (init's `loopkit tasks --done` says yes). One of the user's own that says no
             # lets the loop go on, watched for progress like any (SPEC §25).
@@ -358,6 +361,7 @@ class Iteration:
                 return self.parts.finish(
                     LoopStatus.FINISHED, EXIT_OK, "done: the done command exited 0"
                 )
+            self._done_said_no = self.parts.state.iteration  # the next head need not ask again
         return CONTINUE
 
     def _agent_turn(self, agent: Command, log_file: IterationLog) -> Finished:

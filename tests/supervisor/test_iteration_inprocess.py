@@ -219,6 +219,27 @@ def test_a_passing_done_finishes(ws: Path) -> None:
     assert saved(ws)["status"] == "finished"
 
 
+def test_with_no_task_left_done_runs_once_per_iteration(ws: Path) -> None:
+    """No task left and a `done` of the user's that says no: asked at the iteration's head
+    only when nothing ran since it last said no — never twice in a row (SPEC §25's traces
+    go on, each iteration one agent run and one `done`)."""
+    (ws / "TASKS.md").write_text("- [x] one\n- [x] two\n")
+
+    def agent(call: Call) -> Run:
+        n = call.env["LOOPKIT_ITERATION"]
+        return Run(does=lambda c: (Path(c.cwd) / f"step{n}.py").write_text(f"x = {n}\n"))
+
+    clock = FakeClock()
+    runner = FakeRunner(clock, {"agent": agent, "verify": Run(), "done": Run(1)})
+    config = loop_config(ws, done="done", task_file="TASKS.md")
+    sup = supervisor(config, clock, runner, max_iterations=3)
+    sup.run()
+    names = runner.names()
+    assert names.count("agent") == 3, names
+    assert names == ["done", "agent", "verify", "done", "agent", "verify", "done", "agent",
+                     "verify", "done"], names  # fmt: skip
+
+
 def test_a_stop_during_verify_stops_the_iteration(ws: Path) -> None:
     clock = FakeClock()
     runner = FakeRunner(clock, {"agent": Run(), "verify": Run(takes=120)})
