@@ -50,7 +50,9 @@ def judge(raw: bytes, explicit: str | None, dialect: Dialect) -> int:
     try:
         from loopkit.hooks import standing
 
-        need = standing.need_of(dialect, event, workspace, rules)
+        # read again for loopkit's own files: bounded as the first reading was (SPEC §28)
+        again = time.monotonic() + READ_TIME
+        need = standing.need_of(dialect, event, workspace, rules, deadline=again)
         passed = standing.passing(workspace, need, agent=dialect.agent, hit=hit) if need else None
         if passed is not None:
             decision = dialect.answer("allow", passed)

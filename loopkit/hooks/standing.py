@@ -28,18 +28,24 @@ _SHELL = "Bash"  # the shell tool, in the rules' vocabulary (each dialect's call
 
 
 def need_of(
-    dialect: Dialect, event: dict[str, Any], workspace: str, rules: Rules
+    dialect: Dialect,
+    event: dict[str, Any],
+    workspace: str,
+    rules: Rules,
+    *,
+    deadline: float | None = None,
 ) -> allow.Wanted | None:
     """What the call needs of a standing rule, or None when none may be offered or used:
     a tool that is neither a shell nor a file tool, a place outside the workspace, or a
-    call touching loopkit's own files."""
+    call touching loopkit's own files. ``deadline``: the reading of the call for those is
+    bounded as the first reading was (past it, the reader raises: the call is denied)."""
     cwd = str(event.get("cwd") or workspace)
     commands: list[str] = []
     paths: list[str] = []
     entries = dialect.calls(event["tool_name"], event.get("tool_input", {}))
     own = Rules((), (), (), guard=rules.guard) if rules.guard is not None else None
     for name, given in entries:
-        if own is not None and match(own, name, given, cwd) is not None:
+        if own is not None and match(own, name, given, cwd, deadline=deadline) is not None:
             return None  # loopkit's own files: a human, every time
         if not isinstance(given, dict):
             return None
