@@ -125,7 +125,8 @@ def routes(
         unless it was their own answer, tapped again."""
         if not record.is_open:
             res = record.resolution
-            theirs = res is not None and res.via == "ntfy" and res.by == (tap.person or None)
+            tapper = (tap.person or inbox.user).casefold()  # as the answer was recorded
+            theirs = res is not None and res.via == "ntfy" and (res.by or "").casefold() == tapper
             if not theirs:
                 person = tap.person or None
                 threading.Thread(

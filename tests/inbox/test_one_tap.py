@@ -97,6 +97,31 @@ def test_a_tap_answers_as_the_person_it_was_sent_to_once(
     assert record(ws, rid)["resolution"] == resolution
 
 
+def test_your_own_tap_again_tells_you_nothing_when_nobody_is_listed(
+    ws: Path, ntfy: FakeNtfy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no [[escalation.people]] a tap answers as the inbox's user; the same button
+    tapped again is a 409 and no "already answered" push to the one who answered."""
+    monkeypatch.setenv("LOOPKIT_INBOX_URL", BASE)
+    monkeypatch.setenv("LOOPKIT_HITL_NTFY_URL", ntfy.topic_url("loop"))
+    (ws / "loopkit.toml").write_text('[escalation]\nchannel = "ntfy"\n')
+    Registry().register(ws, "shop")
+    token = InboxToken(home())
+    token.ensure()
+    hubs = Hubs()
+    inbox = Browser(app(Inbox(token, "ana", Throttle(), Stores(hubs.for_config), hubs)))
+    rid = escalate(ws)
+    [pushed] = ntfy.wait_for("loop")
+    assert inbox.post(button(pushed, 0)).status_code == 200
+    ntfy.wait_for("loop", 2)  # her reading, pushed back
+    again = inbox.post(button(pushed, 0))
+    assert again.status_code == 409 and "already resolved by ana via ntfy" in again.text
+    escalate(ws)  # the next question: pushed after whatever the tap again would have pushed
+    said = [m.message["message"] for m in ntfy.wait_for("loop", 3)]
+    assert "Which flow?" in said[2] and not any("already answered" in m for m in said), said
+    assert record(ws, rid)["status"] == "resolved"
+
+
 def test_a_url_changed_in_any_part_is_403(team: Browser, ws: Path, ntfy: FakeNtfy) -> None:
     rid = escalate(ws)
     path = button(ntfy.wait_for("ana")[0], 0)
