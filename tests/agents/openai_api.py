@@ -131,6 +131,7 @@ def _problem(body: dict[str, Any]) -> str | None:
     if not isinstance(items, list):
         return "Invalid type for 'input': expected a string or an array."
     called: set[str] = set()
+    answered: set[str] = set()
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             return f"Invalid type for 'input[{n}]'."
@@ -141,6 +142,11 @@ def _problem(body: dict[str, Any]) -> str | None:
             return (
                 f"No tool call found for function call output with call_id {item.get('call_id')}."
             )
+        elif kind in CALL_TYPES.values():
+            answered.add(str(item.get("call_id")))
+    unanswered = sorted(called - answered)  # both ways, as the API checks them
+    if unanswered:
+        return f"No tool output found for function call {unanswered[0]}."
     return None
 
 
