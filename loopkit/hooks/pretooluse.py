@@ -29,7 +29,7 @@ from loopkit import discover
 from loopkit.hooks.commandline import WRITERS, understand
 from loopkit.hooks.gatestamp import defaults_hold
 from loopkit.hooks.guard import Guard
-from loopkit.hooks.rules import WORDS
+from loopkit.hooks.rules import DEFAULT_PROTECT, WORDS
 from loopkit.hooks.shell import Unreadable
 
 TYPE_CHECKING = False  # typing costs ~3 ms of a start of ~20: mypy reads the name as its own
@@ -107,7 +107,8 @@ def deny_on_error(message: str) -> int:
 # enough: `rmdir` is read too), or a protected path's. Each is read without ``re`` (its import
 # is a third of the hook's start), exactly as the expression in its comment would.
 _BASH_WORDS = tuple(sorted({w.lower().encode() for ws in WORDS.values() for w in ws}))
-_PATH_WORDS = (b".env", b".pem", b".key", b"migrations")  # (?i)\.env|\.pem|\.key|migrations
+# (?i)\.env|\.pem|\.key|migrations: what each default protect glob needs, its wildcards off
+_PATH_WORDS = tuple(glob.strip("*/").lower().encode() for glob in DEFAULT_PROTECT)
 _SPACE = b" \t\n\r\f\v"  # \s in a bytes expression
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")  # \w
 # A text with more keys or words than this read in Python is parsed instead: the scan stays a
