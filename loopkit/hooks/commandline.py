@@ -91,8 +91,14 @@ _GIT_WRITES = frozenset(["checkout", "restore", "rm", "mv", "apply"])
 _READS = DATA - _REMOVES - _CHANGES - _COPIES - _IN_PLACE - {"mv", "dd", "git", "touch", "mkdir"}
 # Programs that write the files they are given (or run what does): a command holding one may
 # change loopkit's own files under `loopkit run` (the gate's screen reads for these).
-WRITERS = _REMOVES | _CHANGES | _COPIES | _IN_PLACE | _EDITORS | {"mv", "dd", "git", "touch",
-                                                                 "mkdir", "find"}
+WRITERS = (
+    _REMOVES
+    | _CHANGES
+    | _COPIES
+    | _IN_PLACE
+    | _EDITORS
+    | {"mv", "dd", "git", "touch", "mkdir", "find"}
+)
 
 
 class Write:
